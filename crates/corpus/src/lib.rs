@@ -151,7 +151,7 @@ impl Generator {
         self.fresh += 1;
         let host = self.pick_host();
         let r = self.rng.next_u64();
-        let scheme = if host % 7 == 0 { "http" } else { "https" };
+        let scheme = if host.is_multiple_of(7) { "http" } else { "https" };
         let _ = write!(out, "{scheme}://");
         write_host(out, host);
         let word = |i: u64| WORDS[((r >> (i * 8)) % WORDS.len() as u64) as usize];
