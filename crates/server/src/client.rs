@@ -1,0 +1,226 @@
+//! Per-connection state ([`ConnState`]) and the registry of connected clients that
+//! `CLIENT LIST` and `INFO` read.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::frame::Protocol;
+
+/// The state of one connection, owned by its task and handed to every command it runs.
+#[derive(Debug)]
+pub struct ConnState {
+    protocol: Protocol,
+    authenticated: bool,
+    close_after_reply: bool,
+    info: Arc<ClientInfo>,
+}
+
+impl ConnState {
+    /// The state of a new connection: RESP2, authenticated unless a password is required.
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> ConnState {
+        ConnState { protocol: Protocol::Resp2, authenticated, close_after_reply: false, info }
+    }
+
+    /// The client id (`CLIENT ID`), unique for the life of the server.
+    pub fn id(&self) -> u64 {
+        self.info.id
+    }
+
+    /// The protocol replies are written in.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Switches the protocol replies are written in (from the next reply on).
+    pub fn set_protocol(&mut self, protocol: Protocol) {
+        self.protocol = protocol;
+        self.info.resp.store(protocol.version() as u8, Relaxed);
+    }
+
+    /// Whether the client may run commands that need authentication.
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticated
+    }
+
+    /// Marks the client authenticated (after a successful `AUTH`).
+    pub fn set_authenticated(&mut self, authenticated: bool) {
+        self.authenticated = authenticated;
+    }
+
+    /// The name set by `CLIENT SETNAME` / `HELLO … SETNAME`.
+    pub fn name(&self) -> Option<Bytes> {
+        self.info.meta.lock().name.clone()
+    }
+
+    /// Sets (or, with `None` or an empty name, clears) the client name.
+    pub fn set_name(&mut self, name: Option<Bytes>) {
+        self.info.meta.lock().name = name.filter(|n| !n.is_empty());
+    }
+
+    /// Sets the library name reported by `CLIENT SETINFO LIB-NAME`.
+    pub fn set_lib_name(&mut self, v: Option<Bytes>) {
+        self.info.meta.lock().lib_name = v.filter(|n| !n.is_empty());
+    }
+
+    /// Sets the library version reported by `CLIENT SETINFO LIB-VER`.
+    pub fn set_lib_ver(&mut self, v: Option<Bytes>) {
+        self.info.meta.lock().lib_ver = v.filter(|n| !n.is_empty());
+    }
+
+    /// The peer address.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.info.peer
+    }
+
+    /// The local address the client connected to.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.info.local
+    }
+
+    /// Asks the connection to close once the reply to the current command is written (`QUIT`).
+    pub fn close_after_reply(&mut self) {
+        self.close_after_reply = true;
+    }
+
+    /// Whether [`ConnState::close_after_reply`] was called.
+    pub fn closing(&self) -> bool {
+        self.close_after_reply
+    }
+
+    /// The entry of this client in the registry.
+    pub fn info(&self) -> &Arc<ClientInfo> {
+        &self.info
+    }
+}
+
+/// What `CLIENT LIST` shows of a connection; shared between its task and the registry.
+#[derive(Debug)]
+pub struct ClientInfo {
+    id: u64,
+    peer: Option<SocketAddr>,
+    local: Option<SocketAddr>,
+    created: Instant,
+    /// Milliseconds since `created` at the last read from the client.
+    last_interaction_ms: AtomicU64,
+    /// Index of the last command in the dispatch table, `usize::MAX` for none.
+    last_command: AtomicUsize,
+    resp: AtomicU8,
+    meta: Mutex<ClientMeta>,
+}
+
+#[derive(Debug, Default)]
+struct ClientMeta {
+    name: Option<Bytes>,
+    lib_name: Option<Bytes>,
+    lib_ver: Option<Bytes>,
+}
+
+impl ClientInfo {
+    /// A new client entry.
+    pub fn new(id: u64, peer: Option<SocketAddr>, local: Option<SocketAddr>) -> ClientInfo {
+        ClientInfo {
+            id,
+            peer,
+            local,
+            created: Instant::now(),
+            last_interaction_ms: AtomicU64::new(0),
+            last_command: AtomicUsize::new(usize::MAX),
+            resp: AtomicU8::new(2),
+            meta: Mutex::new(ClientMeta::default()),
+        }
+    }
+
+    /// The client id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn touch(&self) {
+        let ms = u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_interaction_ms.store(ms, Relaxed);
+    }
+
+    pub(crate) fn set_last_command(&self, index: usize) {
+        self.last_command.store(index, Relaxed);
+    }
+
+    pub(crate) fn last_command(&self) -> Option<usize> {
+        Some(self.last_command.load(Relaxed)).filter(|&i| i != usize::MAX)
+    }
+
+    /// The `CLIENT LIST` line (without the trailing newline), Redis' field order; `cmd` is the
+    /// full name of the last command.
+    pub(crate) fn list_line(&self, cmd: &str) -> Vec<u8> {
+        let age = self.created.elapsed().as_secs();
+        let idle_ms = u64::try_from(self.created.elapsed().as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_sub(self.last_interaction_ms.load(Relaxed));
+        let addr = |a: Option<SocketAddr>| a.map_or_else(|| "?:0".to_owned(), |a| a.to_string());
+        let meta = self.meta.lock();
+        let mut line =
+            format!("id={} addr={} laddr={} name=", self.id, addr(self.peer), addr(self.local))
+                .into_bytes();
+        line.extend_from_slice(meta.name.as_deref().unwrap_or_default());
+        line.extend_from_slice(
+            format!(
+                " age={age} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 cmd={cmd} \
+                 user=default redir=-1 resp={} lib-name=",
+                idle_ms / 1000,
+                self.resp.load(Relaxed)
+            )
+            .as_bytes(),
+        );
+        line.extend_from_slice(meta.lib_name.as_deref().unwrap_or_default());
+        line.extend_from_slice(b" lib-ver=");
+        line.extend_from_slice(meta.lib_ver.as_deref().unwrap_or_default());
+        line
+    }
+}
+
+/// The connected clients, by id.
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+}
+
+impl ClientRegistry {
+    /// Adds a client; the returned guard removes it when dropped.
+    pub(crate) fn register(self: &Arc<Self>, info: Arc<ClientInfo>) -> Registered {
+        self.clients.lock().insert(info.id, info.clone());
+        Registered { registry: self.clone(), id: info.id }
+    }
+
+    /// The connected clients, by ascending id.
+    pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    /// How many clients are connected.
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    /// Whether no client is connected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Removes a client from the registry when its connection ends.
+#[derive(Debug)]
+pub(crate) struct Registered {
+    registry: Arc<ClientRegistry>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.clients.lock().remove(&self.id);
+    }
+}

@@ -1,0 +1,650 @@
+//! The command table: how a request becomes a call to a handler, and how new commands plug in.
+//!
+//! A command is a [`CommandSpec`] (its name, arity, flags and documentation, which `COMMAND`
+//! reports) and a [`Handler`]. [`Dispatch`] holds the table and the application state `S` (the
+//! engine) that handlers receive through [`Ctx`]. For each request it does what Redis'
+//! `processCommand` does, in Redis' order: look the name up (unknown command), pick the
+//! subcommand of a container such as `CLIENT` (unknown subcommand), check the arity, check
+//! authentication, run the handler, count the call and its latency.
+//!
+//! # Adding a command
+//!
+//! One file per command: a spec, a handler, a constructor; then one line to register it.
+//!
+//! ```
+//! use urlseen_server::{Command, CommandResult, CommandSpec, Ctx, Dispatch, Frame, Parse};
+//!
+//! struct App { greeting: &'static str }
+//!
+//! const SPEC: CommandSpec = CommandSpec::new("hello.world", -1)
+//!     .flags(&["readonly", "fast"])
+//!     .group("urlseen")
+//!     .summary("Greets the caller.");
+//!
+//! fn hello_world(ctx: Ctx<'_, App>, mut args: Parse) -> CommandResult {
+//!     let who = args.next_if_keyword("LOUDLY");
+//!     args.finish()?;
+//!     let text = if who { ctx.app.greeting.to_uppercase() } else { ctx.app.greeting.to_owned() };
+//!     Ok(Frame::bulk(text))
+//! }
+//!
+//! let dispatch = Dispatch::new(App { greeting: "hi" })
+//!     .with(Command::sync(SPEC, hello_world));
+//! assert!(dispatch.lookup(b"HELLO.WORLD").is_some());
+//! ```
+//!
+//! A handler that waits (on I/O, on `spawn_blocking`, on a group commit) is asynchronous:
+//!
+//! ```
+//! use urlseen_server::{BoxFuture, Command, CommandResult, CommandSpec, Ctx, Frame, Parse};
+//!
+//! fn slow<'a>(_ctx: Ctx<'a, ()>, args: Parse) -> BoxFuture<'a, CommandResult> {
+//!     Box::pin(async move {
+//!         args.finish()?;
+//!         tokio::task::yield_now().await;
+//!         Ok(Frame::ok())
+//!     })
+//! }
+//! let cmd: Command<()> = Command::new_async(CommandSpec::new("slow", 1), slow);
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::client::ConnState;
+use crate::cmd::info::InfoSection;
+use crate::error::{CommandError, unknown_command, unknown_subcommand};
+use crate::frame::Frame;
+use crate::metrics::{CommandStats, Metrics};
+use crate::parse::Parse;
+use crate::server::ServerState;
+
+/// What a handler returns: the reply, or an error that becomes the error reply.
+pub type CommandResult = Result<Frame, CommandError>;
+
+/// The boxed future of an asynchronous handler.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A synchronous handler: for commands that do not wait.
+pub type SyncHandler<S> = fn(Ctx<'_, S>, Parse) -> CommandResult;
+
+/// An asynchronous handler: for commands that wait (I/O, fsync, `spawn_blocking`).
+pub type AsyncHandler<S> = for<'a> fn(Ctx<'a, S>, Parse) -> BoxFuture<'a, CommandResult>;
+
+/// How a command runs.
+pub enum Handler<S> {
+    /// Runs to completion on the connection's task.
+    Sync(SyncHandler<S>),
+    /// Awaited on the connection's task; the connection executes its requests in order, so
+    /// the next pipelined command starts after this one is done.
+    Async(AsyncHandler<S>),
+}
+
+impl<S> Clone for Handler<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Handler<S> {}
+
+impl<S> fmt::Debug for Handler<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Handler::Sync(_) => "Handler::Sync",
+            Handler::Async(_) => "Handler::Async",
+        })
+    }
+}
+
+/// What a handler receives besides its arguments.
+pub struct Ctx<'a, S> {
+    /// The application state given to [`Dispatch::new`] (the engine).
+    pub app: &'a S,
+    /// This connection: protocol, authentication, name, close-after-reply.
+    pub conn: &'a mut ConnState,
+    /// The server: configuration, metrics, connected clients, uptime.
+    pub server: &'a ServerState,
+    /// The command table (for introspection such as `COMMAND`).
+    pub dispatch: &'a Dispatch<S>,
+}
+
+impl<S> fmt::Debug for Ctx<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ctx").field("conn", &self.conn).finish_non_exhaustive()
+    }
+}
+
+/// The type of a documented argument, as `COMMAND DOCS` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgKind {
+    /// A key (a namespace, for urlseen).
+    Key,
+    /// A string.
+    String,
+    /// An integer.
+    Integer,
+    /// A double.
+    Double,
+    /// A glob-style pattern.
+    Pattern,
+    /// A keyword alone, such as `NONSCALING`.
+    PureToken,
+}
+
+impl ArgKind {
+    /// The `type` field of `COMMAND DOCS`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgKind::Key => "key",
+            ArgKind::String => "string",
+            ArgKind::Integer => "integer",
+            ArgKind::Double => "double",
+            ArgKind::Pattern => "pattern",
+            ArgKind::PureToken => "pure-token",
+        }
+    }
+}
+
+/// The documentation of one argument, for `COMMAND DOCS` (and so redis-cli's hints).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArgSpec {
+    /// The argument's name.
+    pub name: &'static str,
+    /// Its type.
+    pub kind: ArgKind,
+    /// The keyword that introduces it (`CAPACITY`), if any.
+    pub token: Option<&'static str>,
+    /// Whether it may be left out.
+    pub optional: bool,
+    /// Whether it may be repeated.
+    pub multiple: bool,
+}
+
+impl ArgSpec {
+    /// A required, single argument.
+    pub const fn new(name: &'static str, kind: ArgKind) -> ArgSpec {
+        ArgSpec { name, kind, token: None, optional: false, multiple: false }
+    }
+
+    /// Introduced by `token`.
+    pub const fn token(mut self, token: &'static str) -> ArgSpec {
+        self.token = Some(token);
+        self
+    }
+
+    /// May be left out.
+    pub const fn optional(mut self) -> ArgSpec {
+        self.optional = true;
+        self
+    }
+
+    /// May be repeated.
+    pub const fn multiple(mut self) -> ArgSpec {
+        self.multiple = true;
+        self
+    }
+}
+
+/// The static description of a command: what the dispatcher checks and `COMMAND` reports.
+///
+/// Built in a `const` with [`CommandSpec::new`] and the builder methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandSpec {
+    /// The full name, lowercase as Redis spells it: `ping`, or `client|setname` for a
+    /// subcommand (looked up by the part after `|`, case-insensitively).
+    pub name: &'static str,
+    /// Redis arity, the command name included: `n > 0` exactly n arguments, `n < 0` at least
+    /// `-n`. A subcommand's arity counts the command and the subcommand.
+    pub arity: i32,
+    /// Redis command flags (`write`, `readonly`, `fast`, `denyoom`, …). `no_auth` lets the
+    /// command run before authentication.
+    pub flags: &'static [&'static str],
+    /// Position of the first key argument (0: none), as `COMMAND` reports it.
+    pub first_key: i32,
+    /// Position of the last key argument (-1: the last argument).
+    pub last_key: i32,
+    /// Step between keys.
+    pub key_step: i32,
+    /// ACL categories, `@`-prefixed (`@connection`, `@fast`).
+    pub acl_categories: &'static [&'static str],
+    /// The `COMMAND DOCS` group (`connection`, `server`, `bf`, …).
+    pub group: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// The version that introduced the command.
+    pub since: &'static str,
+    /// The arguments after the name.
+    pub args: &'static [ArgSpec],
+}
+
+impl CommandSpec {
+    /// A command with no flags, no keys and no documentation.
+    pub const fn new(name: &'static str, arity: i32) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags: &[],
+            first_key: 0,
+            last_key: 0,
+            key_step: 0,
+            acl_categories: &[],
+            group: "generic",
+            summary: "",
+            since: "0.1.0",
+            args: &[],
+        }
+    }
+
+    /// Sets the Redis command flags.
+    pub const fn flags(mut self, flags: &'static [&'static str]) -> CommandSpec {
+        self.flags = flags;
+        self
+    }
+
+    /// Sets the key positions.
+    pub const fn keys(mut self, first: i32, last: i32, step: i32) -> CommandSpec {
+        self.first_key = first;
+        self.last_key = last;
+        self.key_step = step;
+        self
+    }
+
+    /// Sets the ACL categories.
+    pub const fn acl(mut self, categories: &'static [&'static str]) -> CommandSpec {
+        self.acl_categories = categories;
+        self
+    }
+
+    /// Sets the documentation group.
+    pub const fn group(mut self, group: &'static str) -> CommandSpec {
+        self.group = group;
+        self
+    }
+
+    /// Sets the summary.
+    pub const fn summary(mut self, summary: &'static str) -> CommandSpec {
+        self.summary = summary;
+        self
+    }
+
+    /// Sets the version that introduced the command.
+    pub const fn since(mut self, since: &'static str) -> CommandSpec {
+        self.since = since;
+        self
+    }
+
+    /// Sets the documented arguments.
+    pub const fn args(mut self, args: &'static [ArgSpec]) -> CommandSpec {
+        self.args = args;
+        self
+    }
+
+    /// Whether `argc` arguments (name included) satisfy the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = i64::try_from(argc).unwrap_or(i64::MAX);
+        let arity = i64::from(self.arity);
+        if arity >= 0 { argc == arity } else { argc >= -arity }
+    }
+
+    /// Whether the command carries `flag`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// The name a subcommand is looked up by: the part after the last `|`.
+    fn lookup_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+}
+
+/// A command ready to register: its spec, its handler and its subcommands.
+pub struct Command<S> {
+    spec: CommandSpec,
+    handler: Option<Handler<S>>,
+    subcommands: Vec<Command<S>>,
+}
+
+impl<S> fmt::Debug for Command<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Command")
+            .field("spec", &self.spec.name)
+            .field("handler", &self.handler)
+            .field("subcommands", &self.subcommands)
+            .finish()
+    }
+}
+
+impl<S> Command<S> {
+    /// A command with a handler.
+    pub fn new(spec: CommandSpec, handler: Handler<S>) -> Command<S> {
+        Command { spec, handler: Some(handler), subcommands: Vec::new() }
+    }
+
+    /// A command with a synchronous handler.
+    pub fn sync(spec: CommandSpec, handler: SyncHandler<S>) -> Command<S> {
+        Command::new(spec, Handler::Sync(handler))
+    }
+
+    /// A command with an asynchronous handler.
+    pub fn new_async(spec: CommandSpec, handler: AsyncHandler<S>) -> Command<S> {
+        Command::new(spec, Handler::Async(handler))
+    }
+
+    /// A container (such as `CLIENT`) that only dispatches to subcommands. Give it an arity of
+    /// `-2` so that the bare name is a wrong-arity error, like Redis.
+    pub fn container(spec: CommandSpec) -> Command<S> {
+        Command { spec, handler: None, subcommands: Vec::new() }
+    }
+
+    /// Adds a subcommand, whose spec name is `parent|sub`.
+    pub fn subcommand(mut self, sub: Command<S>) -> Command<S> {
+        self.subcommands.push(sub);
+        self
+    }
+
+    /// The spec.
+    pub fn spec(&self) -> &CommandSpec {
+        &self.spec
+    }
+}
+
+struct Entry<S> {
+    spec: CommandSpec,
+    handler: Option<Handler<S>>,
+    subs: HashMap<Box<[u8]>, usize>,
+    sub_order: Vec<usize>,
+    is_sub: bool,
+    no_auth: bool,
+    stats: Arc<CommandStats>,
+}
+
+/// A registered `INFO` section: its name, whether plain `INFO` includes it, its writer.
+type InfoWriterFn<S> = fn(&S, &ServerState, &mut InfoSection);
+
+struct InfoEntry<S> {
+    name: &'static str,
+    default: bool,
+    write: InfoWriterFn<S>,
+}
+
+/// The command table and the application state handlers receive.
+///
+/// [`Dispatch::new`] comes with the connection commands (`PING`, `ECHO`, `HELLO`, `AUTH`,
+/// `CLIENT`, `SELECT`, `COMMAND`, `INFO`, `QUIT`); [`Dispatch::register`] adds more or replaces
+/// one by name.
+pub struct Dispatch<S> {
+    app: S,
+    entries: Vec<Entry<S>>,
+    top: HashMap<Box<[u8]>, usize>,
+    top_order: Vec<usize>,
+    metrics: Arc<Metrics>,
+    info: Vec<InfoEntry<S>>,
+}
+
+impl<S> fmt::Debug for Dispatch<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self
+            .top_order
+            .iter()
+            .filter_map(|&i| self.entries.get(i))
+            .map(|e| e.spec.name)
+            .collect();
+        f.debug_struct("Dispatch").field("commands", &names).finish_non_exhaustive()
+    }
+}
+
+/// What executing one request asks of the connection.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Write this reply.
+    Reply(Frame),
+    /// Drop the connection without a reply (cross-protocol attack: `POST`, `Host:`).
+    Drop,
+}
+
+const MAX_NAME: usize = 64;
+
+fn lowercase<'b>(name: &[u8], buf: &'b mut [u8; MAX_NAME]) -> Option<&'b [u8]> {
+    let out = buf.get_mut(..name.len())?;
+    for (o, c) in out.iter_mut().zip(name) {
+        *o = c.to_ascii_lowercase();
+    }
+    Some(out)
+}
+
+impl<S> Dispatch<S> {
+    /// A table with the built-in connection commands and `INFO` sections.
+    pub fn new(app: S) -> Dispatch<S> {
+        let mut d = Dispatch::empty(app);
+        crate::cmd::register_builtins(&mut d);
+        d
+    }
+
+    /// A table with no command at all.
+    pub fn empty(app: S) -> Dispatch<S> {
+        Dispatch {
+            app,
+            entries: Vec::new(),
+            top: HashMap::new(),
+            top_order: Vec::new(),
+            metrics: Arc::new(Metrics::new()),
+            info: Vec::new(),
+        }
+    }
+
+    /// Registers a command (and its subcommands), replacing any command of the same name.
+    ///
+    /// # Panics
+    /// If a name is longer than 64 bytes (a programming error, not an input error).
+    pub fn register(&mut self, command: Command<S>) -> &mut Self {
+        let index = self.add_entry(&command, false);
+        for sub in &command.subcommands {
+            let sub_index = self.add_entry(sub, true);
+            let key: Box<[u8]> = sub.spec.lookup_name().to_ascii_lowercase().into_bytes().into();
+            if let Some(parent) = self.entries.get_mut(index)
+                && parent.subs.insert(key, sub_index).is_none()
+            {
+                parent.sub_order.push(sub_index);
+            }
+        }
+        let key: Box<[u8]> = command.spec.name.to_ascii_lowercase().into_bytes().into();
+        match self.top.insert(key, index) {
+            Some(old) => {
+                if let Some(slot) = self.top_order.iter_mut().find(|i| **i == old) {
+                    *slot = index;
+                }
+            }
+            None => self.top_order.push(index),
+        }
+        self
+    }
+
+    fn add_entry(&mut self, command: &Command<S>, is_sub: bool) -> usize {
+        assert!(command.spec.name.len() <= MAX_NAME, "command name over {MAX_NAME} bytes");
+        self.entries.push(Entry {
+            spec: command.spec,
+            handler: command.handler,
+            subs: HashMap::new(),
+            sub_order: Vec::new(),
+            is_sub,
+            no_auth: command.spec.has_flag("no_auth"),
+            stats: self.metrics.stats_for(command.spec.name),
+        });
+        self.entries.len() - 1
+    }
+
+    /// [`Dispatch::register`], by value, for chaining.
+    pub fn with(mut self, command: Command<S>) -> Dispatch<S> {
+        self.register(command);
+        self
+    }
+
+    /// Registers an `INFO` section, replacing the section of the same name if there is one
+    /// (so the engine can take over `persistence` and `keyspace`). `default`: whether plain
+    /// `INFO` shows it.
+    pub fn info_section(
+        &mut self,
+        name: &'static str,
+        default: bool,
+        write: fn(&S, &ServerState, &mut InfoSection),
+    ) -> &mut Self {
+        let entry = InfoEntry { name, default, write };
+        match self.info.iter_mut().find(|e| e.name.eq_ignore_ascii_case(name)) {
+            Some(slot) => *slot = entry,
+            None => self.info.push(entry),
+        }
+        self
+    }
+
+    /// The application state.
+    pub fn app(&self) -> &S {
+        &self.app
+    }
+
+    /// The metrics this table and the server record into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The spec of the command named `name` (any case), if registered.
+    pub fn lookup(&self, name: &[u8]) -> Option<&CommandSpec> {
+        let mut buf = [0; MAX_NAME];
+        let key = lowercase(name, &mut buf)?;
+        self.top.get(key).and_then(|&i| self.entries.get(i)).map(|e| &e.spec)
+    }
+
+    /// Every top-level command with its subcommands, in registration order.
+    pub fn commands(&self) -> Vec<(&CommandSpec, Vec<&CommandSpec>)> {
+        self.top_order
+            .iter()
+            .filter_map(|&i| self.entries.get(i))
+            .map(|e| {
+                let subs = e.sub_order.iter().filter_map(|&s| self.entries.get(s)).map(|s| &s.spec);
+                (&e.spec, subs.collect())
+            })
+            .collect()
+    }
+
+    /// The full name of the command at `index` (for `CLIENT LIST`'s `cmd=`).
+    pub(crate) fn name_of(&self, index: usize) -> Option<&'static str> {
+        self.entries.get(index).map(|e| e.spec.name)
+    }
+
+    /// Writes the `INFO` sections `wanted` selects (lowercase names, `all`, `everything`,
+    /// `default`; empty for the default set).
+    pub(crate) fn write_info(&self, server: &ServerState, wanted: &[String], out: &mut String) {
+        let everything = wanted.iter().any(|w| w == "all" || w == "everything");
+        let defaults = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+        for entry in &self.info {
+            let selected = everything
+                || (defaults && entry.default)
+                || wanted.iter().any(|w| w.eq_ignore_ascii_case(entry.name));
+            if !selected {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            let mut section = InfoSection::new(entry.name);
+            (entry.write)(&self.app, server, &mut section);
+            out.push_str(section.as_str());
+        }
+    }
+
+    /// Runs one request (`argv` is not empty) the way Redis' `processCommand` does.
+    pub(crate) async fn execute(
+        &self,
+        server: &ServerState,
+        conn: &mut ConnState,
+        argv: Vec<Bytes>,
+    ) -> Outcome {
+        let metrics = &*self.metrics;
+        let name = argv.first().cloned().unwrap_or_default();
+        let mut buf = [0; MAX_NAME];
+        let Some(mut index) = lowercase(&name, &mut buf).and_then(|k| self.top.get(k)).copied()
+        else {
+            if name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:") {
+                security_warning(conn);
+                return Outcome::Drop;
+            }
+            metrics.unknown_commands.fetch_add(1, Relaxed);
+            metrics.error_replies.fetch_add(1, Relaxed);
+            return Outcome::Reply(unknown_command(&argv).to_frame());
+        };
+        if let (Some(parent), Some(sub)) = (self.entries.get(index), argv.get(1))
+            && !parent.subs.is_empty()
+        {
+            let found = lowercase(sub, &mut buf).and_then(|k| parent.subs.get(k)).copied();
+            match found {
+                Some(i) => index = i,
+                None => {
+                    metrics.error_replies.fetch_add(1, Relaxed);
+                    return Outcome::Reply(unknown_subcommand(&name, sub).to_frame());
+                }
+            }
+        }
+        let Some(entry) = self.entries.get(index) else {
+            return Outcome::Reply(unknown_command(&argv).to_frame());
+        };
+        conn.info().set_last_command(index);
+        let rejection = if !entry.spec.arity_ok(argv.len()) || entry.handler.is_none() {
+            Some(CommandError::WrongArity { command: entry.spec.name.into() })
+        } else if !conn.is_authenticated() && !entry.no_auth {
+            Some(CommandError::NoAuth)
+        } else {
+            None
+        };
+        if let Some(err) = rejection {
+            entry.stats.record_rejected();
+            metrics.error_replies.fetch_add(1, Relaxed);
+            return Outcome::Reply(err.to_frame());
+        }
+        let Some(handler) = entry.handler else { return Outcome::Reply(Frame::Null) };
+        let mut args = Parse::new(entry.spec.name, argv);
+        for _ in 0..if entry.is_sub { 2 } else { 1 } {
+            args.next();
+        }
+        let ctx = Ctx { app: &self.app, conn, server, dispatch: self };
+        let start = Instant::now();
+        let result = match handler {
+            Handler::Sync(f) => f(ctx, args),
+            Handler::Async(f) => f(ctx, args).await,
+        };
+        let elapsed = start.elapsed();
+        let reply = result.unwrap_or_else(|e| e.to_frame());
+        let failed = reply.is_error();
+        entry.stats.record(elapsed, failed);
+        metrics.commands_total.fetch_add(1, Relaxed);
+        if failed {
+            metrics.error_replies.fetch_add(1, Relaxed);
+        }
+        Outcome::Reply(reply)
+    }
+}
+
+/// Logs a cross-protocol scripting attempt at most once a minute, as Redis does.
+fn security_warning(conn: &ConnState) {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Relaxed);
+    if now.saturating_sub(last) > 60 && LAST.compare_exchange(last, now, Relaxed, Relaxed).is_ok() {
+        tracing::warn!(
+            peer = ?conn.peer_addr(),
+            "possible SECURITY ATTACK detected: a client sent POST or Host: to the RESP port \
+             (cross protocol scripting); connection aborted"
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! Every error string the server sends, in one place.
+//!
+//! Handlers never format error replies: they return a [`CommandError`], and this module turns it
+//! into the exact bytes Redis would send. Connection-fatal framing errors are
+//! [`ProtocolError`]s. The strings were checked against the Redis and Valkey sources
+//! (`server.c`, `networking.c`, `acl.c`).
+
+use std::borrow::Cow;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::frame::Frame;
+
+/// `-NOAUTH`, for a command sent before `AUTH` when a password is set.
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+/// `-WRONGPASS`, for a failed `AUTH` or `HELLO … AUTH`.
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+/// `AUTH <password>` when no password is configured.
+pub const AUTH_NOT_CONFIGURED: &str = "ERR AUTH <password> called without any password configured \
+     for the default user. Are you sure your configuration is correct?";
+/// `HELLO` without `AUTH` from an unauthenticated client.
+pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, \
+     otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client \
+     and select the RESP protocol version at the same time";
+/// `HELLO` with a version that is not an integer.
+pub const HELLO_BAD_VERSION: &str = "ERR Protocol version is not an integer or out of range";
+/// `HELLO 4`.
+pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
+/// The extra client past `maxclients`.
+pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
+/// `SELECT` of any database but 0.
+pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
+/// Redis' shared `syntaxerr`.
+pub const SYNTAX: &str = "ERR syntax error";
+/// Redis' message when an integer argument does not parse.
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+/// Redis' message when a float argument does not parse.
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+/// `CLIENT SETNAME` / `HELLO SETNAME` with a bad name.
+pub const BAD_CLIENT_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+/// An error reply from a command. Its [`to_frame`](CommandError::to_frame) is the reply.
+///
+/// Engine-backed commands map their domain errors to this type in one place (a `From` impl),
+/// using [`CommandError::Custom`] with a constant string for messages of their own, as
+/// valkey-bloom does.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommandError {
+    /// `ERR wrong number of arguments for '<command>' command`.
+    #[error("ERR wrong number of arguments for '{command}' command")]
+    WrongArity {
+        /// The command's full name as Redis spells it: `get`, `client|setname`.
+        command: Cow<'static, str>,
+    },
+    /// `ERR syntax error`.
+    #[error("ERR syntax error")]
+    Syntax,
+    /// `ERR value is not an integer or out of range`.
+    #[error("ERR value is not an integer or out of range")]
+    NotInteger,
+    /// `ERR value is not a valid float`.
+    #[error("ERR value is not a valid float")]
+    NotFloat,
+    /// `NOAUTH Authentication required.`
+    #[error("NOAUTH Authentication required.")]
+    NoAuth,
+    /// `WRONGPASS invalid username-password pair or user is disabled.`
+    #[error("WRONGPASS invalid username-password pair or user is disabled.")]
+    WrongPass,
+    /// Any other message, code included (`"ERR item exists"`, `"NOPROTO …"`).
+    #[error("{0}")]
+    Custom(Cow<'static, str>),
+    /// A message that echoes client bytes (not necessarily UTF-8), code included.
+    #[error("{}", String::from_utf8_lossy(.0))]
+    Raw(Bytes),
+}
+
+impl CommandError {
+    /// A [`CommandError::Custom`] from a static message.
+    pub const fn custom(message: &'static str) -> CommandError {
+        CommandError::Custom(Cow::Borrowed(message))
+    }
+
+    /// The error reply.
+    pub fn to_frame(&self) -> Frame {
+        match self {
+            CommandError::Raw(b) => Frame::Error(b.clone()),
+            CommandError::Custom(Cow::Borrowed(s)) => {
+                Frame::Error(Bytes::from_static(s.as_bytes()))
+            }
+            CommandError::NoAuth => Frame::Error(Bytes::from_static(NOAUTH.as_bytes())),
+            CommandError::WrongPass => Frame::Error(Bytes::from_static(WRONGPASS.as_bytes())),
+            CommandError::Syntax => Frame::Error(Bytes::from_static(SYNTAX.as_bytes())),
+            CommandError::NotInteger => Frame::Error(Bytes::from_static(NOT_INTEGER.as_bytes())),
+            other => Frame::Error(Bytes::from(other.to_string())),
+        }
+    }
+}
+
+impl From<CommandError> for Frame {
+    fn from(e: CommandError) -> Frame {
+        e.to_frame()
+    }
+}
+
+/// A request that cannot be framed. The server answers with the error and closes the
+/// connection, as Redis does: after a framing error the stream cannot be trusted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// `*<n>` with a bad or too large `n` (over [`Limits::max_args`](crate::Limits)).
+    #[error("ERR Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    /// `$<n>` with a bad or too large `n` (over [`Limits::max_bulk_len`](crate::Limits)).
+    #[error("ERR Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    /// An element of a request array is not a bulk string.
+    #[error("ERR Protocol error: expected '$', got '{}'", char::from(*.0))]
+    ExpectedBulk(u8),
+    /// Bulk data not followed by CRLF (the announced length was wrong). Redis skips two bytes
+    /// blindly here; urlseen refuses instead of reading a desynchronised stream.
+    #[error("ERR Protocol error: expected CRLF after bulk data")]
+    MissingCrlf,
+    /// An inline command line longer than 64 KiB.
+    #[error("ERR Protocol error: too big inline request")]
+    TooBigInline,
+    /// A `*<n>` line longer than 64 KiB.
+    #[error("ERR Protocol error: too big mbulk count string")]
+    TooBigMultibulkCount,
+    /// A `$<n>` line longer than 64 KiB.
+    #[error("ERR Protocol error: too big bulk count string")]
+    TooBigBulkCount,
+    /// An inline command with an unterminated quote, or a closing quote not followed by a space.
+    #[error("ERR Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes,
+    /// More than 10 arguments before authentication.
+    #[error("ERR Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// A bulk over 16 KiB before authentication.
+    #[error("ERR Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
+    /// The partial request buffered for the client is over
+    /// [`Limits::max_query_buffer`](crate::Limits) (1 MiB before authentication). Redis closes
+    /// such a client without a reply; urlseen says why first.
+    #[error("ERR Protocol error: query buffer limit reached")]
+    QueryBufferLimit,
+}
+
+impl ProtocolError {
+    /// The error reply sent before the connection is closed.
+    pub fn to_frame(&self) -> Frame {
+        match self {
+            // The byte is the client's, written as is (Redis' `%c`); the encoder maps CR/LF.
+            ProtocolError::ExpectedBulk(b) => {
+                let mut m = BytesMut::from(&b"ERR Protocol error: expected '$', got '"[..]);
+                m.put_u8(*b);
+                m.put_u8(b'\'');
+                Frame::Error(m.freeze())
+            }
+            other => Frame::Error(Bytes::from(other.to_string())),
+        }
+    }
+}
+
+/// The reply to an unknown command, byte for byte as Redis builds it: the name (at most 128
+/// bytes) and the arguments quoted one by one until 128 bytes of them are written.
+pub(crate) fn unknown_command(argv: &[Bytes]) -> CommandError {
+    let mut m = BytesMut::with_capacity(200);
+    m.put_slice(b"ERR unknown command '");
+    m.put_slice(c_prefix(argv.first().map_or(&[][..], |a| &a[..]), 128));
+    m.put_slice(b"', with args beginning with: ");
+    let mut args_len = 0usize;
+    for arg in argv.iter().skip(1) {
+        if args_len >= 128 {
+            break;
+        }
+        let part = c_prefix(arg, 128 - args_len);
+        m.put_u8(b'\'');
+        m.put_slice(part);
+        m.put_slice(b"' ");
+        args_len += part.len() + 3;
+    }
+    CommandError::Raw(m.freeze())
+}
+
+/// `unknown subcommand 'X'. Try CLIENT HELP.`
+pub(crate) fn unknown_subcommand(command: &[u8], sub: &[u8]) -> CommandError {
+    let mut m = BytesMut::with_capacity(64 + sub.len().min(128));
+    m.put_slice(b"ERR unknown subcommand '");
+    m.put_slice(c_prefix(sub, 128));
+    m.put_slice(b"'. Try ");
+    m.put_slice(&command.to_ascii_uppercase());
+    m.put_slice(b" HELP.");
+    CommandError::Raw(m.freeze())
+}
+
+/// `ERR Syntax error in HELLO option '<opt>'`.
+pub(crate) fn hello_option_syntax(opt: &[u8]) -> CommandError {
+    quoted("ERR Syntax error in HELLO option '", opt, "'")
+}
+
+/// `ERR Unrecognized option '<attr>'` (`CLIENT SETINFO`).
+pub(crate) fn unrecognized_option(attr: &[u8]) -> CommandError {
+    quoted("ERR Unrecognized option '", attr, "'")
+}
+
+/// `ERR <attr> cannot contain spaces, newlines or special characters.` (`CLIENT SETINFO`).
+pub(crate) fn invalid_client_attr(attr: &[u8]) -> CommandError {
+    quoted("ERR ", attr, " cannot contain spaces, newlines or special characters.")
+}
+
+/// `ERR Unknown client type '<type>'` (`CLIENT LIST TYPE`).
+pub(crate) fn unknown_client_type(ty: &[u8]) -> CommandError {
+    quoted("ERR Unknown client type '", ty, "'")
+}
+
+/// `ERR Invalid client ID` (`CLIENT LIST ID`).
+pub const INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
+
+fn quoted(before: &str, arg: &[u8], after: &str) -> CommandError {
+    let arg = c_prefix(arg, usize::MAX);
+    let mut m = BytesMut::with_capacity(before.len() + arg.len() + after.len());
+    m.put_slice(before.as_bytes());
+    m.put_slice(arg);
+    m.put_slice(after.as_bytes());
+    CommandError::Raw(m.freeze())
+}
+
+/// What C's `%.Ns` prints of a byte string: up to the first NUL, at most `max` bytes.
+fn c_prefix(s: &[u8], max: usize) -> &[u8] {
+    let s = memchr::memchr(0, s).map_or(s, |nul| s.get(..nul).unwrap_or_default());
+    s.get(..max.min(s.len())).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::Protocol;
+
+    fn wire(e: CommandError) -> String {
+        String::from_utf8(e.to_frame().to_bytes(Protocol::Resp2).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn unknown_command_matches_redis() {
+        let argv =
+            |v: &[&str]| v.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect::<Vec<_>>();
+        assert_eq!(
+            wire(unknown_command(&argv(&["foo"]))),
+            "-ERR unknown command 'foo', with args beginning with: \r\n"
+        );
+        assert_eq!(
+            wire(unknown_command(&argv(&["foo", "a", "b c"]))),
+            "-ERR unknown command 'foo', with args beginning with: 'a' 'b c' \r\n"
+        );
+        // CR/LF from the client cannot break the framing.
+        assert_eq!(
+            wire(unknown_command(&argv(&["f\r\no", "x\ny"]))),
+            "-ERR unknown command 'f  o', with args beginning with: 'x y' \r\n"
+        );
+        // Arguments stop once 128 bytes of them are written; the last one is cut.
+        let long = "a".repeat(100);
+        let got = wire(unknown_command(&argv(&["x", &long, &long, &long])));
+        let want = format!(
+            "-ERR unknown command 'x', with args beginning with: '{long}' '{}' \r\n",
+            "a".repeat(128 - 103)
+        );
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn messages_are_redis_strings() {
+        assert_eq!(
+            wire(CommandError::WrongArity { command: "get".into() }),
+            "-ERR wrong number of arguments for 'get' command\r\n"
+        );
+        assert_eq!(wire(CommandError::NoAuth), "-NOAUTH Authentication required.\r\n");
+        assert_eq!(
+            wire(unknown_subcommand(b"client", b"nope")),
+            "-ERR unknown subcommand 'nope'. Try CLIENT HELP.\r\n"
+        );
+        assert_eq!(
+            ProtocolError::ExpectedBulk(b':').to_frame().to_bytes(Protocol::Resp2),
+            Bytes::from_static(b"-ERR Protocol error: expected '$', got ':'\r\n")
+        );
+    }
+}

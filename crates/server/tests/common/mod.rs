@@ -1,0 +1,198 @@
+//! A server started in-process on port 0, and a raw-bytes client to talk to it.
+
+#![allow(dead_code, reason = "each test binary uses a different part of the helpers")]
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test loudly")]
+
+use std::io::Cursor;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use urlseen_server::{Config, Dispatch, Frame, FrameError, Metrics, run};
+
+/// How long any single wait in a test may take before it fails instead of hanging.
+pub const WAIT: Duration = Duration::from_secs(5);
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub metrics: Arc<Metrics>,
+    stop: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    /// A server with the built-in commands only.
+    pub async fn start(config: Config) -> TestServer {
+        TestServer::start_with(config, Dispatch::new(())).await
+    }
+
+    pub async fn start_with<S: Send + Sync + 'static>(
+        config: Config,
+        dispatch: Dispatch<S>,
+    ) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let dispatch = Arc::new(dispatch);
+        let metrics = dispatch.metrics().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let handle = tokio::spawn(run(listener, config, dispatch, async {
+            let _ = stopped.await;
+        }));
+        TestServer { addr, metrics, stop: Some(stop), handle: Some(handle) }
+    }
+
+    pub async fn connect(&self) -> Client {
+        Client { stream: TcpStream::connect(self.addr).await.unwrap(), buf: BytesMut::new() }
+    }
+
+    /// Signals shutdown and waits for `run` to return.
+    pub async fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            tokio::time::timeout(WAIT * 4, handle)
+                .await
+                .expect("run did not return")
+                .unwrap()
+                .unwrap();
+        }
+    }
+
+    /// Signals shutdown without waiting.
+    pub fn signal_shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Waits for `run` to return after [`TestServer::signal_shutdown`].
+    pub async fn join(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            tokio::time::timeout(WAIT * 4, handle)
+                .await
+                .expect("run did not return")
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(handle) = &self.handle {
+            handle.abort();
+        }
+    }
+}
+
+pub struct Client {
+    pub stream: TcpStream,
+    buf: BytesMut,
+}
+
+/// A request as a RESP array of bulk strings.
+pub fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+pub fn show(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace('\r', "\\r").replace('\n', "\\n\n")
+}
+
+impl Client {
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// Sends a command as a RESP array.
+    pub async fn send_cmd(&mut self, args: &[&str]) {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.send(&resp(&args)).await;
+    }
+
+    /// The raw bytes of the next `n` reply frames.
+    pub async fn read_frames(&mut self, n: usize) -> Vec<u8> {
+        loop {
+            let mut cur = Cursor::new(&self.buf[..]);
+            let mut complete = 0;
+            while complete < n {
+                match Frame::check(&mut cur) {
+                    Ok(()) => complete += 1,
+                    Err(FrameError::Incomplete) => break,
+                    Err(e) => panic!("server sent bad RESP ({e}): {}", show(&self.buf)),
+                }
+            }
+            if complete == n {
+                let len = cur.position() as usize;
+                return self.buf.split_to(len).to_vec();
+            }
+            let read = tokio::time::timeout(WAIT, self.stream.read_buf(&mut self.buf))
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("no complete reply within {WAIT:?}; got {}", show(&self.buf))
+                })
+                .unwrap();
+            assert!(read > 0, "connection closed; got {}", show(&self.buf));
+        }
+    }
+
+    pub async fn read_reply(&mut self) -> Vec<u8> {
+        self.read_frames(1).await
+    }
+
+    /// Parses the next reply.
+    pub async fn read_frame(&mut self) -> Frame {
+        let raw = self.read_reply().await;
+        Frame::parse(&mut Cursor::new(&raw[..])).unwrap()
+    }
+
+    /// Sends `request` (raw bytes) and asserts the exact bytes of the one reply.
+    pub async fn expect_raw(&mut self, request: &[u8], reply: &[u8]) {
+        self.send(request).await;
+        let got = self.read_reply().await;
+        assert_eq!(show(&got), show(reply), "reply to {}", show(request));
+    }
+
+    /// Sends a command as a RESP array and asserts the exact bytes of its reply.
+    pub async fn expect(&mut self, args: &[&str], reply: &[u8]) {
+        self.send_cmd(args).await;
+        let got = self.read_reply().await;
+        assert_eq!(show(&got), show(reply), "reply to {args:?}");
+    }
+
+    /// Sends a command and returns its parsed reply.
+    pub async fn call(&mut self, args: &[&str]) -> Frame {
+        self.send_cmd(args).await;
+        self.read_frame().await
+    }
+
+    /// Asserts that the server closed the connection (after any bytes already read).
+    pub async fn assert_closed(&mut self) {
+        let mut scratch = [0u8; 1024];
+        match tokio::time::timeout(WAIT, self.stream.read(&mut scratch)).await {
+            Err(_) => panic!("connection still open after {WAIT:?}"),
+            Ok(Ok(0)) | Ok(Err(_)) => {}
+            Ok(Ok(n)) => panic!("unexpected bytes before close: {}", show(&scratch[..n])),
+        }
+    }
+
+    /// Asserts that nothing arrives for `d`.
+    pub async fn assert_silent(&mut self, d: Duration) {
+        let mut scratch = [0u8; 64];
+        if let Ok(r) = tokio::time::timeout(d, self.stream.read(&mut scratch)).await {
+            panic!("expected silence, got {r:?}: {}", show(&scratch[..*r.as_ref().unwrap_or(&0)]));
+        }
+    }
+}
