@@ -1,0 +1,562 @@
+//! The cache-line blocked Bloom filter: the default filter of urlseen.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+
+use crate::codec::{self, DecodeError, Decoder, Encoder, FilterKind, Header};
+use crate::hash::{mix64, reduce};
+use crate::prefetch::{advise_huge_pages, prefetch};
+use crate::{BLOCK_BITS, Filter, MAX_BITS, MAX_HASHES, ParamError, plan};
+
+/// Salt that derives the in-block bit positions from the block hash (the first 64 fractional
+/// bits of √2).
+const BIT_SALT: u64 = 0x6A09_E667_F3BC_C908;
+
+/// u64 words per block.
+const WORDS: usize = 8;
+
+/// How many items ahead the batched calls prefetch: enough to keep ~10 line fills in flight.
+const WINDOW: usize = 16;
+
+/// The k in-block bit positions (0..512) of an item with block hash `h`: 9 bits each, drawn
+/// (with replacement) from `mix64(h ^ BIT_SALT)`, 7 per 64-bit word, re-mixing the word for
+/// every further 7.
+#[derive(Debug, Clone)]
+struct InBlock {
+    word: u64,
+    x: u64,
+    left_in_word: u32,
+    remaining: u32,
+}
+
+impl InBlock {
+    #[inline(always)]
+    fn new(h: u64, k: u32) -> Self {
+        let word = mix64(h ^ BIT_SALT);
+        InBlock { word, x: word, left_in_word: 7, remaining: k }
+    }
+}
+
+impl Iterator for InBlock {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        if self.left_in_word == 0 {
+            self.word = mix64(self.word);
+            self.x = self.word;
+            self.left_in_word = 7;
+        }
+        let bit = (self.x & 511) as usize;
+        self.x >>= 9;
+        self.left_in_word -= 1;
+        Some(bit)
+    }
+}
+
+/// A cache-blocked Bloom filter (Putze, Sanders & Singler 2007): the bit array is cut into
+/// 512-bit blocks of one 64-byte cache line each; an item picks one block and sets k bits inside
+/// it, so every operation touches exactly one cache line.
+///
+/// Probes: `h = mix64(fp ^ seed)`, block = [`reduce`](crate::hash::reduce)`(h, blocks)`, then k
+/// in-block positions of 9 bits each from `mix64(h ^ 0x6A09E667F3BCC908)` (7 per word, re-mixed
+/// with [`mix64`] for every further 7). The FPR is [`plan::blocked_fpr`]: a bit above a classic
+/// filter's at equal size, which [`with_capacity`](Self::with_capacity) pays for with a few
+/// percent more bits.
+///
+/// Layout: block `b` is the 8 u64 words `8b..8b+8`; bit `j` of a block is bit `j % 64` of its
+/// word `j / 64`. In memory the blocks start on a 64-byte boundary (the word vector carries up to
+/// 7 words of slack for that, so it is a zeroed allocation: creating a 1 GiB filter costs no
+/// page writes).
+///
+/// # Examples
+/// ```
+/// use urlseen_filter::BlockedBloom;
+/// let mut f = BlockedBloom::with_capacity(1_000_000, 0.01, 0);
+/// assert_eq!(f.num_bits() % 512, 0);
+/// assert!(!f.insert(7));
+/// assert!(f.insert(7));
+/// assert!(f.estimated_fpr() < 1e-9);
+/// ```
+pub struct BlockedBloom {
+    /// `offset` slack words, then `8 * num_blocks` words of blocks, then slack up to 7 words.
+    words: Vec<u64>,
+    offset: usize,
+    num_blocks: u64,
+    num_hashes: u32,
+    seed: u64,
+    len: u64,
+}
+
+impl fmt::Debug for BlockedBloom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockedBloom")
+            .field("num_bits", &self.num_bits())
+            .field("num_hashes", &self.num_hashes)
+            .field("seed", &self.seed)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clone for BlockedBloom {
+    fn clone(&self) -> Self {
+        // The copy lives in a new allocation with its own alignment: lay the blocks out afresh.
+        let mut copy = Self::zeroed(self.num_blocks, self.num_hashes, self.seed);
+        copy.block_words_mut().copy_from_slice(self.block_words());
+        copy.len = self.len;
+        copy
+    }
+}
+
+impl PartialEq for BlockedBloom {
+    fn eq(&self, other: &Self) -> bool {
+        self.num_blocks == other.num_blocks
+            && self.num_hashes == other.num_hashes
+            && self.seed == other.seed
+            && self.len == other.len
+            && self.block_words() == other.block_words()
+    }
+}
+
+impl Eq for BlockedBloom {}
+
+/// The offset (in words, 0..8) at which `words` is 64-byte aligned.
+fn aligned_offset(words: &[u64]) -> usize {
+    let off = words.as_ptr().align_offset(64);
+    if off < WORDS { off } else { 0 }
+}
+
+impl BlockedBloom {
+    fn zeroed(num_blocks: u64, num_hashes: u32, seed: u64) -> Self {
+        let n = usize::try_from(num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS));
+        // `vec![0u64; n]` is a zeroed allocation (calloc / fresh pages): no per-word loop.
+        let words = vec![0u64; n + WORDS - 1];
+        advise_huge_pages(&words);
+        let offset = aligned_offset(&words);
+        BlockedBloom { words, offset, num_blocks, num_hashes, seed, len: 0 }
+    }
+
+    /// An empty filter of `num_bits` bits rounded up to a multiple of 512, with `num_hashes`
+    /// probes per item inside one block.
+    ///
+    /// # Panics
+    /// If `num_bits` is not in `1..=MAX_BITS` or `num_hashes` not in `1..=MAX_HASHES`
+    /// (see [`try_new`](Self::try_new)).
+    #[must_use]
+    #[track_caller]
+    pub fn new(num_bits: u64, num_hashes: u32, seed: u64) -> Self {
+        match Self::try_new(num_bits, num_hashes, seed) {
+            Ok(f) => f,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Like [`new`](Self::new), but returns an error for out-of-range parameters.
+    ///
+    /// # Errors
+    /// [`ParamError::Bits`] or [`ParamError::Hashes`].
+    pub fn try_new(num_bits: u64, num_hashes: u32, seed: u64) -> Result<Self, ParamError> {
+        crate::check_params(num_bits, num_hashes)?;
+        if usize::try_from(num_bits / 64).is_err() {
+            return Err(ParamError::Bits { bits: num_bits });
+        }
+        Ok(Self::zeroed(num_bits.div_ceil(BLOCK_BITS), num_hashes, seed))
+    }
+
+    /// A filter whose *real* FPR meets `p` at `n` items: m and k from [`plan::blocked_bits`]
+    /// (which accounts for the blocking). `n = 0` is treated as 1.
+    ///
+    /// # Panics
+    /// If `p` is not strictly between 0 and 1, or the filter would exceed [`MAX_BITS`].
+    #[must_use]
+    #[track_caller]
+    pub fn with_capacity(n: u64, p: f64, seed: u64) -> Self {
+        crate::assert_fpr(p);
+        let (m, k) = plan::blocked_bits(n.max(1), p);
+        Self::new(m, k, seed)
+    }
+
+    #[inline(always)]
+    fn block_words(&self) -> &[u64] {
+        &self.words[self.offset..self.offset + self.num_blocks as usize * WORDS]
+    }
+
+    #[inline(always)]
+    fn block_words_mut(&mut self) -> &mut [u64] {
+        let end = self.offset + self.num_blocks as usize * WORDS;
+        &mut self.words[self.offset..end]
+    }
+
+    #[inline(always)]
+    fn block(&self, b: usize) -> &[u64; WORDS] {
+        &self.block_words().as_chunks::<WORDS>().0[b]
+    }
+
+    #[inline(always)]
+    fn block_mut(&mut self, b: usize) -> &mut [u64; WORDS] {
+        &mut self.block_words_mut().as_chunks_mut::<WORDS>().0[b]
+    }
+
+    #[inline(always)]
+    fn hash(&self, fp: u64) -> u64 {
+        mix64(fp ^ self.seed)
+    }
+
+    #[inline(always)]
+    fn block_of(&self, h: u64) -> usize {
+        reduce(h, self.num_blocks) as usize
+    }
+
+    #[inline(always)]
+    fn insert_hashed(&mut self, h: u64) -> bool {
+        let probes = InBlock::new(h, self.num_hashes);
+        let b = self.block_of(h);
+        let block = self.block_mut(b);
+        let mut present = true;
+        for bit in probes {
+            let word = &mut block[bit >> 6];
+            let mask = 1u64 << (bit & 63);
+            present &= *word & mask != 0;
+            *word |= mask;
+        }
+        self.len += u64::from(!present);
+        present
+    }
+
+    #[inline(always)]
+    fn contains_hashed(&self, h: u64) -> bool {
+        let block = self.block(self.block_of(h));
+        // Early exit at the first clear bit: a miss usually costs one or two probes.
+        InBlock::new(h, self.num_hashes).all(|bit| block[bit >> 6] & (1u64 << (bit & 63)) != 0)
+    }
+
+    /// Check-and-insert in one pass over one cache line: sets the k bits of `fp` and returns
+    /// whether they were all set already (`fp` was maybe present). Counts `fp` in
+    /// [`len`](Self::len) if it was new.
+    #[inline]
+    pub fn insert(&mut self, fp: u64) -> bool {
+        self.insert_hashed(self.hash(fp))
+    }
+
+    /// Whether `fp` is maybe present (always `true` if it was inserted).
+    #[inline]
+    #[must_use]
+    pub fn contains(&self, fp: u64) -> bool {
+        self.contains_hashed(self.hash(fp))
+    }
+
+    /// The k bit positions of `fp` in the whole array (block · 512 + bit in block), e.g. to set
+    /// them in a remote bitmap. Positions may repeat (probes are drawn with replacement).
+    pub fn positions(&self, fp: u64) -> impl Iterator<Item = u64> + use<> {
+        let h = self.hash(fp);
+        let base = self.block_of(h) as u64 * BLOCK_BITS;
+        InBlock::new(h, self.num_hashes).map(move |bit| base + bit as u64)
+    }
+
+    /// [`insert`](Self::insert) for each of `fps` in order, writing the results to
+    /// `was_present`, while prefetching the blocks of the items 16 places ahead. Equivalent to
+    /// the single calls in order (a duplicate inside the batch is found present).
+    ///
+    /// # Panics
+    /// If `was_present.len() != fps.len()`.
+    pub fn insert_batch(&mut self, fps: &[u64], was_present: &mut [bool]) {
+        assert_eq!(fps.len(), was_present.len(), "insert_batch: output length differs");
+        let mut ring = [0u64; WINDOW];
+        for (slot, &fp) in ring.iter_mut().zip(fps) {
+            *slot = self.hash(fp);
+            prefetch(self.block(self.block_of(*slot)));
+        }
+        for (i, out) in was_present.iter_mut().enumerate() {
+            let slot = i % WINDOW;
+            let h = ring[slot];
+            if let Some(&ahead) = fps.get(i + WINDOW) {
+                let next = self.hash(ahead);
+                ring[slot] = next;
+                prefetch(self.block(self.block_of(next)));
+            }
+            *out = self.insert_hashed(h);
+        }
+    }
+
+    /// [`contains`](Self::contains) for each of `fps`, writing the results to `out`, while
+    /// prefetching the blocks of the items 16 places ahead.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn contains_batch(&self, fps: &[u64], out: &mut [bool]) {
+        assert_eq!(fps.len(), out.len(), "contains_batch: output length differs");
+        let mut ring = [0u64; WINDOW];
+        for (slot, &fp) in ring.iter_mut().zip(fps) {
+            *slot = self.hash(fp);
+            prefetch(self.block(self.block_of(*slot)));
+        }
+        for (i, out) in out.iter_mut().enumerate() {
+            let slot = i % WINDOW;
+            let h = ring[slot];
+            if let Some(&ahead) = fps.get(i + WINDOW) {
+                let next = self.hash(ahead);
+                ring[slot] = next;
+                prefetch(self.block(self.block_of(next)));
+            }
+            *out = self.contains_hashed(h);
+        }
+    }
+
+    /// The number of bits m (a multiple of 512).
+    #[must_use]
+    pub fn num_bits(&self) -> u64 {
+        self.num_blocks * BLOCK_BITS
+    }
+
+    /// The number of 512-bit blocks.
+    #[must_use]
+    pub fn num_blocks(&self) -> u64 {
+        self.num_blocks
+    }
+
+    /// The number of probes k per item (all inside one block).
+    #[must_use]
+    pub fn num_hashes(&self) -> u32 {
+        self.num_hashes
+    }
+
+    /// The seed mixed into every probe.
+    #[must_use]
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// How many [`insert`](Self::insert)s found their item new.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was inserted.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The number of bits set.
+    #[must_use]
+    pub fn count_ones(&self) -> u64 {
+        self.block_words().iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+
+    /// The fraction of bits set.
+    #[must_use]
+    pub fn fill_ratio(&self) -> f64 {
+        self.count_ones() as f64 / self.num_bits() as f64
+    }
+
+    /// The false-positive rate expected at the current [`len`](Self::len):
+    /// [`plan::blocked_fpr`].
+    #[must_use]
+    pub fn estimated_fpr(&self) -> f64 {
+        plan::blocked_fpr(self.num_bits(), self.num_hashes, self.len)
+    }
+
+    /// Heap memory of the bit array (with its alignment slack), in bytes.
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+
+    /// Removes every item, keeping size, hashes and seed.
+    pub fn clear(&mut self) {
+        self.words.fill(0);
+        self.len = 0;
+    }
+
+    /// Writes the encoding (see [`codec`]): payload = the blocks in order, each as 8 u64 words,
+    /// little-endian (m/8 bytes).
+    ///
+    /// # Errors
+    /// Any error of `w`.
+    pub fn write_to<W: Write>(&self, mut w: W) -> io::Result<()> {
+        let header = Header {
+            kind: FilterKind::Blocked,
+            num_hashes: self.num_hashes,
+            num_bits: self.num_bits(),
+            seed: self.seed,
+            len: self.len,
+            payload_len: self.num_bits() / 8,
+        };
+        let mut e = Encoder::new(&mut w, header)?;
+        e.u64s(self.block_words().iter().copied())?;
+        e.finish()
+    }
+
+    /// The encoding as bytes (see [`write_to`](Self::write_to)).
+    #[must_use]
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(codec::HEADER_LEN + self.block_words().len() * 8 + 8);
+        // Writing to a Vec cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
+    ///
+    /// # Errors
+    /// A [`DecodeError`] for a wrong magic, version or kind, out-of-range parameters (bits not a
+    /// multiple of 512, ...), a payload length that does not match them, a short input, a
+    /// checksum mismatch, or an I/O error.
+    pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
+        Self::read_decoder(Decoder::new(&mut r, FilterKind::Blocked)?)
+    }
+
+    /// Decodes exactly one filter from `bytes` (trailing bytes are an error).
+    ///
+    /// # Errors
+    /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        codec::decode_slice(bytes, FilterKind::Blocked, Self::read_decoder)
+    }
+
+    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
+        let h = d.header;
+        if !(BLOCK_BITS..=MAX_BITS).contains(&h.num_bits) || !h.num_bits.is_multiple_of(BLOCK_BITS)
+        {
+            return Err(codec::invalid(
+                "num_bits",
+                h.num_bits,
+                "must be a multiple of 512 in 512..=2^40",
+            ));
+        }
+        if !(1..=MAX_HASHES).contains(&h.num_hashes) {
+            return Err(codec::invalid("num_hashes", h.num_hashes.into(), "must be in 1..=64"));
+        }
+        let count = h.num_bits / 64;
+        d.check_payload_len(count * 8)?;
+        let mut words = d.u64s(count, WORDS - 1)?;
+        d.finish()?;
+        // Move the blocks to the 64-byte boundary of this allocation (no reallocation: the
+        // vector was made with room for the slack).
+        let count = words.len();
+        words.resize(count + WORDS - 1, 0);
+        let offset = aligned_offset(&words);
+        words.copy_within(0..count, offset);
+        words[..offset].fill(0);
+        words[offset + count..].fill(0);
+        Ok(BlockedBloom {
+            words,
+            offset,
+            num_blocks: h.num_bits / BLOCK_BITS,
+            num_hashes: h.num_hashes,
+            seed: h.seed,
+            len: h.len,
+        })
+    }
+}
+
+impl Filter for BlockedBloom {
+    fn insert(&mut self, fp: u64) -> bool {
+        BlockedBloom::insert(self, fp)
+    }
+    fn contains(&self, fp: u64) -> bool {
+        BlockedBloom::contains(self, fp)
+    }
+    fn num_bits(&self) -> u64 {
+        BlockedBloom::num_bits(self)
+    }
+    fn num_hashes(&self) -> u32 {
+        self.num_hashes
+    }
+    fn memory_bytes(&self) -> usize {
+        BlockedBloom::memory_bytes(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_cache_aligned() {
+        for bits in [512u64, 4096, 1 << 20] {
+            let f = BlockedBloom::new(bits, 7, 0);
+            assert_eq!(f.block_words().as_ptr() as usize % 64, 0);
+            let g = f.clone();
+            assert_eq!(g.block_words().as_ptr() as usize % 64, 0);
+            let d = BlockedBloom::decode(&f.encode()).unwrap();
+            assert_eq!(d.block_words().as_ptr() as usize % 64, 0);
+            let r = BlockedBloom::read_from(&f.encode()[..]).unwrap();
+            assert_eq!(r.block_words().as_ptr() as usize % 64, 0);
+            assert_eq!(r, f);
+        }
+    }
+
+    #[test]
+    fn rounds_bits_up_to_blocks() {
+        assert_eq!(BlockedBloom::new(1, 3, 0).num_bits(), 512);
+        assert_eq!(BlockedBloom::new(513, 3, 0).num_bits(), 1024);
+        assert_eq!(BlockedBloom::new(1024, 3, 0).num_blocks(), 2);
+    }
+
+    #[test]
+    fn in_block_probes_are_k_in_range_and_deterministic() {
+        for k in [1u32, 2, 7, 8, 15, 64] {
+            for h in [0u64, 1, u64::MAX, 0x1234_5678] {
+                let p: Vec<usize> = InBlock::new(h, k).collect();
+                assert_eq!(p.len(), k as usize);
+                assert!(p.iter().all(|&b| b < 512));
+                assert_eq!(p, InBlock::new(h, k).collect::<Vec<_>>());
+            }
+        }
+        // The 8th probe comes from a re-mixed word, not from the exhausted first one.
+        let p: Vec<usize> = InBlock::new(5, 14).collect();
+        assert_ne!(p[..7], p[7..]);
+    }
+
+    #[test]
+    fn positions_match_the_bits_set() {
+        let mut f = BlockedBloom::new(1 << 14, 9, 5);
+        f.insert(1234);
+        let mut expected: Vec<u64> = f.positions(1234).collect();
+        expected.sort_unstable();
+        expected.dedup();
+        let set: Vec<u64> = (0..f.num_bits())
+            .filter(|&i| f.block_words()[(i / 64) as usize] >> (i % 64) & 1 == 1)
+            .collect();
+        assert_eq!(set, expected);
+    }
+
+    #[test]
+    fn batch_matches_single() {
+        let fps: Vec<u64> = (0..5000u64).map(|i| mix64(i) % 3000).collect();
+        for n in [0usize, 1, 5, 16, 17, 5000] {
+            let mut a = BlockedBloom::with_capacity(2000, 0.01, 9);
+            let mut b = a.clone();
+            let mut out = vec![false; n];
+            a.insert_batch(&fps[..n], &mut out);
+            let single: Vec<bool> = fps[..n].iter().map(|&fp| b.insert(fp)).collect();
+            assert_eq!(out, single);
+            assert_eq!(a, b);
+            let mut hits = vec![false; n];
+            a.contains_batch(&fps[..n], &mut hits);
+            assert!(hits.iter().all(|&h| h));
+        }
+    }
+
+    #[test]
+    fn clear_and_stats() {
+        let mut f = BlockedBloom::new(4096, 4, 1);
+        for fp in 0..20 {
+            f.insert(fp);
+        }
+        assert!(f.count_ones() > 0 && f.count_ones() <= 80);
+        assert!(f.fill_ratio() > 0.0 && f.fill_ratio() < 0.1);
+        assert!(f.estimated_fpr() > 0.0);
+        assert!(f.memory_bytes() >= 512);
+        f.clear();
+        assert_eq!(f.count_ones(), 0);
+        assert!(f.is_empty());
+    }
+}
