@@ -1,1 +1,54 @@
-//! placeholder
+//! The urlseen engine: seed 000's Dynamic Splittable Bloom Filter behind a `Db` of namespaces.
+//!
+//! A crawler asks one question of every link it finds: *have I seen this URL?* The engine answers
+//! with check-and-insert ([`Namespace::seen`], the seed's `is_duplicate`), in bounded memory per
+//! URL, never answering "new" for a URL it recorded, and keeping its false-positive rate under
+//! the bound the namespace was created with, however far past its initial capacity it grows.
+//!
+//! ```
+//! use urlseen_engine::{Db, NamespaceOptions};
+//!
+//! let db = Db::in_memory();
+//! // Sized for 10,000 URLs; it grows by splitting leaves when it gets more.
+//! let ns = db.create_namespace("news", NamespaceOptions { capacity: 10_000, fpr: 0.01, ..Default::default() })?;
+//! for i in 0..50_000 {
+//!     assert!(!ns.seen(&format!("https://news.example/story/{i}"))?);
+//! }
+//! db.wait_for_splits();
+//! assert!(ns.seen("https://news.example/story/7")?);
+//! let stats = ns.stats();
+//! assert_eq!(stats.count, 50_000);
+//! assert!(stats.worst_leaf_fpr <= 0.01);
+//! # Ok::<(), urlseen_engine::Error>(())
+//! ```
+//!
+//! # How a URL flows
+//! ```text
+//! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─LocHash per level─▶ leaf ─blocked Bloom─▶ seen?
+//! ```
+//! See [`tree`] for the DSBF itself: routing, online splits, locking.
+//!
+//! # Quirks
+//! - While a leaf splits, its frozen filter and its children both answer queries, so for that
+//!   moment a query routed there sees the frozen leaf's FPR plus a small one from the children.
+//! - Each leaf keeps the fingerprints it recorded (8 bytes per URL) so it can be re-hashed into
+//!   children: the filter alone cannot be split.
+
+mod db;
+mod error;
+pub mod log;
+mod namespace;
+mod options;
+mod persist;
+pub mod storage;
+pub mod tree;
+
+pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
+pub use error::{Error, Result};
+pub use log::Fsync;
+pub use namespace::{LeafReport, Namespace, NamespaceStats, PersistenceStats};
+pub use persist::{DbOptions, RecoveryReport};
+pub use options::{
+    DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
+};
+pub use urlseen_canon::{Options as CanonOptions, Profile};

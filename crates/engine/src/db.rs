@@ -1,0 +1,326 @@
+//! The `Db` facade: many namespaces, one set of background split workers, and (when opened on a
+//! directory) their persistence.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+use crate::error::{Error, Result};
+use crate::log::Fsync;
+use crate::namespace::Namespace;
+use crate::options::NamespaceOptions;
+use crate::persist::{self, DbOptions, DirLock};
+use crate::tree::{Dsbf, SplitWorkers};
+
+/// The namespace [`Db::seen`] and [`Db::contains`] use.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Longest namespace name, in bytes.
+pub const MAX_NAME_LEN: usize = 512;
+
+/// A set of namespaces, each an independent URL-seen set. `Send + Sync`: share it with `Arc`.
+///
+/// ```
+/// use urlseen_engine::{Db, NamespaceOptions};
+///
+/// let db = Db::in_memory();
+/// assert!(!db.seen("https://example.com/a")?);     // new, now recorded
+/// assert!(db.seen("HTTPS://EXAMPLE.com:443/a#x")?); // the same page, spelled differently
+///
+/// let job = db.create_namespace("crawl-42", NamespaceOptions { capacity: 10_000, ..Default::default() })?;
+/// assert_eq!(job.seen_batch(&["https://a.example/", "https://b.example/", "https://a.example/"])?,
+///            vec![false, false, true]);
+/// # Ok::<(), urlseen_engine::Error>(())
+/// ```
+///
+/// # Durability
+/// [`Db::open`] keeps every namespace in a data directory: each recorded fingerprint goes to the
+/// namespace's append-only log before the answer is returned, with Redis's `appendfsync`
+/// semantics ([`Fsync`]); snapshots make restarts fast. Under [`Fsync::Always`] nothing
+/// acknowledged is lost in a crash or power loss; under `EverySec` a power loss may lose about
+/// the last second, a process crash nothing. A failed write or fsync makes the namespace refuse
+/// writes ([`Error::Poisoned`]) instead of acknowledging what may not be on disk.
+///
+/// ```
+/// use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// {
+///     let db = Db::open_with(dir.path(), DbOptions { fsync: Fsync::Always, ..Default::default() })?;
+///     db.namespace_or_create("jobs", NamespaceOptions::default())?.seen("https://a.example/")?;
+/// } // dropped: a checkpoint is written
+/// let db = Db::open(dir.path())?;
+/// assert!(db.namespace("jobs").unwrap().contains("https://a.example/")?);
+/// # Ok::<(), urlseen_engine::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Db {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
+    workers: Arc<SplitWorkers>,
+    /// The data directory and its lock, for a persistent `Db`.
+    root: Option<(PathBuf, DirLock)>,
+    options: DbOptions,
+    closed: AtomicBool,
+}
+
+impl Db {
+    /// A `Db` that lives in memory only.
+    pub fn in_memory() -> Self {
+        Db {
+            inner: Arc::new(Inner {
+                namespaces: RwLock::new(BTreeMap::new()),
+                workers: SplitWorkers::new(1),
+                root: None,
+                options: DbOptions::default(),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Opens (or creates) the data directory `dir` with default options (`fsync = everysec`),
+    /// recovering every namespace in it.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] if another process has it open; [`Error::Io`], [`Error::Corrupt`],
+    /// [`Error::UnsupportedVersion`], [`Error::CanonVersionMismatch`] from recovery.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(dir, DbOptions::default())
+    }
+
+    /// [`Db::open`] with explicit options.
+    ///
+    /// # Errors
+    /// As [`Db::open`].
+    pub fn open_with(dir: impl AsRef<Path>, options: DbOptions) -> Result<Self> {
+        let root = dir.as_ref().to_owned();
+        let lock = DirLock::acquire(&root)?;
+        let ns_root = root.join("ns");
+        options.storage.create_dir_all(&ns_root).map_err(|e| Error::io("create", &ns_root, e))?;
+        let workers = SplitWorkers::new(1);
+        let mut namespaces = BTreeMap::new();
+        let entries = options.storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
+        for entry in entries {
+            let dir = ns_root.join(&entry);
+            if entry.ends_with(".tmp") {
+                continue;
+            }
+            if let Some(r) = persist::recover(&dir, &options, &workers)? {
+                let ns = Namespace::from_parts(r.name.clone(), r.options, r.tree, Some(r.durable));
+                namespaces.insert(r.name, Arc::new(ns));
+            }
+        }
+        let inner = Arc::new(Inner {
+            namespaces: RwLock::new(namespaces),
+            workers,
+            root: Some((root, lock)),
+            options,
+            closed: AtomicBool::new(false),
+        });
+        spawn_housekeeping(Arc::downgrade(&inner));
+        Ok(Db { inner })
+    }
+
+    /// The data directory, for a persistent `Db`.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.root.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// The fsync policy (meaningful for a persistent `Db`).
+    pub fn fsync(&self) -> Fsync {
+        self.inner.options.fsync
+    }
+
+    /// Creates namespace `name`.
+    ///
+    /// # Errors
+    /// [`Error::NamespaceExists`], [`Error::InvalidName`], [`Error::InvalidOption`]; in a
+    /// persistent `Db`, [`Error::Io`].
+    pub fn create_namespace(&self, name: &str, options: NamespaceOptions) -> Result<Arc<Namespace>> {
+        validate_name(name)?;
+        options.validate()?;
+        let inner = &self.inner;
+        let mut map = inner.namespaces.write();
+        if map.contains_key(name) {
+            return Err(Error::NamespaceExists(name.to_owned()));
+        }
+        let ns = match &inner.root {
+            None => Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers))?,
+            Some((root, _)) => {
+                let durable = persist::create(root, name, &options, &inner.options)?;
+                let tree = Dsbf::new(persist::tree_params(&options), Arc::clone(&inner.workers));
+                Namespace::from_parts(name.to_owned(), options, tree, Some(durable))
+            }
+        };
+        let ns = Arc::new(ns);
+        map.insert(name.to_owned(), Arc::clone(&ns));
+        Ok(ns)
+    }
+
+    /// The namespace `name`, created with `options` if it does not exist (an existing one keeps
+    /// its own options).
+    ///
+    /// # Errors
+    /// As [`Db::create_namespace`].
+    pub fn namespace_or_create(
+        &self,
+        name: &str,
+        options: NamespaceOptions,
+    ) -> Result<Arc<Namespace>> {
+        if let Some(ns) = self.namespace(name) {
+            return Ok(ns);
+        }
+        match self.create_namespace(name, options) {
+            Err(Error::NamespaceExists(_)) => {
+                self.namespace(name).ok_or_else(|| Error::NoSuchNamespace(name.to_owned()))
+            }
+            other => other,
+        }
+    }
+
+    /// The namespace `name`, if it exists.
+    pub fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        self.inner.namespaces.read().get(name).cloned()
+    }
+
+    /// Drops namespace `name` and everything it recorded (its files too). Returns whether it
+    /// existed.
+    ///
+    /// # Errors
+    /// In a persistent `Db`, [`Error::Io`] if its files could not be removed.
+    pub fn drop_namespace(&self, name: &str) -> Result<bool> {
+        let Some(ns) = self.inner.namespaces.write().remove(name) else { return Ok(false) };
+        if let Some(d) = ns.durable() {
+            let storage = &self.inner.options.storage;
+            // The meta file first: a directory without it is ignored (and removed) on open, so a
+            // crash half-way through never resurrects a dropped namespace.
+            let meta = d.dir.join("meta");
+            storage.remove_file(&meta).map_err(|e| Error::io("remove", &meta, e))?;
+            storage.remove_dir_all(&d.dir).map_err(|e| Error::io("remove", &d.dir, e))?;
+        }
+        Ok(true)
+    }
+
+    /// Names of all namespaces, sorted.
+    pub fn namespace_names(&self) -> Vec<String> {
+        self.inner.namespaces.read().keys().cloned().collect()
+    }
+
+    /// [`Namespace::seen`] on the [`DEFAULT_NAMESPACE`], created with default options on first
+    /// use.
+    ///
+    /// # Errors
+    /// As [`Namespace::seen`].
+    pub fn seen(&self, url: &str) -> Result<bool> {
+        self.default_namespace()?.seen(url)
+    }
+
+    /// [`Namespace::contains`] on the [`DEFAULT_NAMESPACE`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`].
+    pub fn contains(&self, url: &str) -> Result<bool> {
+        self.default_namespace()?.contains(url)
+    }
+
+    fn default_namespace(&self) -> Result<Arc<Namespace>> {
+        self.namespace_or_create(DEFAULT_NAMESPACE, NamespaceOptions::default())
+    }
+
+    /// Blocks until no background split is queued or running.
+    pub fn wait_for_splits(&self) {
+        self.inner.workers.wait_idle();
+        for ns in self.inner.namespaces.read().values() {
+            ns.complete_splits();
+        }
+    }
+
+    /// Makes every record of every namespace durable now.
+    ///
+    /// # Errors
+    /// The first failure.
+    pub fn sync(&self) -> Result<()> {
+        self.all().iter().try_for_each(|ns| ns.sync())
+    }
+
+    /// Writes a snapshot of every namespace now.
+    ///
+    /// # Errors
+    /// The first failure.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.all().iter().try_for_each(|ns| ns.checkpoint())
+    }
+
+    /// Checkpoints and syncs everything, then closes. Dropping a `Db` does the same but can only
+    /// ignore errors; call `close` to see them.
+    ///
+    /// # Errors
+    /// The first failure.
+    pub fn close(self) -> Result<()> {
+        self.inner.closed.store(true, Ordering::Release);
+        self.checkpoint()
+    }
+
+    fn all(&self) -> Vec<Arc<Namespace>> {
+        self.inner.namespaces.read().values().cloned().collect()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if !self.inner.closed.swap(true, Ordering::AcqRel) && self.inner.root.is_some() {
+            let _ = self.checkpoint();
+        }
+    }
+}
+
+/// Once a second: sync the logs under `everysec`, and checkpoint namespaces whose log grew past
+/// the threshold. Ends when the `Db` is gone.
+fn spawn_housekeeping(db: Weak<Inner>) {
+    let _ = std::thread::Builder::new().name("urlseen-sync".into()).spawn(move || {
+        loop {
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(100));
+                if db.strong_count() == 0 {
+                    return;
+                }
+            }
+            let Some(inner) = db.upgrade() else { return };
+            if inner.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let all: Vec<Arc<Namespace>> = inner.namespaces.read().values().cloned().collect();
+            for ns in all {
+                let Some(d) = ns.durable() else { continue };
+                if d.log.policy() == Fsync::EverySec {
+                    // A failure poisons the log; writers see it on their next call.
+                    let _ = d.log.sync_all();
+                }
+                if d.wants_checkpoint() {
+                    let _ = ns.checkpoint();
+                }
+            }
+        }
+    });
+}
+
+fn validate_name(name: &str) -> Result<()> {
+    let bad = |reason| Err(Error::InvalidName { name: name.to_owned(), reason });
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > MAX_NAME_LEN {
+        return bad("it is longer than 512 bytes");
+    }
+    if name.chars().any(char::is_control) {
+        return bad("it contains a control character");
+    }
+    Ok(())
+}

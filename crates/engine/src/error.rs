@@ -1,0 +1,112 @@
+use std::path::{Path, PathBuf};
+
+use urlseen_canon::CanonError;
+
+/// Everything the engine can refuse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The URL could not be canonicalized; nothing was recorded.
+    #[error("invalid URL: {0}")]
+    InvalidUrl(#[from] CanonError),
+    /// One URL of a batch could not be canonicalized; nothing of the batch was recorded.
+    #[error("invalid URL at position {index} of the batch: {source}")]
+    InvalidUrlInBatch {
+        /// Position of the first invalid URL in the batch.
+        index: usize,
+        /// Why it is invalid.
+        source: CanonError,
+    },
+    /// A namespace option is out of range.
+    #[error("invalid option {name}: {reason}")]
+    InvalidOption {
+        /// The option, as users spell it (`capacity`, `fpr`, …).
+        name: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// A namespace name is unusable.
+    #[error("invalid namespace name {name:?}: {reason}")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// `create_namespace` on a name that exists.
+    #[error("namespace {0:?} already exists")]
+    NamespaceExists(String),
+    /// `forget` on a namespace without counting filters: a plain Bloom filter cannot unlearn.
+    #[error("namespace {0:?} cannot forget URLs: create it with counting filters (exact mode)")]
+    ForgetUnsupported(String),
+    /// A file operation failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done (`write`, `fsync`, `read log`, …).
+        what: String,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A write or fsync failed earlier; the namespace refuses writes from then on rather than
+    /// acknowledge what may not be on disk. Reopen the data directory to recover.
+    #[error("writes refused: {reason}")]
+    Poisoned {
+        /// The failure that poisoned the log.
+        reason: String,
+    },
+    /// A file is damaged in a way recovery cannot repair by itself.
+    #[error("{} is corrupt: {reason}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A file was written by a newer (or unknown) format version.
+    #[error("unsupported {what} version {found} (this build supports {supported})")]
+    UnsupportedVersion {
+        /// Which format.
+        what: &'static str,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// Another process holds the data directory.
+    #[error("data directory {} is in use by another process ({holder}); stop it or use another directory", dir.display())]
+    Locked {
+        /// The directory.
+        dir: PathBuf,
+        /// What the lock file says about its holder.
+        holder: String,
+    },
+    /// The namespace was created with another canonicalization version: the same URL could now
+    /// hash differently, so opening it would break deduplication.
+    #[error("namespace {name:?} was created with canonicalization version {stored}, this build has {current}; re-import its URLs into a new namespace")]
+    CanonVersionMismatch {
+        /// The namespace.
+        name: String,
+        /// Version stored with it.
+        stored: u32,
+        /// Version of this build.
+        current: u32,
+    },
+    /// The namespace does not exist.
+    #[error("no such namespace {0:?}")]
+    NoSuchNamespace(String),
+}
+
+impl Error {
+    pub(crate) fn io(what: &str, path: &Path, source: std::io::Error) -> Self {
+        Error::Io { what: what.to_owned(), path: path.to_owned(), source }
+    }
+
+    pub(crate) fn corrupt(path: &Path, reason: &str) -> Self {
+        Error::Corrupt { path: path.to_owned(), reason: reason.to_owned() }
+    }
+}
+
+/// The engine's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,497 @@
+//! The fingerprint log: a namespace's append-only record of every fingerprint it recorded (and
+//! forgot), the source of truth that snapshots only cache.
+//!
+//! # Format (little-endian)
+//! ```text
+//! header  : magic "URLSEENL" (8) | version u16 | reserved [0; 6]
+//! record  : len u32 | kind u8 | reserved [0; 3] | payload (len bytes) | xxh3_64(len, kind, payload) u64
+//! payload : fingerprints, u64 each (kind 1 = recorded, kind 2 = forgotten)
+//! ```
+//! A record is acknowledged only once it is written (and, under [`Fsync::Always`], synced), so
+//! a crash can only tear the *last* record: recovery keeps every complete record and cuts the
+//! torn tail, reporting how many bytes it cut. A bad record followed by more data is corruption,
+//! not a torn tail, and opening fails rather than dropping what follows.
+//!
+//! # Group commit
+//! Writers append records to a shared buffer (one short lock) and then commit: the first writer
+//! to take the I/O lock writes the whole buffer, everyone's records included, and syncs once;
+//! the writers queued behind it find their records already durable. Under load one fsync covers
+//! many batches, which is what keeps `always` fast.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::error::{Error, Result};
+use crate::storage::{AppendFile, Storage};
+
+const MAGIC: &[u8; 8] = b"URLSEENL";
+/// The log format version this build writes and reads.
+pub const LOG_VERSION: u16 = 1;
+const HEADER_LEN: u64 = 16;
+const RECORD_OVERHEAD: usize = 8 + 8;
+/// Largest record payload accepted on read: a bigger length field is corruption.
+const MAX_PAYLOAD: u32 = 64 << 20;
+
+/// When a write is acknowledged, as Redis's `appendfsync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fsync {
+    /// Acknowledge only after the record is on disk (`fdatasync`), with group commit. A crash
+    /// or power loss loses nothing acknowledged.
+    Always,
+    /// Acknowledge once the record is written to the OS; sync every second. A process crash
+    /// loses nothing acknowledged; a power loss at most about one second.
+    #[default]
+    EverySec,
+    /// Acknowledge once written to the OS; never sync except at checkpoints and close. A process
+    /// crash loses nothing acknowledged; a power loss may lose what the OS had not flushed.
+    No,
+}
+
+impl Fsync {
+    /// The name users write: `always`, `everysec`, `no`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
+impl FromStr for Fsync {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Ok(Fsync::Always),
+            "everysec" => Ok(Fsync::EverySec),
+            "no" => Ok(Fsync::No),
+            _ => Err(Error::InvalidOption {
+                name: "fsync",
+                reason: format!("{s:?} is not one of always, everysec, no"),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Fsync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// Fingerprints recorded as new.
+    Recorded = 1,
+    /// Fingerprints forgotten.
+    Forgotten = 2,
+}
+
+/// One record read back from a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// What happened.
+    pub kind: RecordKind,
+    /// To which fingerprints.
+    pub fingerprints: Vec<u64>,
+    /// Log offset just past this record.
+    pub end: u64,
+}
+
+/// What opening a log found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogRecovery {
+    /// Complete records, in order.
+    pub records: Vec<Record>,
+    /// Bytes of a torn last record that were cut off.
+    pub truncated_bytes: u64,
+}
+
+/// Counters of a log's I/O.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// Bytes in the log (including buffered ones).
+    pub bytes: u64,
+    /// Syncs done.
+    pub syncs: u64,
+    /// Total time spent in syncs, in microseconds.
+    pub sync_micros: u64,
+}
+
+#[derive(Debug)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// Log offset just past the buffered bytes.
+    end: u64,
+}
+
+#[derive(Debug)]
+struct Io {
+    file: Box<dyn AppendFile>,
+    /// Offset up to which bytes were handed to the OS.
+    written: u64,
+    /// Offset up to which bytes are durable.
+    synced: u64,
+}
+
+/// An open fingerprint log. See the [module docs](self).
+#[derive(Debug)]
+pub struct FingerprintLog {
+    path: PathBuf,
+    policy: Fsync,
+    pending: Mutex<Pending>,
+    io: Mutex<Io>,
+    poisoned: Mutex<Option<String>>,
+    syncs: AtomicU64,
+    sync_micros: AtomicU64,
+}
+
+impl FingerprintLog {
+    /// Creates a new, empty log at `path` (replacing nothing: the caller checks it is new).
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn create(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync) -> Result<Self> {
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&LOG_VERSION.to_le_bytes());
+        header.extend_from_slice(&[0; 6]);
+        storage.write_atomic(path, &header).map_err(|e| Error::io("create log", path, e))?;
+        Self::open_at(storage, path, policy, HEADER_LEN)
+    }
+
+    /// Opens the log at `path`, reading every complete record and cutting a torn tail.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; [`Error::Corrupt`] for a bad header or a bad record in the middle;
+    /// [`Error::UnsupportedVersion`].
+    pub fn open(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        policy: Fsync,
+    ) -> Result<(Self, LogRecovery)> {
+        let bytes = storage
+            .read(path)
+            .map_err(|e| Error::io("read log", path, e))?
+            .ok_or_else(|| Error::corrupt(path, "the fingerprint log is missing"))?;
+        let (recovery, valid_end) = parse(path, &bytes)?;
+        if recovery.truncated_bytes > 0 {
+            storage.truncate(path, valid_end).map_err(|e| Error::io("truncate log", path, e))?;
+        }
+        let log = Self::open_at(storage, path, policy, valid_end)?;
+        Ok((log, recovery))
+    }
+
+    fn open_at(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync, end: u64) -> Result<Self> {
+        let file = storage.open_append(path).map_err(|e| Error::io("open log", path, e))?;
+        Ok(FingerprintLog {
+            path: path.to_owned(),
+            policy,
+            pending: Mutex::new(Pending { bytes: Vec::new(), end }),
+            io: Mutex::new(Io { file, written: end, synced: end }),
+            poisoned: Mutex::new(None),
+            syncs: AtomicU64::new(0),
+            sync_micros: AtomicU64::new(0),
+        })
+    }
+
+    /// The fsync policy.
+    pub fn policy(&self) -> Fsync {
+        self.policy
+    }
+
+    /// Offset just past everything appended (buffered or written).
+    pub fn end(&self) -> u64 {
+        self.pending.lock().end
+    }
+
+    /// I/O counters.
+    pub fn stats(&self) -> LogStats {
+        LogStats {
+            bytes: self.end(),
+            syncs: self.syncs.load(Ordering::Relaxed),
+            sync_micros: self.sync_micros.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Fails if an earlier write or sync failed: after that, nothing is acknowledged again.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`].
+    pub fn check(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(reason) => Err(Error::Poisoned { reason: reason.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Buffers one record; returns the offset [`Self::commit`] must reach for it to count.
+    /// Cheap: no I/O. Nothing is acknowledged until `commit`.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`].
+    pub fn append(&self, kind: RecordKind, fingerprints: &[u64]) -> Result<u64> {
+        self.check()?;
+        let mut pending = self.pending.lock();
+        for chunk in fingerprints.chunks((MAX_PAYLOAD / 8) as usize) {
+            let start = pending.bytes.len();
+            encode_record(&mut pending.bytes, kind, chunk);
+            pending.end += (pending.bytes.len() - start) as u64;
+        }
+        Ok(pending.end)
+    }
+
+    /// Makes everything up to `lsn` as durable as the policy promises: written to the OS, and
+    /// under [`Fsync::Always`] synced. Concurrent commits share one write and one sync.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (the log is then poisoned) or [`Error::Poisoned`].
+    pub fn commit(&self, lsn: u64) -> Result<()> {
+        self.flush_to(lsn, self.policy == Fsync::Always)
+    }
+
+    /// Writes and syncs everything appended so far (the every-second tick, checkpoints, close).
+    ///
+    /// # Errors
+    /// [`Error::Io`] (the log is then poisoned) or [`Error::Poisoned`].
+    pub fn sync_all(&self) -> Result<()> {
+        let end = self.end();
+        self.flush_to(end, true)
+    }
+
+    fn flush_to(&self, lsn: u64, sync: bool) -> Result<()> {
+        self.check()?;
+        let mut io = self.io.lock();
+        let done = if sync { io.synced } else { io.written };
+        if done >= lsn {
+            return Ok(());
+        }
+        self.check()?;
+        if io.written < lsn {
+            let (bytes, end) = {
+                let mut pending = self.pending.lock();
+                (std::mem::take(&mut pending.bytes), pending.end)
+            };
+            if let Err(e) = io.file.append(&bytes) {
+                return Err(self.poison("write", e));
+            }
+            io.written = end;
+        }
+        if sync && io.synced < io.written {
+            let started = Instant::now();
+            if let Err(e) = io.file.sync() {
+                return Err(self.poison("fsync", e));
+            }
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+            self.sync_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            io.synced = io.written;
+        }
+        Ok(())
+    }
+
+    fn poison(&self, what: &str, e: std::io::Error) -> Error {
+        let reason = format!("{what} of {} failed: {e}; refusing further writes", self.path.display());
+        *self.poisoned.lock() = Some(reason);
+        Error::io(what, &self.path, e)
+    }
+}
+
+fn encode_record(out: &mut Vec<u8>, kind: RecordKind, fingerprints: &[u64]) {
+    let len = (fingerprints.len() * 8) as u32;
+    let start = out.len();
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&[kind as u8, 0, 0, 0]);
+    for fp in fingerprints {
+        out.extend_from_slice(&fp.to_le_bytes());
+    }
+    let check = checksum(&out[start..]);
+    out.extend_from_slice(&check.to_le_bytes());
+}
+
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut h = Xxh3::new();
+    h.update(bytes);
+    h.digest()
+}
+
+/// Reads a whole log image: its complete records, and the offset where valid data ends.
+fn parse(path: &Path, bytes: &[u8]) -> Result<(LogRecovery, u64)> {
+    if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+        return Err(Error::corrupt(path, "not a urlseen fingerprint log (bad magic)"));
+    }
+    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+    if version != LOG_VERSION {
+        return Err(Error::UnsupportedVersion {
+            what: "fingerprint log",
+            found: u32::from(version),
+            supported: u32::from(LOG_VERSION),
+        });
+    }
+    let mut recovery = LogRecovery::default();
+    let mut pos = HEADER_LEN as usize;
+    while pos < bytes.len() {
+        match parse_record(&bytes[pos..]) {
+            Ok((record_kind, fingerprints, used)) => {
+                pos += used;
+                recovery.records.push(Record { kind: record_kind, fingerprints, end: pos as u64 });
+            }
+            Err(Bad::Torn) => break,
+            Err(Bad::Invalid { record_end }) => {
+                if record_end < bytes.len() {
+                    return Err(Error::corrupt(
+                        path,
+                        &format!("bad record at offset {pos} with more data after it"),
+                    ));
+                }
+                break;
+            }
+        }
+    }
+    recovery.truncated_bytes = (bytes.len() - pos) as u64;
+    Ok((recovery, pos as u64))
+}
+
+enum Bad {
+    /// The record runs past the end of the file: a torn write.
+    Torn,
+    /// The record is complete but wrong; `record_end` is where it claims to end.
+    Invalid { record_end: usize },
+}
+
+fn parse_record(bytes: &[u8]) -> std::result::Result<(RecordKind, Vec<u64>, usize), Bad> {
+    let head = bytes.get(..8).ok_or(Bad::Torn)?;
+    let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let total = 8usize.saturating_add(len as usize).saturating_add(8);
+    if len > MAX_PAYLOAD || len % 8 != 0 {
+        return Err(Bad::Invalid { record_end: total.min(bytes.len()) });
+    }
+    let record = bytes.get(..total).ok_or(Bad::Torn)?;
+    let (body, tail) = record.split_at(total - 8);
+    let mut stored = [0u8; 8];
+    stored.copy_from_slice(tail);
+    if checksum(body) != u64::from_le_bytes(stored) || head[5..8] != [0, 0, 0] {
+        return Err(Bad::Invalid { record_end: total });
+    }
+    let kind = match head[4] {
+        1 => RecordKind::Recorded,
+        2 => RecordKind::Forgotten,
+        _ => return Err(Bad::Invalid { record_end: total }),
+    };
+    let fingerprints = body[8..]
+        .chunks_exact(8)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            u64::from_le_bytes(b)
+        })
+        .collect();
+    Ok((kind, fingerprints, total))
+}
+
+/// Bytes a record of `n` fingerprints takes in the log.
+pub fn record_len(n: usize) -> usize {
+    RECORD_OVERHEAD + 8 * n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::OsStorage;
+
+    fn storage() -> Arc<dyn Storage> {
+        Arc::new(OsStorage)
+    }
+
+    fn tmp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn records_round_trip_through_reopen() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let s = storage();
+        let log = FingerprintLog::create(&s, &path, Fsync::Always).unwrap();
+        let a = log.append(RecordKind::Recorded, &[1, 2, 3]).unwrap();
+        log.commit(a).unwrap();
+        let b = log.append(RecordKind::Forgotten, &[2]).unwrap();
+        log.commit(b).unwrap();
+        drop(log);
+        let (_, rec) = FingerprintLog::open(&s, &path, Fsync::Always).unwrap();
+        assert_eq!(rec.truncated_bytes, 0);
+        let got: Vec<_> = rec.records.iter().map(|r| (r.kind, r.fingerprints.clone())).collect();
+        assert_eq!(got, vec![(RecordKind::Recorded, vec![1, 2, 3]), (RecordKind::Forgotten, vec![2])]);
+        assert_eq!(rec.records[1].end, b);
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_reported_at_every_cut_point() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let s = storage();
+        let log = FingerprintLog::create(&s, &path, Fsync::No).unwrap();
+        let first = log.append(RecordKind::Recorded, &[10, 11]).unwrap();
+        let second = log.append(RecordKind::Recorded, &[12, 13, 14]).unwrap();
+        log.sync_all().unwrap();
+        drop(log);
+        let full = std::fs::read(&path).unwrap();
+        for cut in first as usize + 1..second as usize {
+            std::fs::write(&path, &full[..cut]).unwrap();
+            let (log, rec) = FingerprintLog::open(&s, &path, Fsync::No).unwrap();
+            assert_eq!(rec.records.len(), 1, "cut at {cut}");
+            assert_eq!(rec.truncated_bytes, (cut as u64) - first);
+            assert_eq!(log.end(), first);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), first);
+        }
+    }
+
+    #[test]
+    fn corruption_in_the_middle_is_an_error_not_a_truncation() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let s = storage();
+        let log = FingerprintLog::create(&s, &path, Fsync::No).unwrap();
+        log.append(RecordKind::Recorded, &[1]).unwrap();
+        log.append(RecordKind::Recorded, &[2]).unwrap();
+        log.sync_all().unwrap();
+        drop(log);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[HEADER_LEN as usize + 9] ^= 0xff; // inside the first record's payload
+        std::fs::write(&path, &bytes).unwrap();
+        let err = FingerprintLog::open(&s, &path, Fsync::No).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    }
+
+    #[test]
+    fn bad_magic_and_version_are_typed_errors() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let s = storage();
+        std::fs::write(&path, b"definitely not a log").unwrap();
+        assert!(matches!(FingerprintLog::open(&s, &path, Fsync::No), Err(Error::Corrupt { .. })));
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&99u16.to_le_bytes());
+        header.extend_from_slice(&[0; 6]);
+        std::fs::write(&path, &header).unwrap();
+        assert!(matches!(
+            FingerprintLog::open(&s, &path, Fsync::No),
+            Err(Error::UnsupportedVersion { found: 99, .. })
+        ));
+    }
+
+    #[test]
+    fn fsync_policies_parse_by_their_redis_names() {
+        assert_eq!("always".parse::<Fsync>().unwrap(), Fsync::Always);
+        assert_eq!("EverySec".parse::<Fsync>().unwrap(), Fsync::EverySec);
+        assert_eq!("no".parse::<Fsync>().unwrap(), Fsync::No);
+        assert!("sometimes".parse::<Fsync>().is_err());
+    }
+}

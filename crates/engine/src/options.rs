@@ -1,0 +1,152 @@
+//! What a namespace is made of: sizing, canonicalization, seed, split policy.
+
+use urlseen_filter::plan;
+
+use crate::error::{Error, Result};
+
+/// The default seed: fixed, so two processes that open the same namespace with default options
+/// compute the same fingerprints and the same bits.
+pub const DEFAULT_SEED: u64 = 0x7572_6c73_6565_6e31; // "urlseen1"
+
+/// Leaves never get bigger than this unless asked: 2²³ bits (1 MiB) keeps a leaf one Redis
+/// string of modest size and a split (re-hashing one leaf) short.
+pub const DEFAULT_MAX_LEAF_BITS: u64 = 1 << 23;
+
+/// Leaves never get smaller than this: below a few cache lines the per-leaf overhead dominates.
+pub const MIN_LEAF_BITS: u64 = 1 << 12;
+
+/// How a namespace is built. Start from [`NamespaceOptions::default`] and override fields.
+///
+/// ```
+/// use urlseen_engine::NamespaceOptions;
+/// let opts = NamespaceOptions { capacity: 10_000, fpr: 0.001, ..NamespaceOptions::default() };
+/// assert!(opts.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamespaceOptions {
+    /// Expected number of URLs: sizes the initial tree. Not a cap: the tree splits past it.
+    pub capacity: u64,
+    /// The false-positive bound `f_max` every leaf is kept under.
+    pub fpr: f64,
+    /// Bits per leaf filter (`m`). `None` picks the smaller of what `capacity` needs and
+    /// [`DEFAULT_MAX_LEAF_BITS`], so a small namespace stays small.
+    pub leaf_bits: Option<u64>,
+    /// How URLs are canonicalized before hashing.
+    pub canon: urlseen_canon::Options,
+    /// Seed of the fingerprint, the probes and every level's location hash.
+    pub seed: u64,
+    /// When and how leaves split.
+    pub split: SplitPolicy,
+    /// Exact mode: every Bloom positive is confirmed against a fingerprint store, so the only
+    /// false positives left are 64-bit fingerprint collisions.
+    pub exact: bool,
+    /// Counting filters (4-bit counters, seed 004), so URLs can be forgotten. Needs `exact`.
+    pub counting: bool,
+}
+
+impl Default for NamespaceOptions {
+    fn default() -> Self {
+        NamespaceOptions {
+            capacity: 1_000_000,
+            fpr: 0.01,
+            leaf_bits: None,
+            canon: urlseen_canon::Options::default(),
+            seed: DEFAULT_SEED,
+            split: SplitPolicy::default(),
+            exact: false,
+            counting: false,
+        }
+    }
+}
+
+impl NamespaceOptions {
+    /// Checks every option and says which one is wrong.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] naming the first bad option.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name, reason: String| Err(Error::InvalidOption { name, reason });
+        if self.capacity == 0 {
+            return bad("capacity", "must be at least 1".into());
+        }
+        if !(self.fpr > 0.0 && self.fpr < 1.0) {
+            return bad("fpr", format!("must be between 0 and 1 (exclusive), got {}", self.fpr));
+        }
+        if self.fpr < 1e-12 {
+            return bad("fpr", format!("{} is below the supported minimum 1e-12", self.fpr));
+        }
+        if let Some(m) = self.leaf_bits
+            && !(MIN_LEAF_BITS..=1 << 40).contains(&m)
+        {
+            return bad("leaf_bits", format!("must be in {MIN_LEAF_BITS}..=2^40, got {m}"));
+        }
+        if self.counting && !self.exact {
+            return bad("counting", "counting filters need exact mode (the store recounts saturated counters)".into());
+        }
+        if self.exact || self.counting {
+            return bad("exact", "exact mode is not available yet in this build".into());
+        }
+        self.split.validate()
+    }
+
+    /// The leaf size this namespace uses: [`Self::leaf_bits`], or the automatic choice.
+    pub fn effective_leaf_bits(&self) -> u64 {
+        let m = self.leaf_bits.unwrap_or_else(|| {
+            let (needed, _) = plan::blocked_bits(self.capacity, self.fpr);
+            needed.clamp(MIN_LEAF_BITS, DEFAULT_MAX_LEAF_BITS)
+        });
+        m.div_ceil(512) * 512
+    }
+}
+
+/// When leaves split and what a split makes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SplitPolicy {
+    /// Children per split (the seed's `c` for splits). At least 2. More children means fewer
+    /// splits but emptier leaves right after one: children start at `1/fanout` of capacity.
+    pub fanout: u32,
+    /// Split when a leaf holds this fraction of its capacity `u` (formula 4). 1.0 splits exactly
+    /// when the leaf's FPR would pass `f_max`; lower values trade memory for headroom.
+    pub threshold: f64,
+    /// Fingerprints re-hashed per migration step. A step holds the tree's shared lock and the
+    /// locks of the children it writes to, so this bounds how long a split blocks anything.
+    pub step: usize,
+    /// Who migrates a splitting leaf's fingerprints into its children.
+    pub mode: SplitMode,
+}
+
+impl Default for SplitPolicy {
+    fn default() -> Self {
+        SplitPolicy { fanout: 2, threshold: 1.0, step: 8192, mode: SplitMode::Background }
+    }
+}
+
+impl SplitPolicy {
+    fn validate(&self) -> Result<()> {
+        let bad = |name, reason: String| Err(Error::InvalidOption { name, reason });
+        if !(2..=1024).contains(&self.fanout) {
+            return bad("split.fanout", format!("must be in 2..=1024, got {}", self.fanout));
+        }
+        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
+            return bad("split.threshold", format!("must be in (0, 1], got {}", self.threshold));
+        }
+        if self.step == 0 {
+            return bad("split.step", "must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Who does the work of a split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitMode {
+    /// A background worker migrates in steps; the tree serves throughout (the seed's design).
+    Background,
+    /// The writer that fills a leaf migrates it in steps before its call returns. Other leaves
+    /// and other threads are not stopped; useful for deterministic tests and single-threaded
+    /// tools that want no background thread.
+    Inline,
+    /// Leaves never split: a fixed tree of `initial_leaves` leaves whose FPR rises past `f_max`
+    /// as it fills. For experiments (seed 000's Fig. 7 compares fixed trees), not for crawls.
+    Never,
+}

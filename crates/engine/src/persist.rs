@@ -1,0 +1,427 @@
+//! A data directory: what is on disk, how a namespace is created, checkpointed and recovered.
+//!
+//! ```text
+//! DIR/LOCK                      held (flock) by the process that has the directory open
+//! DIR/ns/<hex of name>/meta     the namespace's name and options (magic, version, checksum)
+//! DIR/ns/<hex of name>/log      every fingerprint recorded, append-only (see `log`)
+//! DIR/ns/<hex of name>/snapshot the whole tree at a log offset (filters and leaf logs)
+//! ```
+//! The log is the source of truth and is never rewritten; the snapshot only makes restart fast.
+//! Recovery loads the snapshot (if it is valid) and replays the log records after its offset; a
+//! missing or corrupt snapshot means replaying the whole log, which loses nothing.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
+
+use crate::error::{Error, Result};
+use crate::log::{FingerprintLog, Fsync, RecordKind};
+use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
+use crate::storage::{OsStorage, Storage};
+use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
+
+const META_MAGIC: &[u8; 8] = b"URLSEENM";
+const META_VERSION: u16 = 1;
+
+/// How a data directory is opened.
+#[derive(Debug, Clone)]
+pub struct DbOptions {
+    /// When writes are acknowledged (Redis's `appendfsync`).
+    pub fsync: Fsync,
+    /// Checkpoint a namespace (write a snapshot) once its log has grown this many bytes since the
+    /// last one. Bigger means faster writes and slower restarts.
+    pub checkpoint_bytes: u64,
+    /// Where files are read and written (tests inject faults here).
+    pub storage: Arc<dyn Storage>,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions { fsync: Fsync::EverySec, checkpoint_bytes: 64 << 20, storage: Arc::new(OsStorage) }
+    }
+}
+
+/// What recovery found when a namespace was opened.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Log offset covered by the snapshot that was loaded, if one was.
+    pub snapshot_offset: Option<u64>,
+    /// Why the snapshot was not used, if there was one and it was not.
+    pub snapshot_error: Option<String>,
+    /// Log records replayed after the snapshot.
+    pub replayed_records: u64,
+    /// Fingerprints in those records.
+    pub replayed_fingerprints: u64,
+    /// Bytes of a torn log tail that were cut off.
+    pub truncated_bytes: u64,
+}
+
+/// The on-disk side of one namespace.
+#[derive(Debug)]
+pub(crate) struct Durable {
+    pub dir: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    pub log: FingerprintLog,
+    pub checkpoint_bytes: u64,
+    /// Log offset covered by the newest snapshot on disk.
+    pub snapshot_end: AtomicU64,
+    /// One checkpoint at a time.
+    pub checkpointing: Mutex<()>,
+    pub recovery: RecoveryReport,
+}
+
+impl Durable {
+    /// Records newly recorded fingerprints in the log (buffered; `commit` makes them count).
+    pub fn append(&self, fps: &[u64], lsn: &mut u64) -> Result<()> {
+        *lsn = self.log.append(RecordKind::Recorded, fps)?;
+        Ok(())
+    }
+
+    /// Writes a snapshot of `tree` covering the log up to now.
+    pub fn checkpoint(&self, tree: &Dsbf) -> Result<()> {
+        let _one = self.checkpointing.lock();
+        let bytes = loop {
+            tree.complete_splits();
+            if let Some(bytes) = tree.snapshot(&|| self.log.end()) {
+                break bytes;
+            }
+        };
+        let offset = snapshot_offset(&bytes);
+        // The snapshot must never claim log bytes that a power loss could take back: sync first.
+        self.log.sync_all()?;
+        let path = self.dir.join("snapshot");
+        self.storage.write_atomic(&path, &bytes).map_err(|e| Error::io("write snapshot", &path, e))?;
+        self.snapshot_end.store(offset, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether the log grew enough since the last snapshot to take a new one.
+    pub fn wants_checkpoint(&self) -> bool {
+        self.log.end().saturating_sub(self.snapshot_end.load(Ordering::Acquire)) >= self.checkpoint_bytes
+    }
+}
+
+fn snapshot_offset(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = bytes.get(16..24) {
+        b.copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+/// The directory of namespace `name` under data directory `root`. Names are hex-encoded, so any
+/// name (slashes, dots, non-ASCII) is a safe file name.
+pub(crate) fn namespace_dir(root: &Path, name: &str) -> PathBuf {
+    let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+    root.join("ns").join(hex)
+}
+
+/// Creates the files of a new namespace.
+pub(crate) fn create(
+    root: &Path,
+    name: &str,
+    options: &NamespaceOptions,
+    db: &DbOptions,
+) -> Result<Durable> {
+    let dir = namespace_dir(root, name);
+    let storage = &db.storage;
+    storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+    let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
+    // The meta file last: a directory without it is an unfinished create and is ignored.
+    let meta = dir.join("meta");
+    storage.write_atomic(&meta, &encode_meta(name, options)).map_err(|e| Error::io("write", &meta, e))?;
+    Ok(Durable {
+        dir,
+        storage: Arc::clone(storage),
+        log,
+        checkpoint_bytes: db.checkpoint_bytes,
+        snapshot_end: AtomicU64::new(0),
+        checkpointing: Mutex::new(()),
+        recovery: RecoveryReport::default(),
+    })
+}
+
+/// A namespace read back from disk.
+pub(crate) struct Recovered {
+    pub name: String,
+    pub options: NamespaceOptions,
+    pub tree: Arc<Dsbf>,
+    pub durable: Durable,
+}
+
+/// Opens the namespace stored in `dir`; `Ok(None)` for a directory without meta (an unfinished
+/// create, which is removed).
+pub(crate) fn recover(
+    dir: &Path,
+    db: &DbOptions,
+    workers: &Arc<SplitWorkers>,
+) -> Result<Option<Recovered>> {
+    let storage = &db.storage;
+    let meta_path = dir.join("meta");
+    let Some(meta) = storage.read(&meta_path).map_err(|e| Error::io("read", &meta_path, e))? else {
+        storage.remove_dir_all(dir).map_err(|e| Error::io("remove unfinished namespace", dir, e))?;
+        return Ok(None);
+    };
+    let (name, options, canon_version) = decode_meta(&meta_path, &meta)?;
+    if canon_version != CANON_VERSION {
+        return Err(Error::CanonVersionMismatch { name, stored: canon_version, current: CANON_VERSION });
+    }
+    let params = tree_params(&options);
+    let (log, log_recovery) = FingerprintLog::open(storage, &dir.join("log"), db.fsync)?;
+    let mut report = RecoveryReport { truncated_bytes: log_recovery.truncated_bytes, ..Default::default() };
+
+    let snap_path = dir.join("snapshot");
+    let snapshot = storage.read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
+    let (tree, offset) = match snapshot.map(|b| Dsbf::from_snapshot(params, Arc::clone(workers), &b)) {
+        Some(Ok((tree, offset))) if offset <= log.end() => {
+            report.snapshot_offset = Some(offset);
+            (tree, offset)
+        }
+        Some(Ok((_, offset))) => {
+            report.snapshot_error =
+                Some(format!("snapshot covers log offset {offset} beyond the log's end {}", log.end()));
+            (Dsbf::new(params, Arc::clone(workers)), 0)
+        }
+        Some(Err(reason)) => {
+            report.snapshot_error = Some(reason);
+            (Dsbf::new(params, Arc::clone(workers)), 0)
+        }
+        None => (Dsbf::new(params, Arc::clone(workers)), 0),
+    };
+    let mut out = Vec::new();
+    for record in log_recovery.records.iter().filter(|r| r.end > offset) {
+        match record.kind {
+            RecordKind::Recorded => {
+                out.clear();
+                out.resize(record.fingerprints.len(), false);
+                let replay: Result<(), std::convert::Infallible> =
+                    tree.insert_batch_with(&record.fingerprints, &mut out, Mode::Record, &mut |_| Ok(()));
+                let Ok(()) = replay;
+            }
+            RecordKind::Forgotten => {}
+        }
+        report.replayed_records += 1;
+        report.replayed_fingerprints += record.fingerprints.len() as u64;
+    }
+    let durable = Durable {
+        dir: dir.to_owned(),
+        storage: Arc::clone(storage),
+        log,
+        checkpoint_bytes: db.checkpoint_bytes,
+        snapshot_end: AtomicU64::new(offset),
+        checkpointing: Mutex::new(()),
+        recovery: report,
+    };
+    Ok(Some(Recovered { name, options, tree, durable }))
+}
+
+/// The tree parameters a namespace's options give.
+pub(crate) fn tree_params(options: &NamespaceOptions) -> TreeParams {
+    TreeParams::new(options.capacity, options.fpr, options.effective_leaf_bits(), options.seed, options.split)
+}
+
+/// Exclusive ownership of a data directory for this process, released when dropped (or when the
+/// process dies: the OS drops the lock with the file descriptor).
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    _file: File,
+}
+
+impl DirLock {
+    pub fn acquire(root: &Path) -> Result<Self> {
+        std::fs::create_dir_all(root).map_err(|e| Error::io("create data directory", root, e))?;
+        let path = root.join("LOCK");
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io("open", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let holder = if holder.trim().is_empty() { "unknown process".into() } else { holder.trim().to_owned() };
+                return Err(Error::Locked { dir: root.to_owned(), holder });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+        }
+        file.set_len(0).map_err(|e| Error::io("write", &path, e))?;
+        write!(file, "pid {}", std::process::id()).map_err(|e| Error::io("write", &path, e))?;
+        Ok(DirLock { _file: file })
+    }
+}
+
+/// ```text
+/// "URLSEENM" | version u16 | [0; 6] | canon version u32 | name len u32 | name
+/// capacity u64 | fpr f64 | leaf bits u64 (effective) | seed u64
+/// profile len u8 | profile | canon flags u8 | fanout u32 | threshold f64 | step u64 | mode u8
+/// exact u8 | counting u8 | xxh3_64 of everything before
+/// ```
+fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(META_MAGIC);
+    out.extend_from_slice(&META_VERSION.to_le_bytes());
+    out.extend_from_slice(&[0; 6]);
+    out.extend_from_slice(&CANON_VERSION.to_le_bytes());
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(&o.capacity.to_le_bytes());
+    out.extend_from_slice(&o.fpr.to_le_bytes());
+    out.extend_from_slice(&o.effective_leaf_bits().to_le_bytes());
+    out.extend_from_slice(&o.seed.to_le_bytes());
+    let profile = o.canon.profile.name();
+    out.push(profile.len() as u8);
+    out.extend_from_slice(profile.as_bytes());
+    let c = &o.canon;
+    out.push(
+        u8::from(c.keep_fragments)
+            | u8::from(c.keep_blank_values) << 1
+            | u8::from(c.sort_query) << 2
+            | u8::from(c.strip_tracking) << 3,
+    );
+    out.extend_from_slice(&o.split.fanout.to_le_bytes());
+    out.extend_from_slice(&o.split.threshold.to_le_bytes());
+    out.extend_from_slice(&(o.split.step as u64).to_le_bytes());
+    out.push(match o.split.mode {
+        SplitMode::Background => 0,
+        SplitMode::Inline => 1,
+        SplitMode::Never => 2,
+    });
+    out.push(u8::from(o.exact));
+    out.push(u8::from(o.counting));
+    let check = xxhash_rust::xxh3::xxh3_64(&out);
+    out.extend_from_slice(&check.to_le_bytes());
+    out
+}
+
+fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u32)> {
+    let bad = |reason: &str| Error::corrupt(path, reason);
+    let body_len = bytes.len().checked_sub(8).ok_or_else(|| bad("too short"))?;
+    let (body, tail) = bytes.split_at(body_len);
+    let mut stored = [0u8; 8];
+    stored.copy_from_slice(tail);
+    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(stored) {
+        return Err(bad("checksum mismatch"));
+    }
+    let mut r = Cursor { bytes: body, pos: 0 };
+    let err = |e: &'static str| bad(e);
+    if r.take(8).map_err(err)? != META_MAGIC {
+        return Err(bad("not a urlseen namespace (bad magic)"));
+    }
+    let version = r.u16().map_err(err)?;
+    if version != META_VERSION {
+        return Err(Error::UnsupportedVersion {
+            what: "namespace meta",
+            found: u32::from(version),
+            supported: u32::from(META_VERSION),
+        });
+    }
+    r.take(6).map_err(err)?;
+    let canon_version = r.u32().map_err(err)?;
+    let name_len = r.u32().map_err(err)? as usize;
+    let name = String::from_utf8(r.take(name_len).map_err(err)?.to_vec()).map_err(|_| bad("name is not UTF-8"))?;
+    let capacity = r.u64().map_err(err)?;
+    let fpr = f64::from_bits(r.u64().map_err(err)?);
+    let leaf_bits = r.u64().map_err(err)?;
+    let seed = r.u64().map_err(err)?;
+    let profile_len = r.u8().map_err(err)? as usize;
+    let profile = std::str::from_utf8(r.take(profile_len).map_err(err)?).map_err(|_| bad("profile is not UTF-8"))?;
+    let profile: Profile = profile.parse().map_err(|_| bad("unknown profile"))?;
+    let flags = r.u8().map_err(err)?;
+    let mut canon = CanonOptions::new(profile);
+    canon.keep_fragments = flags & 1 != 0;
+    canon.keep_blank_values = flags & 2 != 0;
+    canon.sort_query = flags & 4 != 0;
+    canon.strip_tracking = flags & 8 != 0;
+    let fanout = r.u32().map_err(err)?;
+    let threshold = f64::from_bits(r.u64().map_err(err)?);
+    let step = r.u64().map_err(err)? as usize;
+    let mode = match r.u8().map_err(err)? {
+        0 => SplitMode::Background,
+        1 => SplitMode::Inline,
+        2 => SplitMode::Never,
+        _ => return Err(bad("unknown split mode")),
+    };
+    let exact = r.u8().map_err(err)? != 0;
+    let counting = r.u8().map_err(err)? != 0;
+    if r.pos != body.len() {
+        return Err(bad("trailing bytes"));
+    }
+    let options = NamespaceOptions {
+        capacity,
+        fpr,
+        leaf_bits: Some(leaf_bits),
+        canon,
+        seed,
+        split: SplitPolicy { fanout, threshold, step, mode },
+        exact,
+        counting,
+    };
+    options.validate().map_err(|e| bad(&format!("stored options are invalid: {e}")))?;
+    Ok((name, options, canon_version))
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], &'static str> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("truncated")?;
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+    fn u8(&mut self) -> std::result::Result<u8, &'static str> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> std::result::Result<u16, &'static str> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u32(&mut self) -> std::result::Result<u32, &'static str> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, &'static str> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_round_trips_and_rejects_damage() {
+        let mut o = NamespaceOptions { capacity: 12_345, fpr: 0.002, ..NamespaceOptions::default() };
+        o.canon.strip_tracking = true;
+        o.canon.keep_blank_values = false;
+        let bytes = encode_meta("crawl/42 ü", &o);
+        let path = Path::new("meta");
+        let (name, back, v) = decode_meta(path, &bytes).unwrap();
+        assert_eq!(name, "crawl/42 ü");
+        assert_eq!(v, CANON_VERSION);
+        assert_eq!(back.capacity, 12_345);
+        assert_eq!(back.fpr, 0.002);
+        assert_eq!(back.canon, o.canon);
+        assert_eq!(back.leaf_bits, Some(o.effective_leaf_bits()));
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert!(decode_meta(path, &bad).is_err(), "flip at {i} accepted");
+        }
+        for cut in 0..bytes.len() {
+            assert!(decode_meta(path, &bytes[..cut]).is_err());
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The file operations persistence needs, behind a trait, so tests can inject faults (a torn
+//! write, a full disk, a failed fsync) without touching the real file system's behaviour.
+
+use std::fmt::Debug;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A file opened for appending.
+pub trait AppendFile: Send + Debug {
+    /// Appends all of `buf`.
+    ///
+    /// # Errors
+    /// The OS error; after an error the file's tail is unknown (recovery truncates it).
+    fn append(&mut self, buf: &[u8]) -> io::Result<()>;
+    /// Makes everything appended durable (`fdatasync`).
+    ///
+    /// # Errors
+    /// The OS error. A failed sync poisons the log that owns the file.
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// Where persistence reads and writes. [`OsStorage`] is the real one.
+pub trait Storage: Send + Sync + Debug {
+    /// Creates `dir` and its parents.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Opens `path` for appending, creating it if missing.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
+    /// The whole content of `path`; `Ok(None)` if it does not exist.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn read(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
+    /// Replaces `path` with `bytes` atomically: write a temporary file, sync it, rename it over
+    /// `path`, sync the directory. A crash leaves the old file or the new one, never a mix.
+    ///
+    /// # Errors
+    /// The OS error; `path` is then unchanged.
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Cuts `path` to `len` bytes and syncs it.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// Removes a file; a missing file is not an error.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes a directory and everything in it.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// The names of the entries of `dir` (empty if it does not exist).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsStorage;
+
+#[derive(Debug)]
+struct OsFile(File);
+
+impl AppendFile for OsFile {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl Storage for OsStorage {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        let existed = path.exists();
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        if !existed && let Some(dir) = path.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(Box::new(OsFile(file)))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        match File::open(path) {
+            Ok(mut f) => {
+                let mut bytes = Vec::new();
+                f.read_to_end(&mut bytes)?;
+                Ok(Some(bytes))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let tmp = tmp_path(path);
+        {
+            let mut f = File::create(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, path)?;
+        match path.parent() {
+            Some(dir) => sync_dir(dir),
+            None => Ok(()),
+        }
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(path)?;
+        f.set_len(len)?;
+        f.sync_all()
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        match fs::remove_file(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        match fs::read_dir(dir) {
+            Ok(entries) => entries
+                .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// [`OsStorage`] with switches that make it fail the way disks fail, for tests.
+///
+/// - `fail_syncs`: every `sync` fails with an I/O error (a failed fsync).
+/// - `disk_full_after`: appends fail with "no space left" once this many bytes were appended in
+///   total; the append that crosses the limit writes only the bytes that fit (a torn write).
+#[derive(Debug, Clone, Default)]
+pub struct FaultyStorage {
+    inner: OsStorage,
+    faults: Arc<Faults>,
+}
+
+#[derive(Debug, Default)]
+struct Faults {
+    fail_syncs: AtomicBool,
+    disk_full_after: AtomicU64,
+    appended: AtomicU64,
+}
+
+impl FaultyStorage {
+    /// Real storage with no fault switched on yet.
+    pub fn new() -> Self {
+        let s = FaultyStorage::default();
+        s.faults.disk_full_after.store(u64::MAX, Ordering::SeqCst);
+        s
+    }
+
+    /// Makes every later `sync` fail (or succeed again).
+    pub fn fail_syncs(&self, on: bool) {
+        self.faults.fail_syncs.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes the disk full once `bytes` more bytes have been appended.
+    pub fn disk_full_after(&self, bytes: u64) {
+        let now = self.faults.appended.load(Ordering::SeqCst);
+        self.faults.disk_full_after.store(now.saturating_add(bytes), Ordering::SeqCst);
+    }
+}
+
+#[derive(Debug)]
+struct FaultyFile {
+    inner: Box<dyn AppendFile>,
+    faults: Arc<Faults>,
+}
+
+impl AppendFile for FaultyFile {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        let before = self.faults.appended.fetch_add(buf.len() as u64, Ordering::SeqCst);
+        let limit = self.faults.disk_full_after.load(Ordering::SeqCst);
+        if before.saturating_add(buf.len() as u64) > limit {
+            let fits = limit.saturating_sub(before) as usize;
+            self.inner.append(&buf[..fits.min(buf.len())])?;
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left on device"));
+        }
+        self.inner.append(buf)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        if self.faults.fail_syncs.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.sync()
+    }
+}
+
+impl Storage for FaultyStorage {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        Ok(Box::new(FaultyFile { inner: self.inner.open_append(path)?, faults: self.faults.clone() }))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        self.inner.read(path)
+    }
+
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        if self.faults.fail_syncs.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.write_atomic(path, bytes)
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.inner.truncate(path, len)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+
+    fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.remove_dir_all(dir)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+}

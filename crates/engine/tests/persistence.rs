@@ -1,0 +1,244 @@
+//! A persistent Db loses nothing acknowledged: across clean restarts, crash images (no
+//! checkpoint), torn log tails, corrupt snapshots, full disks and failed fsyncs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use urlseen_corpus::distinct_urls;
+use urlseen_engine::storage::FaultyStorage;
+use urlseen_engine::{Db, DbOptions, Error, Fsync, NamespaceOptions};
+
+fn small() -> NamespaceOptions {
+    NamespaceOptions { capacity: 1_000, fpr: 0.01, ..NamespaceOptions::default() }
+}
+
+fn opts(fsync: Fsync) -> DbOptions {
+    DbOptions { fsync, ..DbOptions::default() }
+}
+
+/// Inserts `urls` and returns the ones recorded (answered new).
+fn record(db: &Db, ns: &str, urls: &[String]) -> Vec<String> {
+    let ns = db.namespace_or_create(ns, small()).unwrap();
+    let mut recorded = Vec::new();
+    for chunk in urls.chunks(1000) {
+        let seen = ns.seen_batch(chunk).unwrap();
+        recorded.extend(chunk.iter().zip(seen).filter(|p| !p.1).map(|p| p.0.clone()));
+    }
+    recorded
+}
+
+fn assert_all_seen(db: &Db, ns: &str, urls: &[String]) {
+    let ns = db.namespace(ns).expect("namespace survived");
+    let hits = ns.contains_batch(urls).unwrap();
+    let lost = hits.iter().filter(|&&h| !h).count();
+    assert_eq!(lost, 0, "{lost} of {} recorded URLs lost", urls.len());
+}
+
+/// Copies the files of a live Db as a crash would leave them: whatever was written so far, no
+/// checkpoint, no close.
+fn crash_image(from: &Path, to: &Path) {
+    for entry in walk(from) {
+        let rel = entry.strip_prefix(from).unwrap();
+        if rel.as_os_str() == "LOCK" {
+            continue;
+        }
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &dest).unwrap();
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { files.extend(walk(&p)) } else { files.push(p) }
+    }
+    files
+}
+
+fn log_file(root: &Path, ns: &str) -> std::path::PathBuf {
+    let hex: String = ns.bytes().map(|b| format!("{b:02x}")).collect();
+    root.join("ns").join(hex).join("log")
+}
+
+#[test]
+fn clean_restart_keeps_everything_with_splits() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = distinct_urls(1, 60_000);
+    let recorded = {
+        let db = Db::open(dir.path()).unwrap();
+        let r = record(&db, "jobs", &urls);
+        assert!(db.namespace("jobs").unwrap().stats().splits_started > 10);
+        db.close().unwrap();
+        r
+    };
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("jobs").unwrap();
+    let rec = ns.recovery().unwrap();
+    assert!(rec.snapshot_offset.is_some(), "restart used the snapshot: {rec:?}");
+    assert_eq!(rec.replayed_records, 0);
+    assert_eq!(ns.len(), recorded.len() as u64);
+    assert_eq!(ns.options().capacity, 1_000);
+    assert_all_seen(&db, "jobs", &recorded);
+    // And it keeps working: new URLs are new, old ones seen.
+    assert!(!ns.seen("https://after-restart.example/").unwrap());
+    assert!(ns.seen(&recorded[0]).unwrap());
+}
+
+#[test]
+fn a_crash_image_recovers_from_the_log_alone() {
+    for fsync in [Fsync::Always, Fsync::EverySec, Fsync::No] {
+        let dir = tempfile::tempdir().unwrap();
+        let image = tempfile::tempdir().unwrap();
+        let db = Db::open_with(dir.path(), opts(fsync)).unwrap();
+        let recorded = record(&db, "crawl", &distinct_urls(2, 20_000));
+        crash_image(dir.path(), image.path());
+        drop(db);
+        let db = Db::open(image.path()).unwrap();
+        let rec = db.namespace("crawl").unwrap().recovery().unwrap().clone();
+        assert_eq!(rec.snapshot_offset, None);
+        assert_eq!(rec.replayed_fingerprints, recorded.len() as u64, "{fsync}");
+        assert_all_seen(&db, "crawl", &recorded);
+    }
+}
+
+#[test]
+fn a_snapshot_plus_log_tail_recovers_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let mut recorded = record(&db, "ns", &distinct_urls(3, 10_000));
+    db.checkpoint().unwrap();
+    recorded.extend(record(&db, "ns", &distinct_urls(4, 10_000)));
+    crash_image(dir.path(), image.path());
+    drop(db);
+    let db = Db::open(image.path()).unwrap();
+    let rec = db.namespace("ns").unwrap().recovery().unwrap().clone();
+    assert!(rec.snapshot_offset.is_some());
+    assert!(rec.replayed_fingerprints > 9_000 && rec.replayed_fingerprints <= 10_000, "{rec:?}");
+    assert_all_seen(&db, "ns", &recorded);
+    assert_eq!(db.namespace("ns").unwrap().len(), recorded.len() as u64);
+}
+
+#[test]
+fn a_torn_log_tail_is_cut_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = tempfile::tempdir().unwrap();
+    let db = Db::open_with(dir.path(), opts(Fsync::Always)).unwrap();
+    let recorded = record(&db, "t", &distinct_urls(5, 5_000));
+    crash_image(dir.path(), image.path());
+    drop(db);
+    // Half a record at the end: what a crash in the middle of a write leaves.
+    let log = log_file(image.path(), "t");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(&[64, 0, 0, 0, 1, 0, 0, 0, 9, 9, 9]);
+    std::fs::write(&log, &bytes).unwrap();
+    let db = Db::open(image.path()).unwrap();
+    let rec = db.namespace("t").unwrap().recovery().unwrap().clone();
+    assert_eq!(rec.truncated_bytes, 11);
+    assert_all_seen(&db, "t", &recorded);
+}
+
+#[test]
+fn a_corrupt_snapshot_falls_back_to_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = {
+        let db = Db::open(dir.path()).unwrap();
+        record(&db, "s", &distinct_urls(6, 20_000))
+    };
+    let snap = log_file(dir.path(), "s").with_file_name("snapshot");
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&snap, &bytes).unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let rec = db.namespace("s").unwrap().recovery().unwrap().clone();
+    assert!(rec.snapshot_error.as_deref().unwrap_or("").contains("checksum"), "{rec:?}");
+    assert_eq!(rec.replayed_fingerprints, recorded.len() as u64);
+    assert_all_seen(&db, "s", &recorded);
+}
+
+#[test]
+fn a_second_open_of_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _db = Db::open(dir.path()).unwrap();
+    match Db::open(dir.path()) {
+        Err(Error::Locked { holder, .. }) => assert!(holder.contains("pid"), "{holder}"),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_fsync_refuses_writes_and_never_pretends() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = FaultyStorage::new();
+    let db = Db::open_with(
+        dir.path(),
+        DbOptions { fsync: Fsync::Always, storage: Arc::new(storage.clone()), ..DbOptions::default() },
+    )
+    .unwrap();
+    let ns = db.namespace_or_create("f", small()).unwrap();
+    assert!(!ns.seen("https://a.example/").unwrap());
+    storage.fail_syncs(true);
+    assert!(matches!(ns.seen("https://b.example/"), Err(Error::Io { .. })));
+    // From now on every write is refused, even once the disk is healthy again.
+    storage.fail_syncs(false);
+    assert!(matches!(ns.seen("https://c.example/"), Err(Error::Poisoned { .. })));
+    assert!(matches!(ns.seen_batch(&["https://d.example/"]), Err(Error::Poisoned { .. })));
+    // Reads go on.
+    assert!(ns.contains("https://a.example/").unwrap());
+    drop(ns);
+    drop(db);
+    // Reopening recovers everything acknowledged.
+    let db = Db::open(dir.path()).unwrap();
+    assert!(db.namespace("f").unwrap().contains("https://a.example/").unwrap());
+}
+
+#[test]
+fn a_full_disk_tears_a_write_which_recovery_cuts() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = FaultyStorage::new();
+    let db = Db::open_with(
+        dir.path(),
+        DbOptions { fsync: Fsync::Always, storage: Arc::new(storage.clone()), ..DbOptions::default() },
+    )
+    .unwrap();
+    let ns = db.namespace_or_create("full", small()).unwrap();
+    let urls = distinct_urls(7, 3_000);
+    let acked = {
+        let mut acked = Vec::new();
+        storage.disk_full_after(20_000);
+        for chunk in urls.chunks(100) {
+            match ns.seen_batch(chunk) {
+                Ok(seen) => acked.extend(chunk.iter().zip(seen).filter(|p| !p.1).map(|p| p.0.clone())),
+                Err(e) => {
+                    assert!(matches!(e, Error::Io { .. } | Error::Poisoned { .. }), "{e}");
+                    break;
+                }
+            }
+        }
+        acked
+    };
+    assert!(!acked.is_empty() && acked.len() < urls.len());
+    drop(ns);
+    drop(db);
+    let db = Db::open(dir.path()).unwrap();
+    let rec = db.namespace("full").unwrap().recovery().unwrap().clone();
+    assert!(rec.truncated_bytes > 0, "the torn record was cut: {rec:?}");
+    assert_all_seen(&db, "full", &acked);
+}
+
+#[test]
+fn dropped_namespaces_stay_dropped_and_names_can_be_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        record(&db, "a/b c ü", &distinct_urls(8, 100));
+        record(&db, "gone", &distinct_urls(9, 100));
+        assert!(db.drop_namespace("gone").unwrap());
+        assert!(!db.drop_namespace("gone").unwrap());
+    }
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.namespace_names(), vec!["a/b c ü".to_owned()]);
+}
