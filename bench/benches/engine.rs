@@ -1,0 +1,140 @@
+//! The DSBF's routing cost: `Db`-level check-and-insert on a tree holding 100 million
+//! fingerprints (far out of cache), against one blocked filter of the same total size and
+//! against fastbloom, with 1 and 2 threads, in the same run.
+//!
+//! `URLSEEN_BENCH_ENGINE_N` sets the pre-fill (default 100,000,000; use 1e6 for a quick run).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use parking_lot::Mutex;
+use urlseen_engine::{Db, NamespaceOptions};
+use urlseen_filter::{BlockedBloom, hash};
+
+const BATCH: usize = 4096;
+
+fn prefill_count() -> u64 {
+    std::env::var("URLSEEN_BENCH_ENGINE_N")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(100_000_000, |v| v as u64)
+}
+
+/// Fresh fingerprints: a counter through a bijective mix, so every one is new.
+struct Fresh(AtomicU64);
+
+impl Fresh {
+    fn fill(&self, buf: &mut [u64]) {
+        let start = self.0.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        for (i, fp) in buf.iter_mut().enumerate() {
+            *fp = hash::mix64(start + i as u64);
+        }
+    }
+}
+
+/// Runs `work(thread, batch)` on `threads` threads for `iters` batches each; returns the wall
+/// time.
+fn timed(threads: usize, iters: u64, work: &(dyn Fn(&mut [u64], &mut [bool]) + Sync)) -> Duration {
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut fps = vec![0u64; BATCH];
+                let mut out = vec![false; BATCH];
+                for _ in 0..iters {
+                    work(&mut fps, &mut out);
+                    black_box(&out);
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+fn routing_cost(c: &mut Criterion) {
+    let n = prefill_count();
+    let fresh = Fresh(AtomicU64::new(0));
+    let db = Db::in_memory();
+    let ns = db
+        // Sized with headroom, so the measurement sees routing and probing, not splits (which
+        // the `split` group below measures on its own).
+        .create_namespace("bench", NamespaceOptions { capacity: n * 3 / 2, fpr: 0.01, ..Default::default() })
+        .expect("namespace");
+    let mut fps = vec![0u64; 1 << 16];
+    let mut out = vec![false; 1 << 16];
+    let mut filled = 0;
+    while filled < n {
+        let take = ((n - filled) as usize).min(fps.len());
+        fresh.fill(&mut fps[..take]);
+        ns.seen_fingerprints(&fps[..take], &mut out[..take]);
+        filled += take as u64;
+    }
+    db.wait_for_splits();
+    let stats = ns.stats();
+    let total_bits = stats.leaf_bits * stats.leaf_count as u64;
+    eprintln!(
+        "DSBF: {} fingerprints, {} leaves of {} bits (k = {}), height {}, {:.0} MiB filters",
+        stats.count,
+        stats.leaf_count,
+        stats.leaf_bits,
+        stats.leaf_hashes,
+        stats.height,
+        total_bits as f64 / 8.0 / 1048576.0
+    );
+
+    let single = Mutex::new(BlockedBloom::new(total_bits, stats.leaf_hashes, 3));
+    let fast = fastbloom::AtomicBloomFilter::with_num_bits(total_bits as usize)
+        .hashes(stats.leaf_hashes);
+    {
+        let mut f = single.lock();
+        let refill = Fresh(AtomicU64::new(1 << 62));
+        let mut filled = 0;
+        while filled < n {
+            let take = ((n - filled) as usize).min(fps.len());
+            refill.fill(&mut fps[..take]);
+            f.insert_batch(&fps[..take], &mut out[..take]);
+            for fp in &fps[..take] {
+                fast.insert(fp);
+            }
+            filled += take as u64;
+        }
+    }
+
+    let mut group = c.benchmark_group("seen_batch_100m");
+    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    for threads in [1usize, 2] {
+        group.throughput(Throughput::Elements((threads * BATCH) as u64));
+        group.bench_function(BenchmarkId::new("dsbf", threads), |b| {
+            b.iter_custom(|iters| {
+                timed(threads, iters, &|fps, out| {
+                    fresh.fill(fps);
+                    ns.seen_fingerprints(fps, out);
+                })
+            })
+        });
+        group.bench_function(BenchmarkId::new("blocked_single_filter", threads), |b| {
+            b.iter_custom(|iters| {
+                timed(threads, iters, &|fps, out| {
+                    fresh.fill(fps);
+                    single.lock().insert_batch(fps, out);
+                })
+            })
+        });
+        group.bench_function(BenchmarkId::new("fastbloom_atomic", threads), |b| {
+            b.iter_custom(|iters| {
+                timed(threads, iters, &|fps, out| {
+                    fresh.fill(fps);
+                    for (fp, o) in fps.iter().zip(out.iter_mut()) {
+                        *o = fast.insert(fp);
+                    }
+                })
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, routing_cost);
+criterion_main!(benches);

@@ -1,0 +1,49 @@
+//! `urlseen bench …`: the papers' experiments, reproduced, and throughput measurements.
+
+pub mod balance;
+pub mod fpr;
+
+/// Experiments and benchmarks.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Seed 000, Fig. 7: measured FPR of classic filters vs DSBFs with c leaves, beside formula (8).
+    Fpr(fpr::Args),
+    /// Seed 000, Fig. 10/11: a fixed 32 kB filter per domain vs a DSBF (H=1, c=10) on
+    /// power-law host sizes.
+    Balance(balance::Args),
+}
+
+pub fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Fpr(args) => fpr::run(args),
+        Command::Balance(args) => balance::run(args),
+    }
+}
+
+/// A fixed tree of `leaves` leaves of `leaf_bits` bits that never splits: the structure seed
+/// 000's figures measure.
+pub fn fixed_tree(leaves: u32, leaf_bits: u64, fpr: f64, seed: u64) -> std::sync::Arc<urlseen_engine::tree::Dsbf> {
+    use urlseen_engine::tree::{Dsbf, SplitWorkers, TreeParams};
+    use urlseen_engine::{SplitMode, SplitPolicy};
+    let split = SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() };
+    let mut params = TreeParams::new(1, fpr, leaf_bits, seed, split);
+    params.initial_leaves = leaves.max(1);
+    Dsbf::new(params, SplitWorkers::new(1))
+}
+
+/// Fingerprints of `n` distinct generated URLs from stream `seed` (canonicalized with the
+/// default profile, hashed with the default seed), as the engine would compute them.
+pub fn corpus_fingerprints(seed: u64, n: usize) -> Vec<u64> {
+    let canon = urlseen_canon::Canonicalizer::new(urlseen_canon::Options::default());
+    let mut generator = urlseen_corpus::Generator::distinct(seed);
+    let (mut url, mut canonical) = (String::new(), String::new());
+    (0..n)
+        .map(|_| {
+            generator.next_into(&mut url);
+            match canon.canonicalize_into(&url, &mut canonical) {
+                Ok(()) => urlseen_filter::hash::fingerprint(canonical.as_bytes(), urlseen_engine::DEFAULT_SEED),
+                Err(_) => urlseen_filter::hash::fingerprint(url.as_bytes(), urlseen_engine::DEFAULT_SEED),
+            }
+        })
+        .collect()
+}

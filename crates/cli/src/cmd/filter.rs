@@ -1,0 +1,182 @@
+//! `urlseen filter`: a streaming `sort -u` for URLs, by canonical form, in bounded memory.
+
+use std::io::{self, BufWriter, Write};
+use std::time::Instant;
+
+use anyhow::Context;
+use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, SplitPolicy};
+
+use crate::args::{CanonArgs, parse_count, parse_fpr};
+use crate::lines::{Line, LineBatches, write_line};
+
+/// Print each line whose canonical URL has not been seen before.
+///
+/// Lines are printed as given (or canonical with --print-canonical). Empty lines are skipped.
+/// Invalid URLs are reported on stderr with their line number and reason, or passed through
+/// with --keep-invalid. The filter grows past --capacity by splitting (the DSBF), keeping its
+/// false-positive rate under --fpr.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Expected number of distinct URLs: the initial size, not a cap.
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    capacity: u64,
+    /// False-positive bound: the chance that a new URL is wrongly taken as seen.
+    #[arg(long, default_value = "0.01", value_parser = parse_fpr)]
+    fpr: f64,
+    /// Bits per leaf filter (default: what --capacity needs, at most 2^23).
+    #[arg(long, value_parser = parse_count)]
+    leaf_bits: Option<u64>,
+    /// Seed of fingerprints and filters.
+    #[arg(long, default_value_t = urlseen_engine::DEFAULT_SEED)]
+    seed: u64,
+    #[command(flatten)]
+    canon: CanonArgs,
+    /// Pass invalid lines through to stdout instead of reporting them on stderr.
+    #[arg(long)]
+    keep_invalid: bool,
+    /// Print the canonical form of each new URL instead of the line as given.
+    #[arg(long)]
+    print_canonical: bool,
+    /// Print a summary (lines, new, repeats, invalid, rate, memory) to stderr at the end.
+    #[arg(long)]
+    stats: bool,
+    /// Remember across runs: keep the namespace in this data directory.
+    #[arg(long, value_name = "DIR")]
+    data: Option<std::path::PathBuf>,
+    /// Namespace to use in --data (created with the sizing options above if it is new; an
+    /// existing one keeps its own).
+    #[arg(long, default_value = "default", requires = "data")]
+    ns: String,
+    /// With --data: when a URL counts as recorded, as Redis's appendfsync. With `always` a URL
+    /// is printed only once it is on disk.
+    #[arg(long, default_value = "everysec", value_parser = parse_fsync, requires = "data")]
+    fsync: Fsync,
+    /// Exact mode: confirm every filter positive against a fingerprint store (no false
+    /// positives but 64-bit fingerprint collisions). Needs --data.
+    #[arg(long, requires = "data")]
+    exact: bool,
+}
+
+fn parse_fsync(s: &str) -> Result<Fsync, String> {
+    s.parse().map_err(|e: urlseen_engine::Error| e.to_string())
+}
+
+/// What became of one input line.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// An empty line.
+    Skip,
+    /// Not a URL.
+    Invalid,
+    /// A URL, whose answer is at this index of the batch's results.
+    Url(usize),
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let options = NamespaceOptions {
+        capacity: args.capacity,
+        fpr: args.fpr,
+        leaf_bits: args.leaf_bits,
+        canon: args.canon.options(),
+        seed: args.seed,
+        split: SplitPolicy::default(),
+        exact: args.exact,
+        ..NamespaceOptions::default()
+    };
+    let db = match &args.data {
+        Some(dir) => Db::open_with(dir, DbOptions { fsync: args.fsync, ..DbOptions::default() })
+            .with_context(|| format!("opening data directory {}", dir.display()))?,
+        None => Db::in_memory(),
+    };
+    let ns = db.namespace_or_create(&args.ns, options)?;
+    let canon = urlseen_canon::Canonicalizer::new(ns.options().canon.clone());
+
+    let stdin = io::stdin().lock();
+    let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let mut err = io::stderr().lock();
+
+    let mut batch: Vec<Line> = Vec::new();
+    let mut fps: Vec<u64> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut seen: Vec<bool> = Vec::new();
+    let mut canonical = String::new();
+    let (mut lines, mut new, mut invalid) = (0u64, 0u64, 0u64);
+    let started = Instant::now();
+
+    while input.next_batch(&mut batch).context("reading stdin")? {
+        // Fingerprint the batch, then answer it with one engine call, then write in input order.
+        fps.clear();
+        slots.clear();
+        for line in &batch {
+            if line.bytes.is_empty() {
+                slots.push(Slot::Skip);
+                continue;
+            }
+            lines += 1;
+            let fp = std::str::from_utf8(&line.bytes)
+                .map_err(|_| "not valid UTF-8".to_owned())
+                .and_then(|url| ns.fingerprint(url).map_err(|e| e.to_string()));
+            match fp {
+                Ok(fp) => {
+                    slots.push(Slot::Url(fps.len()));
+                    fps.push(fp);
+                }
+                Err(reason) => {
+                    invalid += 1;
+                    if !args.keep_invalid {
+                        writeln!(err, "urlseen: line {}: {reason}", line.no)?;
+                    }
+                    slots.push(Slot::Invalid);
+                }
+            }
+        }
+        seen.clear();
+        seen.resize(fps.len(), false);
+        ns.seen_fingerprints(&fps, &mut seen)?;
+        for (line, slot) in batch.iter().zip(&slots) {
+            match *slot {
+                Slot::Skip => {}
+                Slot::Invalid if args.keep_invalid => write_line(&mut out, &line.bytes)?,
+                Slot::Invalid => {}
+                Slot::Url(j) if seen[j] => {}
+                Slot::Url(_) => {
+                    new += 1;
+                    if args.print_canonical {
+                        // Valid UTF-8 and canonicalizable: both were checked when fingerprinting.
+                        let url = std::str::from_utf8(&line.bytes).unwrap_or_default();
+                        canon.canonicalize_into(url, &mut canonical)?;
+                        write_line(&mut out, canonical.as_bytes())?;
+                    } else {
+                        write_line(&mut out, &line.bytes)?;
+                    }
+                }
+            }
+        }
+        if input.would_block() {
+            out.flush()?;
+        }
+    }
+    out.flush()?;
+    drop(input);
+
+    if args.stats {
+        let elapsed = started.elapsed().as_secs_f64();
+        let s = ns.stats();
+        writeln!(
+            err,
+            "urlseen filter: {lines} lines, {new} new, {} repeats, {invalid} invalid in {elapsed:.2} s \
+             ({:.0} lines/s); {} leaves, height {}, {:.1} MiB, worst leaf FPR {:.4} (bound {})",
+            lines - new - invalid,
+            lines as f64 / elapsed.max(1e-9),
+            s.leaf_count,
+            s.height,
+            s.memory_bytes as f64 / (1 << 20) as f64,
+            s.worst_leaf_fpr,
+            s.fpr_bound,
+        )?;
+    }
+    drop(ns);
+    db.close()?;
+    Ok(())
+}

@@ -1,0 +1,215 @@
+//! `urlseen import`, `urlseen stats`, `urlseen forget`: working with a data directory.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, NamespaceStats};
+
+use crate::args::{CanonArgs, parse_count, parse_fpr};
+use crate::lines::{Line, LineBatches, MAX_BATCH};
+
+fn parse_fsync(s: &str) -> Result<Fsync, String> {
+    s.parse().map_err(|e: urlseen_engine::Error| e.to_string())
+}
+
+/// Bulk-load URL files into a namespace of a data directory, in batches, with a progress bar.
+///
+/// Reads one URL per line (`-` for stdin). The namespace is created with the sizing and
+/// canonicalization options given here if it does not exist. Invalid lines are counted and the
+/// first few reported on stderr.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Files of URLs, one per line (`-` for stdin).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The namespace.
+    #[arg(long, default_value = "default")]
+    ns: String,
+    /// Expected number of distinct URLs, for a new namespace: the initial size, not a cap.
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    capacity: u64,
+    /// False-positive bound, for a new namespace.
+    #[arg(long, default_value = "0.01", value_parser = parse_fpr)]
+    fpr: f64,
+    #[command(flatten)]
+    canon: CanonArgs,
+    /// When a batch counts as recorded.
+    #[arg(long, default_value = "everysec", value_parser = parse_fsync)]
+    fsync: Fsync,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let db = Db::open_with(&args.data, DbOptions { fsync: args.fsync, ..DbOptions::default() })
+        .with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let options = NamespaceOptions {
+        capacity: args.capacity,
+        fpr: args.fpr,
+        canon: args.canon.options(),
+        ..NamespaceOptions::default()
+    };
+    let ns = db.namespace_or_create(&args.ns, options)?;
+    let total_bytes: u64 = args
+        .files
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(total_bytes) };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg} (ETA {eta})",
+        )
+        .context("progress bar template")?,
+    );
+    let started = Instant::now();
+    let (mut lines, mut new, mut invalid) = (0u64, 0u64, 0u64);
+    let mut err = io::stderr();
+    for path in &args.files {
+        let reader: Box<dyn Read> = if path.as_os_str() == "-" {
+            Box::new(io::stdin())
+        } else {
+            Box::new(File::open(path).with_context(|| format!("opening {}", path.display()))?)
+        };
+        let mut input = LineBatches::new(BufReader::with_capacity(1 << 16, reader));
+        let mut batch: Vec<Line> = Vec::with_capacity(MAX_BATCH);
+        let mut fps = Vec::with_capacity(MAX_BATCH);
+        let mut seen = Vec::with_capacity(MAX_BATCH);
+        while input.next_batch(&mut batch).with_context(|| format!("reading {}", path.display()))? {
+            fps.clear();
+            let mut bytes = 0u64;
+            for line in &batch {
+                bytes += line.bytes.len() as u64 + 1;
+                if line.bytes.is_empty() {
+                    continue;
+                }
+                lines += 1;
+                match std::str::from_utf8(&line.bytes).map_err(|_| "not valid UTF-8".to_owned()).and_then(|u| ns.fingerprint(u).map_err(|e| e.to_string())) {
+                    Ok(fp) => fps.push(fp),
+                    Err(reason) => {
+                        invalid += 1;
+                        if invalid <= 10 {
+                            bar.suspend(|| writeln!(err, "urlseen: {}:{}: {reason}", path.display(), line.no))?;
+                        }
+                    }
+                }
+            }
+            seen.clear();
+            seen.resize(fps.len(), false);
+            ns.seen_fingerprints(&fps, &mut seen)?;
+            new += seen.iter().filter(|&&s| !s).count() as u64;
+            bar.inc(bytes);
+            let rate = lines as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            bar.set_message(format!("{lines} URLs, {new} new, {rate:.0} URLs/s"));
+        }
+    }
+    bar.finish_and_clear();
+    drop(ns);
+    db.close()?;
+    let secs = started.elapsed().as_secs_f64();
+    writeln!(
+        err,
+        "imported {lines} URLs into {:?}: {new} new, {} repeats, {invalid} invalid, in {secs:.2} s ({:.0} URLs/s)",
+        args.ns,
+        lines - new - invalid,
+        lines as f64 / secs.max(1e-9)
+    )?;
+    Ok(())
+}
+
+/// Show the namespaces of a data directory: counts, memory, FPR, shape of the tree, log.
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// Only this namespace.
+    #[arg(long)]
+    ns: Option<String>,
+    /// Print JSON (with every leaf).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
+    let db = Db::open(&args.data).with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let names = match &args.ns {
+        Some(name) => {
+            anyhow::ensure!(db.namespace(name).is_some(), "no namespace {name:?} in {}", args.data.display());
+            vec![name.clone()]
+        }
+        None => db.namespace_names(),
+    };
+    let stats: Vec<NamespaceStats> = names.iter().filter_map(|n| db.namespace(n)).map(|ns| ns.stats()).collect();
+    let mut out = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &stats)?;
+        writeln!(out)?;
+    } else if stats.is_empty() {
+        writeln!(out, "no namespaces in {}", args.data.display())?;
+    } else {
+        for s in &stats {
+            writeln!(out, "{}", s.name)?;
+            writeln!(out, "  URLs            {}", s.count)?;
+            writeln!(out, "  memory          {:.2} MiB", s.memory_bytes as f64 / 1048576.0)?;
+            writeln!(out, "  FPR             worst leaf {:.6}, mean {:.6} (bound {})", s.worst_leaf_fpr, s.mean_leaf_fpr, s.fpr_bound)?;
+            writeln!(out, "  tree            {} leaves, height {}, {} splits; leaf m = {} bits, u = {}, k = {}", s.leaf_count, s.height, s.splits_done, s.leaf_bits, s.leaf_capacity, s.leaf_hashes)?;
+            writeln!(out, "  canonicalization {}", s.profile)?;
+            if let Some(p) = &s.persistence {
+                writeln!(out, "  log             {} bytes, snapshot at {}, fsync {}", p.log_bytes, p.snapshot_offset, p.fsync)?;
+            }
+        }
+    }
+    drop(stats);
+    db.close()?;
+    Ok(())
+}
+
+/// Forget URLs: afterwards they are new again, and every other URL stays seen. Needs a namespace
+/// with counting filters (created in exact mode with counting).
+#[derive(Debug, clap::Args)]
+pub struct ForgetArgs {
+    /// URLs to forget (read from stdin, one per line, when none are given).
+    urls: Vec<String>,
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// The namespace.
+    #[arg(long)]
+    ns: String,
+}
+
+pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
+    let db = Db::open_with(&args.data, DbOptions { fsync: Fsync::Always, ..DbOptions::default() })
+        .with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let ns = db.namespace(&args.ns).with_context(|| format!("no namespace {:?} in {}", args.ns, args.data.display()))?;
+    let urls: Vec<String> = if args.urls.is_empty() {
+        let mut s = String::new();
+        io::stdin().read_to_string(&mut s).context("reading stdin")?;
+        s.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
+    } else {
+        args.urls
+    };
+    let (mut forgotten, mut unknown) = (0u64, 0u64);
+    for url in &urls {
+        if ns.forget(url)? {
+            forgotten += 1;
+        } else {
+            unknown += 1;
+        }
+    }
+    drop(ns);
+    db.close()?;
+    eprintln!("forgot {forgotten} URLs ({unknown} were not recorded)");
+    Ok(())
+}
