@@ -60,7 +60,10 @@ fn routing_cost(c: &mut Criterion) {
     let ns = db
         // Sized with headroom, so the measurement sees routing and probing, not splits (which
         // the `split` group below measures on its own).
-        .create_namespace("bench", NamespaceOptions { capacity: n * 3 / 2, fpr: 0.01, ..Default::default() })
+        .create_namespace(
+            "bench",
+            NamespaceOptions { capacity: n * 3 / 2, fpr: 0.01, ..Default::default() },
+        )
         .expect("namespace");
     let mut fps = vec![0u64; 1 << 16];
     let mut out = vec![false; 1 << 16];
@@ -85,8 +88,8 @@ fn routing_cost(c: &mut Criterion) {
     );
 
     let single = Mutex::new(BlockedBloom::new(total_bits, stats.leaf_hashes, 3));
-    let fast = fastbloom::AtomicBloomFilter::with_num_bits(total_bits as usize)
-        .hashes(stats.leaf_hashes);
+    let fast =
+        fastbloom::AtomicBloomFilter::with_num_bits(total_bits as usize).hashes(stats.leaf_hashes);
     {
         let mut f = single.lock();
         let refill = Fresh(AtomicU64::new(1 << 62));
@@ -103,7 +106,10 @@ fn routing_cost(c: &mut Criterion) {
     }
 
     let mut group = c.benchmark_group("seen_batch_100m");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
     for threads in [1usize, 2] {
         group.throughput(Throughput::Elements((threads * BATCH) as u64));
         group.bench_function(BenchmarkId::new("dsbf", threads), |b| {

@@ -32,7 +32,10 @@ fn filter_e2e(c: &mut Criterion) {
         w.flush().expect("flush stream");
     }
     let mut group = c.benchmark_group("filter_e2e");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(20));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(20));
     group.throughput(Throughput::Elements(n));
     for (name, args) in [
         ("crawler", &["filter", "--capacity", "2000000"][..]),

@@ -48,7 +48,13 @@ fn color(i: usize) -> RGBColor {
 }
 
 /// A line chart with a log-scaled y axis.
-pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> anyhow::Result<()> {
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> anyhow::Result<()> {
     let all = series.iter().flat_map(|s| s.points.iter());
     let x_max = all.clone().map(|p| p.0).fold(1.0, f64::max);
     let positive = all.map(|p| p.1).filter(|&y| y > 0.0);
@@ -73,14 +79,17 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, series
         let c = color(s.color);
         let pts = s.points.iter().copied().filter(|p| p.1 > 0.0);
         match s.style {
-            Style::Line => chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))),
+            Style::Line => {
+                chart.draw_series(LineSeries::new(pts, c.stroke_width(2)))?.label(&s.name).legend(
+                    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)),
+                )
+            }
             Style::Dashed => chart
                 .draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(1)))?
                 .label(&s.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))),
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))
+                }),
             Style::Points => chart
                 .draw_series(pts.map(|p| Cross::new(p, 5, c.stroke_width(2))))?
                 .label(&s.name)
@@ -99,7 +108,12 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, series
 
 /// Fig. 10 beside Fig. 11: URLs per domain against one domain filter's capacity, and URLs per
 /// DSBF leaf.
-pub fn balance_chart(path: &Path, domain_counts: &[f64], capacity: f64, leaf_counts: &[f64]) -> anyhow::Result<()> {
+pub fn balance_chart(
+    path: &Path,
+    domain_counts: &[f64],
+    capacity: f64,
+    leaf_counts: &[f64],
+) -> anyhow::Result<()> {
     let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let (left, right) = root.split_horizontally(620);
@@ -126,10 +140,18 @@ pub fn balance_chart(path: &Path, domain_counts: &[f64], capacity: f64, leaf_cou
         .label("URLs of the domain (red: filter overflows)")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], PALETTE[0].filled()));
     chart
-        .draw_series(LineSeries::new(vec![(0.0, capacity), (domain_counts.len() as f64, capacity)], BLACK.stroke_width(2)))?
+        .draw_series(LineSeries::new(
+            vec![(0.0, capacity), (domain_counts.len() as f64, capacity)],
+            BLACK.stroke_width(2),
+        ))?
         .label("capacity of one 32 kB filter, k = 10")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
-    chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.85)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
 
     let leaf_max = leaf_counts.iter().copied().fold(1.0, f64::max) * 1.15;
     let mut chart = ChartBuilder::on(&right)

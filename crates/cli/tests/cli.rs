@@ -24,7 +24,11 @@ fn run(args: &[&str], input: &[u8]) -> (Vec<String>, String, bool) {
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
-    (stdout.lines().map(str::to_owned).collect(), String::from_utf8_lossy(&out.stderr).into(), out.status.success())
+    (
+        stdout.lines().map(str::to_owned).collect(),
+        String::from_utf8_lossy(&out.stderr).into(),
+        out.status.success(),
+    )
 }
 
 fn lines_of(urls: &[String]) -> Vec<u8> {
@@ -54,7 +58,9 @@ fn plan_rejects_bad_arguments_with_a_reason() {
 
 #[test]
 fn every_subcommand_has_help() {
-    for sub in [&["filter"][..], &["canon"], &["plan"], &["gen"], &["bench", "fpr"], &["bench", "balance"]] {
+    for sub in
+        [&["filter"][..], &["canon"], &["plan"], &["gen"], &["bench", "fpr"], &["bench", "balance"]]
+    {
         let mut args = sub.to_vec();
         args.push("--help");
         let (out, _, ok) = run(&args, b"");
@@ -66,9 +72,15 @@ fn every_subcommand_has_help() {
 #[test]
 fn filter_prints_at_least_97_5_percent_of_2m_distinct_urls() {
     let urls = urlseen_corpus::distinct_urls(31, 2_000_000);
-    let (out, err, ok) = run(&["filter", "--capacity", "2000000", "--fpr", "0.01"], &lines_of(&urls));
+    let (out, err, ok) =
+        run(&["filter", "--capacity", "2000000", "--fpr", "0.01"], &lines_of(&urls));
     assert!(ok, "{err}");
-    assert!(out.len() as f64 >= 0.975 * urls.len() as f64, "printed {} of {}", out.len(), urls.len());
+    assert!(
+        out.len() as f64 >= 0.975 * urls.len() as f64,
+        "printed {} of {}",
+        out.len(),
+        urls.len()
+    );
     // And each printed line is one of the inputs, printed once.
     assert_eq!(out.iter().collect::<HashSet<_>>().len(), out.len());
 }
@@ -78,7 +90,12 @@ fn filter_grows_past_its_capacity_and_prints_98_percent() {
     let urls = urlseen_corpus::distinct_urls(32, 2_000_000);
     let (out, err, ok) = run(&["filter", "--capacity", "10000", "--fpr", "0.01"], &lines_of(&urls));
     assert!(ok, "{err}");
-    assert!(out.len() as f64 >= 0.98 * urls.len() as f64, "printed {} of {}", out.len(), urls.len());
+    assert!(
+        out.len() as f64 >= 0.98 * urls.len() as f64,
+        "printed {} of {}",
+        out.len(),
+        urls.len()
+    );
 }
 
 #[test]
@@ -100,7 +117,10 @@ fn filter_never_prints_a_canonical_url_twice() {
     assert!(ok, "{err}");
     let distinct: HashSet<&String> = out.iter().collect();
     assert_eq!(distinct.len(), out.len(), "a canonical URL was printed twice");
-    let truly_distinct = urls.iter().map(|u| urlseen_canon::canonicalize(u, Default::default()).unwrap()).collect::<HashSet<_>>();
+    let truly_distinct = urls
+        .iter()
+        .map(|u| urlseen_canon::canonicalize(u, Default::default()).unwrap())
+        .collect::<HashSet<_>>();
     assert!(out.len() as f64 >= 0.98 * truly_distinct.len() as f64);
     assert!(out.len() <= truly_distinct.len());
 }
@@ -128,7 +148,8 @@ fn non_utf8_input_is_an_error_line_not_a_crash() {
 /// Output keeps pace with input: a URL written to stdin comes out before stdin is closed.
 #[test]
 fn filter_streams_line_by_line() {
-    let mut child = urlseen().arg("filter").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        urlseen().arg("filter").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     for i in 0..3 {
@@ -150,7 +171,8 @@ fn canon_jsonl_reports_results_and_errors_as_data() {
     let input = b"\"HTTP://Example.COM:80/a/../b#x\"\n\"not a url\"\n42\n";
     let (out, _, ok) = run(&["canon", "--jsonl"], input);
     assert!(ok);
-    let rows: Vec<serde_json::Value> = out.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<serde_json::Value> =
+        out.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(rows[0]["canonical"], "http://example.com/b");
     assert!(rows[1]["error"].is_string());
     assert!(rows[2]["error"].is_string());
@@ -166,18 +188,45 @@ fn canon_fails_at_the_end_when_a_line_is_invalid() {
 
 #[test]
 fn bench_fpr_and_balance_run_and_report_json() {
-    let (out, err, ok) = run(&["bench", "fpr", "--urls", "20000", "--points", "2", "--leaves", "1,3", "--leaf-bits", "65536", "--json"], b"");
+    let (out, err, ok) = run(
+        &[
+            "bench",
+            "fpr",
+            "--urls",
+            "20000",
+            "--points",
+            "2",
+            "--leaves",
+            "1,3",
+            "--leaf-bits",
+            "65536",
+            "--json",
+        ],
+        b"",
+    );
     assert!(ok, "{err}");
     let rows: Vec<serde_json::Value> = serde_json::from_str(&out.join("\n")).unwrap();
     assert_eq!(rows.len(), 4);
     // More leaves of the same size: lower FPR at the same n.
-    let at = |c: u64| rows.iter().find(|r| r["leaves"] == c && r["n"] == 20000).unwrap()["dsbf_measured"].as_f64().unwrap();
+    let at = |c: u64| {
+        rows.iter().find(|r| r["leaves"] == c && r["n"] == 20000).unwrap()["dsbf_measured"]
+            .as_f64()
+            .unwrap()
+    };
     assert!(at(3) < at(1));
 
-    let (out, err, ok) = run(&["bench", "balance", "--hosts", "50", "--urls", "100000", "--queries", "1000", "--json"], b"");
+    let (out, err, ok) = run(
+        &["bench", "balance", "--hosts", "50", "--urls", "100000", "--queries", "1000", "--json"],
+        b"",
+    );
     assert!(ok, "{err}");
     let report: serde_json::Value = serde_json::from_str(&out.join("\n")).unwrap();
-    let counts: Vec<u64> = report["dsbf_leaf_counts"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let counts: Vec<u64> = report["dsbf_leaf_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
     assert_eq!(counts.len(), 10);
     assert_eq!(counts.iter().sum::<u64>(), 100_000);
     assert!(report["dsbf_imbalance"].as_f64().unwrap() < 0.1);

@@ -24,14 +24,16 @@ fn splitmix(state: &mut u64) -> u64 {
 fn sigkill_at_random_points_loses_no_printed_url() {
     let dir = tempfile::tempdir().unwrap();
     // 30% repeats, so later rounds also re-see earlier URLs.
-    let stream: Vec<String> = urlseen_corpus::Generator::new(77).take(ROUNDS as usize * PER_ROUND).collect();
+    let stream: Vec<String> =
+        urlseen_corpus::Generator::new(77).take(ROUNDS as usize * PER_ROUND).collect();
     let mut printed_total: Vec<String> = Vec::new();
     let mut rng = 12345u64;
     let mut kills = 0;
     for round in 0..ROUNDS {
         let input = stream[round as usize * PER_ROUND..(round as usize + 1) * PER_ROUND].to_vec();
         // Kill after this many printed lines (sometimes 0: right at start-up).
-        let kill_after = (splitmix(&mut rng) % (PER_ROUND as u64 / 2)) as usize * usize::from(round % 6 != 0);
+        let kill_after =
+            (splitmix(&mut rng) % (PER_ROUND as u64 / 2)) as usize * usize::from(round % 6 != 0);
         let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
             .args(["filter", "--capacity", "2000", "--fsync", "always", "--data"])
             .arg(dir.path())
@@ -89,8 +91,14 @@ fn sigkill_at_random_points_loses_no_printed_url() {
             continue;
         };
         let hits = ns.contains_batch(&printed_total).unwrap();
-        let lost: Vec<&String> = printed_total.iter().zip(&hits).filter(|p| !p.1).map(|p| p.0).collect();
-        assert!(lost.is_empty(), "round {round}: {} printed URLs lost, e.g. {:?}", lost.len(), lost.first());
+        let lost: Vec<&String> =
+            printed_total.iter().zip(&hits).filter(|p| !p.1).map(|p| p.0).collect();
+        assert!(
+            lost.is_empty(),
+            "round {round}: {} printed URLs lost, e.g. {:?}",
+            lost.len(),
+            lost.first()
+        );
         // Printed means new: never printed twice across kills and restarts.
         let distinct: std::collections::HashSet<&String> = printed_total.iter().collect();
         assert_eq!(distinct.len(), printed_total.len(), "round {round}: a URL was printed twice");

@@ -161,12 +161,9 @@ impl Generator {
             0 => write!(out, "/{}/{}-{}-{id}.html", word(1), word(2), word(3)),
             1 | 2 => write!(out, "/{}/{}/{id}", word(1), word(2)),
             3 => write!(out, "/search?q={}+{}&page={}&sid={id}", word(1), word(2), r >> 60),
-            4 => write!(
-                out,
-                "/product/{id}?ref={}&utm_source={}&utm_medium=email",
-                word(1),
-                word(2)
-            ),
+            4 => {
+                write!(out, "/product/{id}?ref={}&utm_source={}&utm_medium=email", word(1), word(2))
+            }
             5 => write!(
                 out,
                 "/{}/{:02}/{:02}/{}-{id}/",

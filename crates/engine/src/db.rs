@@ -143,7 +143,11 @@ impl Db {
     /// # Errors
     /// [`Error::NamespaceExists`], [`Error::InvalidName`], [`Error::InvalidOption`]; in a
     /// persistent `Db`, [`Error::Io`].
-    pub fn create_namespace(&self, name: &str, options: NamespaceOptions) -> Result<Arc<Namespace>> {
+    pub fn create_namespace(
+        &self,
+        name: &str,
+        options: NamespaceOptions,
+    ) -> Result<Arc<Namespace>> {
         validate_name(name)?;
         options.validate()?;
         let inner = &self.inner;

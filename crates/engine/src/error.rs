@@ -84,7 +84,9 @@ pub enum Error {
     },
     /// The namespace was created with another canonicalization version: the same URL could now
     /// hash differently, so opening it would break deduplication.
-    #[error("namespace {name:?} was created with canonicalization version {stored}, this build has {current}; re-import its URLs into a new namespace")]
+    #[error(
+        "namespace {name:?} was created with canonicalization version {stored}, this build has {current}; re-import its URLs into a new namespace"
+    )]
     CanonVersionMismatch {
         /// The namespace.
         name: String,

@@ -298,7 +298,8 @@ impl FingerprintLog {
     }
 
     fn poison(&self, what: &str, e: std::io::Error) -> Error {
-        let reason = format!("{what} of {} failed: {e}; refusing further writes", self.path.display());
+        let reason =
+            format!("{what} of {} failed: {e}; refusing further writes", self.path.display());
         *self.poisoned.lock() = Some(reason);
         Error::io(what, &self.path, e)
     }
@@ -428,7 +429,10 @@ mod tests {
         let (_, rec) = FingerprintLog::open(&s, &path, Fsync::Always).unwrap();
         assert_eq!(rec.truncated_bytes, 0);
         let got: Vec<_> = rec.records.iter().map(|r| (r.kind, r.fingerprints.clone())).collect();
-        assert_eq!(got, vec![(RecordKind::Recorded, vec![1, 2, 3]), (RecordKind::Forgotten, vec![2])]);
+        assert_eq!(
+            got,
+            vec![(RecordKind::Recorded, vec![1, 2, 3]), (RecordKind::Forgotten, vec![2])]
+        );
         assert_eq!(rec.records[1].end, b);
     }
 

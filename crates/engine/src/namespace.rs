@@ -159,7 +159,8 @@ impl Namespace {
         let Some(d) = &self.durable else { return Ok(self.tree.insert(fp)) };
         d.log.check()?;
         let mut lsn = 0;
-        let was = self.tree.insert_with(fp, Mode::CheckAndInsert, &mut |new| d.append(new, &mut lsn))?;
+        let was =
+            self.tree.insert_with(fp, Mode::CheckAndInsert, &mut |new| d.append(new, &mut lsn))?;
         if lsn > 0 {
             d.log.commit(lsn)?;
         }

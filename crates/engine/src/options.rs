@@ -81,7 +81,10 @@ impl NamespaceOptions {
             return bad("leaf_bits", format!("must be in {MIN_LEAF_BITS}..=2^40, got {m}"));
         }
         if self.counting && !self.exact {
-            return bad("counting", "counting filters need exact mode (the store recounts saturated counters)".into());
+            return bad(
+                "counting",
+                "counting filters need exact mode (the store recounts saturated counters)".into(),
+            );
         }
         if self.exact || self.counting {
             return bad("exact", "exact mode is not available yet in this build".into());

@@ -42,7 +42,11 @@ pub struct DbOptions {
 
 impl Default for DbOptions {
     fn default() -> Self {
-        DbOptions { fsync: Fsync::EverySec, checkpoint_bytes: 64 << 20, storage: Arc::new(OsStorage) }
+        DbOptions {
+            fsync: Fsync::EverySec,
+            checkpoint_bytes: 64 << 20,
+            storage: Arc::new(OsStorage),
+        }
     }
 }
 
@@ -95,14 +99,17 @@ impl Durable {
         // The snapshot must never claim log bytes that a power loss could take back: sync first.
         self.log.sync_all()?;
         let path = self.dir.join("snapshot");
-        self.storage.write_atomic(&path, &bytes).map_err(|e| Error::io("write snapshot", &path, e))?;
+        self.storage
+            .write_atomic(&path, &bytes)
+            .map_err(|e| Error::io("write snapshot", &path, e))?;
         self.snapshot_end.store(offset, Ordering::Release);
         Ok(())
     }
 
     /// Whether the log grew enough since the last snapshot to take a new one.
     pub fn wants_checkpoint(&self) -> bool {
-        self.log.end().saturating_sub(self.snapshot_end.load(Ordering::Acquire)) >= self.checkpoint_bytes
+        self.log.end().saturating_sub(self.snapshot_end.load(Ordering::Acquire))
+            >= self.checkpoint_bytes
     }
 }
 
@@ -134,7 +141,9 @@ pub(crate) fn create(
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
-    storage.write_atomic(&meta, &encode_meta(name, options)).map_err(|e| Error::io("write", &meta, e))?;
+    storage
+        .write_atomic(&meta, &encode_meta(name, options))
+        .map_err(|e| Error::io("write", &meta, e))?;
     Ok(Durable {
         dir,
         storage: Arc::clone(storage),
@@ -164,43 +173,57 @@ pub(crate) fn recover(
     let storage = &db.storage;
     let meta_path = dir.join("meta");
     let Some(meta) = storage.read(&meta_path).map_err(|e| Error::io("read", &meta_path, e))? else {
-        storage.remove_dir_all(dir).map_err(|e| Error::io("remove unfinished namespace", dir, e))?;
+        storage
+            .remove_dir_all(dir)
+            .map_err(|e| Error::io("remove unfinished namespace", dir, e))?;
         return Ok(None);
     };
     let (name, options, canon_version) = decode_meta(&meta_path, &meta)?;
     if canon_version != CANON_VERSION {
-        return Err(Error::CanonVersionMismatch { name, stored: canon_version, current: CANON_VERSION });
+        return Err(Error::CanonVersionMismatch {
+            name,
+            stored: canon_version,
+            current: CANON_VERSION,
+        });
     }
     let params = tree_params(&options);
     let (log, log_recovery) = FingerprintLog::open(storage, &dir.join("log"), db.fsync)?;
-    let mut report = RecoveryReport { truncated_bytes: log_recovery.truncated_bytes, ..Default::default() };
+    let mut report =
+        RecoveryReport { truncated_bytes: log_recovery.truncated_bytes, ..Default::default() };
 
     let snap_path = dir.join("snapshot");
     let snapshot = storage.read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
-    let (tree, offset) = match snapshot.map(|b| Dsbf::from_snapshot(params, Arc::clone(workers), &b)) {
-        Some(Ok((tree, offset))) if offset <= log.end() => {
-            report.snapshot_offset = Some(offset);
-            (tree, offset)
-        }
-        Some(Ok((_, offset))) => {
-            report.snapshot_error =
-                Some(format!("snapshot covers log offset {offset} beyond the log's end {}", log.end()));
-            (Dsbf::new(params, Arc::clone(workers)), 0)
-        }
-        Some(Err(reason)) => {
-            report.snapshot_error = Some(reason);
-            (Dsbf::new(params, Arc::clone(workers)), 0)
-        }
-        None => (Dsbf::new(params, Arc::clone(workers)), 0),
-    };
+    let (tree, offset) =
+        match snapshot.map(|b| Dsbf::from_snapshot(params, Arc::clone(workers), &b)) {
+            Some(Ok((tree, offset))) if offset <= log.end() => {
+                report.snapshot_offset = Some(offset);
+                (tree, offset)
+            }
+            Some(Ok((_, offset))) => {
+                report.snapshot_error = Some(format!(
+                    "snapshot covers log offset {offset} beyond the log's end {}",
+                    log.end()
+                ));
+                (Dsbf::new(params, Arc::clone(workers)), 0)
+            }
+            Some(Err(reason)) => {
+                report.snapshot_error = Some(reason);
+                (Dsbf::new(params, Arc::clone(workers)), 0)
+            }
+            None => (Dsbf::new(params, Arc::clone(workers)), 0),
+        };
     let mut out = Vec::new();
     for record in log_recovery.records.iter().filter(|r| r.end > offset) {
         match record.kind {
             RecordKind::Recorded => {
                 out.clear();
                 out.resize(record.fingerprints.len(), false);
-                let replay: Result<(), std::convert::Infallible> =
-                    tree.insert_batch_with(&record.fingerprints, &mut out, Mode::Record, &mut |_| Ok(()));
+                let replay: Result<(), std::convert::Infallible> = tree.insert_batch_with(
+                    &record.fingerprints,
+                    &mut out,
+                    Mode::Record,
+                    &mut |_| Ok(()),
+                );
                 let Ok(()) = replay;
             }
             RecordKind::Forgotten => {}
@@ -222,7 +245,13 @@ pub(crate) fn recover(
 
 /// The tree parameters a namespace's options give.
 pub(crate) fn tree_params(options: &NamespaceOptions) -> TreeParams {
-    TreeParams::new(options.capacity, options.fpr, options.effective_leaf_bits(), options.seed, options.split)
+    TreeParams::new(
+        options.capacity,
+        options.fpr,
+        options.effective_leaf_bits(),
+        options.seed,
+        options.split,
+    )
 }
 
 /// Exclusive ownership of a data directory for this process, released when dropped (or when the
@@ -247,7 +276,11 @@ impl DirLock {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                let holder = if holder.trim().is_empty() { "unknown process".into() } else { holder.trim().to_owned() };
+                let holder = if holder.trim().is_empty() {
+                    "unknown process".into()
+                } else {
+                    holder.trim().to_owned()
+                };
                 return Err(Error::Locked { dir: root.to_owned(), holder });
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
@@ -326,13 +359,15 @@ fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u
     r.take(6).map_err(err)?;
     let canon_version = r.u32().map_err(err)?;
     let name_len = r.u32().map_err(err)? as usize;
-    let name = String::from_utf8(r.take(name_len).map_err(err)?.to_vec()).map_err(|_| bad("name is not UTF-8"))?;
+    let name = String::from_utf8(r.take(name_len).map_err(err)?.to_vec())
+        .map_err(|_| bad("name is not UTF-8"))?;
     let capacity = r.u64().map_err(err)?;
     let fpr = f64::from_bits(r.u64().map_err(err)?);
     let leaf_bits = r.u64().map_err(err)?;
     let seed = r.u64().map_err(err)?;
     let profile_len = r.u8().map_err(err)? as usize;
-    let profile = std::str::from_utf8(r.take(profile_len).map_err(err)?).map_err(|_| bad("profile is not UTF-8"))?;
+    let profile = std::str::from_utf8(r.take(profile_len).map_err(err)?)
+        .map_err(|_| bad("profile is not UTF-8"))?;
     let profile: Profile = profile.parse().map_err(|_| bad("unknown profile"))?;
     let flags = r.u8().map_err(err)?;
     let mut canon = CanonOptions::new(profile);
@@ -403,7 +438,8 @@ mod tests {
 
     #[test]
     fn meta_round_trips_and_rejects_damage() {
-        let mut o = NamespaceOptions { capacity: 12_345, fpr: 0.002, ..NamespaceOptions::default() };
+        let mut o =
+            NamespaceOptions { capacity: 12_345, fpr: 0.002, ..NamespaceOptions::default() };
         o.canon.strip_tracking = true;
         o.canon.keep_blank_values = false;
         let bytes = encode_meta("crawl/42 ü", &o);

@@ -150,9 +150,9 @@ impl Storage for OsStorage {
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         match fs::read_dir(dir) {
-            Ok(entries) => entries
-                .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-                .collect(),
+            Ok(entries) => {
+                entries.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(e),
         }
@@ -235,7 +235,10 @@ impl Storage for FaultyStorage {
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
-        Ok(Box::new(FaultyFile { inner: self.inner.open_append(path)?, faults: self.faults.clone() }))
+        Ok(Box::new(FaultyFile {
+            inner: self.inner.open_append(path)?,
+            faults: self.faults.clone(),
+        }))
     }
 
     fn read(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {

@@ -343,7 +343,14 @@ impl Dsbf {
                 pending.clear();
                 recorded.clear();
                 group_by_node(&mut routed, topo.nodes.len(), &mut scratch);
-                let mut groups = Groups { fps, out, mode, pending: &mut pending, full: &mut full, recorded: &mut recorded };
+                let mut groups = Groups {
+                    fps,
+                    out,
+                    mode,
+                    pending: &mut pending,
+                    full: &mut full,
+                    recorded: &mut recorded,
+                };
                 // A leaf another writer holds is skipped and visited after the free ones, so
                 // concurrent batches work side by side instead of queueing on the same lock.
                 let mut busy: Vec<&[(NodeId, u32)]> = Vec::new();
@@ -378,7 +385,8 @@ impl Dsbf {
         for chunk in group[..take].chunks(GROUP_CHUNK) {
             let mut chunk_fps = [0u64; GROUP_CHUNK];
             let mut chunk_was = [false; GROUP_CHUNK];
-            let (chunk_fps, chunk_was) = (&mut chunk_fps[..chunk.len()], &mut chunk_was[..chunk.len()]);
+            let (chunk_fps, chunk_was) =
+                (&mut chunk_fps[..chunk.len()], &mut chunk_was[..chunk.len()]);
             for (slot, &(_, i)) in chunk_fps.iter_mut().zip(chunk) {
                 *slot = g.fps[i as usize];
             }
@@ -763,16 +771,23 @@ impl Dsbf {
                         || filter.num_hashes() != params.leaf_hashes
                         || filter.seed() != params.probe_seed()
                     {
-                        return Err(format!("node {id}: leaf filter parameters differ from the namespace's"));
+                        return Err(format!(
+                            "node {id}: leaf filter parameters differ from the namespace's"
+                        ));
                     }
                     let log_len = usize::try_from(r.u64()?).map_err(|_| "log too long")?;
                     let raw = r.take(log_len.checked_mul(8).ok_or("log too long")?)?;
                     let log: Vec<u64> = raw
                         .chunks_exact(8)
-                        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                        .map(|c| {
+                            u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+                        })
                         .collect();
                     logged += log.len() as u64;
-                    nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(Leaf { filter, log })) });
+                    nodes.push(Node::Leaf {
+                        depth,
+                        leaf: Box::new(RwLock::new(Leaf { filter, log })),
+                    });
                 }
                 other => return Err(format!("node {id}: unknown node tag {other}")),
             }
@@ -971,9 +986,8 @@ impl SplitWorkers {
         if running < self.max_threads && running <= self.busy.load(Ordering::Acquire) {
             self.running.fetch_add(1, Ordering::AcqRel);
             let pool = Arc::clone(self);
-            let spawned = std::thread::Builder::new()
-                .name("urlseen-split".into())
-                .spawn(move || pool.work());
+            let spawned =
+                std::thread::Builder::new().name("urlseen-split".into()).spawn(move || pool.work());
             if spawned.is_err() {
                 // No thread: the queue is drained by the next submit or by wait_idle callers.
                 self.running.fetch_sub(1, Ordering::AcqRel);
@@ -1040,7 +1054,13 @@ mod tests {
         let (u, k) = plan::blocked_capacity(4096, 0.01);
         assert_eq!((p.leaf_capacity, p.leaf_hashes, p.split_at), (u, k, u));
         assert_eq!(u64::from(p.initial_leaves), plan::leaf_count(100, u));
-        let never = TreeParams::new(100, 0.01, 4096, 9, SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() });
+        let never = TreeParams::new(
+            100,
+            0.01,
+            4096,
+            9,
+            SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() },
+        );
         assert_eq!(never.split_at, u64::MAX);
     }
 

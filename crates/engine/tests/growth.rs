@@ -36,7 +36,10 @@ fn capacity_10k_takes_10m_within_fpr_bound_and_no_false_negatives() {
     assert_eq!(stats.splitting_nodes, 0);
     assert!(stats.worst_leaf_fpr <= 0.01, "worst leaf estimate {}", stats.worst_leaf_fpr);
     // Distinct URLs reported seen on insert are false positives of the moment: at most f_max.
-    assert!((reported_seen as f64) < 0.0125 * N as f64, "{reported_seen} first inserts reported seen");
+    assert!(
+        (reported_seen as f64) < 0.0125 * N as f64,
+        "{reported_seen} first inserts reported seen"
+    );
     assert_eq!(stats.count + reported_seen, N as u64);
 
     // Zero false negatives: no recorded URL is reported new again.

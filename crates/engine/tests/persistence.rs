@@ -175,7 +175,11 @@ fn a_failed_fsync_refuses_writes_and_never_pretends() {
     let storage = FaultyStorage::new();
     let db = Db::open_with(
         dir.path(),
-        DbOptions { fsync: Fsync::Always, storage: Arc::new(storage.clone()), ..DbOptions::default() },
+        DbOptions {
+            fsync: Fsync::Always,
+            storage: Arc::new(storage.clone()),
+            ..DbOptions::default()
+        },
     )
     .unwrap();
     let ns = db.namespace_or_create("f", small()).unwrap();
@@ -201,7 +205,11 @@ fn a_full_disk_tears_a_write_which_recovery_cuts() {
     let storage = FaultyStorage::new();
     let db = Db::open_with(
         dir.path(),
-        DbOptions { fsync: Fsync::Always, storage: Arc::new(storage.clone()), ..DbOptions::default() },
+        DbOptions {
+            fsync: Fsync::Always,
+            storage: Arc::new(storage.clone()),
+            ..DbOptions::default()
+        },
     )
     .unwrap();
     let ns = db.namespace_or_create("full", small()).unwrap();
@@ -211,7 +219,9 @@ fn a_full_disk_tears_a_write_which_recovery_cuts() {
         storage.disk_full_after(20_000);
         for chunk in urls.chunks(100) {
             match ns.seen_batch(chunk) {
-                Ok(seen) => acked.extend(chunk.iter().zip(seen).filter(|p| !p.1).map(|p| p.0.clone())),
+                Ok(seen) => {
+                    acked.extend(chunk.iter().zip(seen).filter(|p| !p.1).map(|p| p.0.clone()))
+                }
                 Err(e) => {
                     assert!(matches!(e, Error::Io { .. } | Error::Poisoned { .. }), "{e}");
                     break;

@@ -53,7 +53,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     Err(e) => {
                         let text = String::from_utf8_lossy(&line.bytes);
                         let error = Some(format!("line {} is not a JSON string: {e}", line.no));
-                        serde_json::to_writer(&mut out, &JsonOut { input: &text, canonical: None, error })?;
+                        serde_json::to_writer(
+                            &mut out,
+                            &JsonOut { input: &text, canonical: None, error },
+                        )?;
                         out.write_all(b"\n")?;
                         continue;
                     }

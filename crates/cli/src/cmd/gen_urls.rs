@@ -28,7 +28,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !(0.0..1.0).contains(&args.repeats) {
         anyhow::bail!("--repeats must be in [0, 1), got {}", args.repeats);
     }
-    let config = Config { hosts: args.hosts.max(1), repeat_ratio: args.repeats, ..Config::new(args.seed) };
+    let config =
+        Config { hosts: args.hosts.max(1), repeat_ratio: args.repeats, ..Config::new(args.seed) };
     let mut generator = Generator::with_config(config);
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut url = String::new();

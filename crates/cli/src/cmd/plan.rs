@@ -81,7 +81,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("capacity {} URLs, target false-positive rate {}", p.capacity, p.fpr);
     println!();
     println!("classic Bloom (seed 002)");
-    println!("  m = {} bits ({}), k = {}, {:.2} bits/URL", p.bits, human(p.bytes), p.hashes, p.bits_per_item);
+    println!(
+        "  m = {} bits ({}), k = {}, {:.2} bits/URL",
+        p.bits,
+        human(p.bytes),
+        p.hashes,
+        p.bits_per_item
+    );
     println!("cache-blocked Bloom (urlseen's leaf filter)");
     println!(
         "  m = {} bits ({}), k = {}, {:.2} bits/URL",
@@ -91,8 +97,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         p.blocked_bits as f64 / p.capacity as f64
     );
     println!("DSBF (seed 000)");
-    println!("  leaf m = {} bits ({}), u = {} URLs per leaf (formula 4), k = {} (formula 6)",
-        p.leaf_bits, human(p.leaf_bits / 8), p.leaf_capacity, p.leaf_hashes);
+    println!(
+        "  leaf m = {} bits ({}), u = {} URLs per leaf (formula 4), k = {} (formula 6)",
+        p.leaf_bits,
+        human(p.leaf_bits / 8),
+        p.leaf_capacity,
+        p.leaf_hashes
+    );
     println!("  c = {} leaves (formula 5), expected FPR {:.6} (formula 8)", p.leaves, p.dsbf_fpr);
     Ok(())
 }

@@ -94,12 +94,17 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
                     continue;
                 }
                 lines += 1;
-                match std::str::from_utf8(&line.bytes).map_err(|_| "not valid UTF-8".to_owned()).and_then(|u| ns.fingerprint(u).map_err(|e| e.to_string())) {
+                match std::str::from_utf8(&line.bytes)
+                    .map_err(|_| "not valid UTF-8".to_owned())
+                    .and_then(|u| ns.fingerprint(u).map_err(|e| e.to_string()))
+                {
                     Ok(fp) => fps.push(fp),
                     Err(reason) => {
                         invalid += 1;
                         if invalid <= 10 {
-                            bar.suspend(|| writeln!(err, "urlseen: {}:{}: {reason}", path.display(), line.no))?;
+                            bar.suspend(|| {
+                                writeln!(err, "urlseen: {}:{}: {reason}", path.display(), line.no)
+                            })?;
                         }
                     }
                 }
@@ -142,15 +147,21 @@ pub struct StatsArgs {
 }
 
 pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
-    let db = Db::open(&args.data).with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let db = Db::open(&args.data)
+        .with_context(|| format!("opening data directory {}", args.data.display()))?;
     let names = match &args.ns {
         Some(name) => {
-            anyhow::ensure!(db.namespace(name).is_some(), "no namespace {name:?} in {}", args.data.display());
+            anyhow::ensure!(
+                db.namespace(name).is_some(),
+                "no namespace {name:?} in {}",
+                args.data.display()
+            );
             vec![name.clone()]
         }
         None => db.namespace_names(),
     };
-    let stats: Vec<NamespaceStats> = names.iter().filter_map(|n| db.namespace(n)).map(|ns| ns.stats()).collect();
+    let stats: Vec<NamespaceStats> =
+        names.iter().filter_map(|n| db.namespace(n)).map(|ns| ns.stats()).collect();
     let mut out = io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &stats)?;
@@ -162,11 +173,23 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
             writeln!(out, "{}", s.name)?;
             writeln!(out, "  URLs            {}", s.count)?;
             writeln!(out, "  memory          {:.2} MiB", s.memory_bytes as f64 / 1048576.0)?;
-            writeln!(out, "  FPR             worst leaf {:.6}, mean {:.6} (bound {})", s.worst_leaf_fpr, s.mean_leaf_fpr, s.fpr_bound)?;
-            writeln!(out, "  tree            {} leaves, height {}, {} splits; leaf m = {} bits, u = {}, k = {}", s.leaf_count, s.height, s.splits_done, s.leaf_bits, s.leaf_capacity, s.leaf_hashes)?;
+            writeln!(
+                out,
+                "  FPR             worst leaf {:.6}, mean {:.6} (bound {})",
+                s.worst_leaf_fpr, s.mean_leaf_fpr, s.fpr_bound
+            )?;
+            writeln!(
+                out,
+                "  tree            {} leaves, height {}, {} splits; leaf m = {} bits, u = {}, k = {}",
+                s.leaf_count, s.height, s.splits_done, s.leaf_bits, s.leaf_capacity, s.leaf_hashes
+            )?;
             writeln!(out, "  canonicalization {}", s.profile)?;
             if let Some(p) = &s.persistence {
-                writeln!(out, "  log             {} bytes, snapshot at {}, fsync {}", p.log_bytes, p.snapshot_offset, p.fsync)?;
+                writeln!(
+                    out,
+                    "  log             {} bytes, snapshot at {}, fsync {}",
+                    p.log_bytes, p.snapshot_offset, p.fsync
+                )?;
             }
         }
     }
@@ -192,7 +215,9 @@ pub struct ForgetArgs {
 pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
     let db = Db::open_with(&args.data, DbOptions { fsync: Fsync::Always, ..DbOptions::default() })
         .with_context(|| format!("opening data directory {}", args.data.display()))?;
-    let ns = db.namespace(&args.ns).with_context(|| format!("no namespace {:?} in {}", args.ns, args.data.display()))?;
+    let ns = db
+        .namespace(&args.ns)
+        .with_context(|| format!("no namespace {:?} in {}", args.ns, args.data.display()))?;
     let urls: Vec<String> = if args.urls.is_empty() {
         let mut s = String::new();
         io::stdin().read_to_string(&mut s).context("reading stdin")?;

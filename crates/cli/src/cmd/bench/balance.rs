@@ -89,7 +89,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let total_bits = DOMAIN_FILTER_BITS * u64::from(args.hosts);
     let leaf_bits = (total_bits / u64::from(args.leaves)).div_ceil(512) * 512;
     let tree = fixed_tree(args.leaves, leaf_bits, 0.01, urlseen_engine::DEFAULT_SEED);
-    let capacity = (DOMAIN_FILTER_BITS as f64 * std::f64::consts::LN_2 / f64::from(DOMAIN_FILTER_HASHES)) as u64;
+    let capacity = (DOMAIN_FILTER_BITS as f64 * std::f64::consts::LN_2
+        / f64::from(DOMAIN_FILTER_HASHES)) as u64;
 
     let mut domains = Vec::new();
     let (mut dsbf_false, mut domain_false, mut total_queries) = (0u64, 0u64, 0u64);
@@ -101,10 +102,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             filter.insert(fp);
             tree.insert(fp);
         }
-        let hits = (n..n + args.queries).filter(|&i| filter.contains(url_fp(&host, i))).count() as u64;
+        let hits =
+            (n..n + args.queries).filter(|&i| filter.contains(url_fp(&host, i))).count() as u64;
         // Queries for the overall FPR follow the URL distribution: this domain's share of them.
         let weighted = (args.queries * args.hosts as u64 * n / args.urls.max(1)).min(args.queries);
-        domain_false += (n..n + weighted).filter(|&i| filter.contains(url_fp(&host, i))).count() as u64;
+        domain_false +=
+            (n..n + weighted).filter(|&i| filter.contains(url_fp(&host, i))).count() as u64;
         dsbf_false += (n..n + weighted).filter(|&i| tree.contains(url_fp(&host, i))).count() as u64;
         total_queries += weighted;
         domains.push(Domain {
@@ -117,7 +120,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let stats = tree.stats();
     let leaf_counts: Vec<u64> = stats.leaves.iter().map(|l| l.count).collect();
-    let (min, max) = (leaf_counts.iter().copied().min().unwrap_or(0), leaf_counts.iter().copied().max().unwrap_or(0));
+    let (min, max) = (
+        leaf_counts.iter().copied().min().unwrap_or(0),
+        leaf_counts.iter().copied().max().unwrap_or(0),
+    );
     let mean = args.urls as f64 / f64::from(args.leaves);
     let overflowing: Vec<&Domain> = domains.iter().filter(|d| d.urls > capacity).collect();
     let report = Report {
@@ -127,7 +133,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         domain_filter_hashes: DOMAIN_FILTER_HASHES,
         domain_filter_capacity: capacity,
         overflowing_domains: overflowing.len(),
-        overflowing_mean_fpr: overflowing.iter().map(|d| d.measured_fpr).sum::<f64>() / overflowing.len().max(1) as f64,
+        overflowing_mean_fpr: overflowing.iter().map(|d| d.measured_fpr).sum::<f64>()
+            / overflowing.len().max(1) as f64,
         overflowing_max_fpr: overflowing.iter().map(|d| d.measured_fpr).fold(0.0, f64::max),
         underused_domains: domains.iter().filter(|d| d.urls * 10 < capacity).count(),
         per_domain_overall_fpr: domain_false as f64 / total_queries.max(1) as f64,
@@ -155,18 +162,44 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let r = &report;
     writeln!(out, "{} URLs over {} domains (Zipf s = {})", r.urls, r.hosts, args.zipf)?;
-    writeln!(out, "per-domain filters: 32 kB, k = 10, best at {} URLs each ({} kB in all)", capacity, r.hosts * 32)?;
-    writeln!(out, "  {:<40} {:>9} {:>7} {:>10} {:>10}", "largest domains", "URLs", "fill", "FPR", "formula")?;
+    writeln!(
+        out,
+        "per-domain filters: 32 kB, k = 10, best at {} URLs each ({} kB in all)",
+        capacity,
+        r.hosts * 32
+    )?;
+    writeln!(
+        out,
+        "  {:<40} {:>9} {:>7} {:>10} {:>10}",
+        "largest domains", "URLs", "fill", "FPR", "formula"
+    )?;
     for d in r.domains.iter().take(10) {
-        writeln!(out, "  {:<40} {:>9} {:>7.3} {:>10.6} {:>10.6}", d.host, d.urls, d.filter_fill, d.measured_fpr, d.formula_fpr)?;
+        writeln!(
+            out,
+            "  {:<40} {:>9} {:>7.3} {:>10.6} {:>10.6}",
+            d.host, d.urls, d.filter_fill, d.measured_fpr, d.formula_fpr
+        )?;
     }
-    writeln!(out, "  overflowing domains: {} (FPR mean {:.4}, max {:.4}); under a tenth used: {}",
-        r.overflowing_domains, r.overflowing_mean_fpr, r.overflowing_max_fpr, r.underused_domains)?;
+    writeln!(
+        out,
+        "  overflowing domains: {} (FPR mean {:.4}, max {:.4}); under a tenth used: {}",
+        r.overflowing_domains, r.overflowing_mean_fpr, r.overflowing_max_fpr, r.underused_domains
+    )?;
     writeln!(out, "  FPR over queries spread like the URLs: {:.6}", r.per_domain_overall_fpr)?;
-    writeln!(out, "DSBF H = 1, c = {}: same memory, {} bits per leaf", r.dsbf_leaves, r.dsbf_leaf_bits)?;
+    writeln!(
+        out,
+        "DSBF H = 1, c = {}: same memory, {} bits per leaf",
+        r.dsbf_leaves, r.dsbf_leaf_bits
+    )?;
     writeln!(out, "  leaf counts: {:?}", r.dsbf_leaf_counts)?;
-    writeln!(out, "  min {} max {} (spread {:.2}% of the mean); FPR over the same queries: {:.6}",
-        r.dsbf_leaf_min, r.dsbf_leaf_max, 100.0 * r.dsbf_imbalance, r.dsbf_overall_fpr)?;
+    writeln!(
+        out,
+        "  min {} max {} (spread {:.2}% of the mean); FPR over the same queries: {:.6}",
+        r.dsbf_leaf_min,
+        r.dsbf_leaf_max,
+        100.0 * r.dsbf_imbalance,
+        r.dsbf_overall_fpr
+    )?;
     Ok(())
 }
 

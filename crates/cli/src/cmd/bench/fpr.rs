@@ -58,7 +58,10 @@ struct Row {
 pub fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.points >= 1, "--points must be at least 1");
     anyhow::ensure!(args.urls >= 10, "--urls must be at least 10");
-    anyhow::ensure!(!args.leaves.is_empty() && !args.leaves.contains(&0), "--leaves must be positive");
+    anyhow::ensure!(
+        !args.leaves.is_empty() && !args.leaves.contains(&0),
+        "--leaves must be positive"
+    );
     let m = args.leaf_bits.div_ceil(512) * 512;
     let u = plan::leaf_capacity(m, args.fpr);
     let k = plan::optimal_hashes(m, u);
@@ -103,9 +106,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut series = Vec::new();
         for (i, &c) in args.leaves.iter().enumerate() {
             let of_c = || rows.iter().filter(move |r| r.leaves == c);
-            series.push(Series::line(format!("DSBF c={c} (measured)"), i, of_c().map(|r| (r.n as f64, r.dsbf_measured)).collect()));
-            series.push(Series::points(format!("classic {c}·m (measured)"), i, of_c().map(|r| (r.n as f64, r.classic_measured)).collect()));
-            series.push(Series::dashed(format!("formula (8), c={c}"), i, of_c().map(|r| (r.n as f64, r.formula_8)).collect()));
+            series.push(Series::line(
+                format!("DSBF c={c} (measured)"),
+                i,
+                of_c().map(|r| (r.n as f64, r.dsbf_measured)).collect(),
+            ));
+            series.push(Series::points(
+                format!("classic {c}·m (measured)"),
+                i,
+                of_c().map(|r| (r.n as f64, r.classic_measured)).collect(),
+            ));
+            series.push(Series::dashed(
+                format!("formula (8), c={c}"),
+                i,
+                of_c().map(|r| (r.n as f64, r.formula_8)).collect(),
+            ));
         }
         plot::line_chart(
             path,
@@ -122,8 +137,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out)?;
         return Ok(());
     }
-    writeln!(out, "Fig. 7: leaf m = {m} bits, u = {u} (formula 4), k = {k} (formula 6); queries = n/10 other URLs")?;
-    writeln!(out, "{:>9} {:>3} {:>12} {:>12} {:>12} {:>12}", "n", "c", "classic c·m", "DSBF", "formula (8)", "blocked")?;
+    writeln!(
+        out,
+        "Fig. 7: leaf m = {m} bits, u = {u} (formula 4), k = {k} (formula 6); queries = n/10 other URLs"
+    )?;
+    writeln!(
+        out,
+        "{:>9} {:>3} {:>12} {:>12} {:>12} {:>12}",
+        "n", "c", "classic c·m", "DSBF", "formula (8)", "blocked"
+    )?;
     for r in &rows {
         writeln!(
             out,

@@ -22,7 +22,12 @@ pub fn run(command: Command) -> anyhow::Result<()> {
 
 /// A fixed tree of `leaves` leaves of `leaf_bits` bits that never splits: the structure seed
 /// 000's figures measure.
-pub fn fixed_tree(leaves: u32, leaf_bits: u64, fpr: f64, seed: u64) -> std::sync::Arc<urlseen_engine::tree::Dsbf> {
+pub fn fixed_tree(
+    leaves: u32,
+    leaf_bits: u64,
+    fpr: f64,
+    seed: u64,
+) -> std::sync::Arc<urlseen_engine::tree::Dsbf> {
     use urlseen_engine::tree::{Dsbf, SplitWorkers, TreeParams};
     use urlseen_engine::{SplitMode, SplitPolicy};
     let split = SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() };
@@ -41,8 +46,13 @@ pub fn corpus_fingerprints(seed: u64, n: usize) -> Vec<u64> {
         .map(|_| {
             generator.next_into(&mut url);
             match canon.canonicalize_into(&url, &mut canonical) {
-                Ok(()) => urlseen_filter::hash::fingerprint(canonical.as_bytes(), urlseen_engine::DEFAULT_SEED),
-                Err(_) => urlseen_filter::hash::fingerprint(url.as_bytes(), urlseen_engine::DEFAULT_SEED),
+                Ok(()) => urlseen_filter::hash::fingerprint(
+                    canonical.as_bytes(),
+                    urlseen_engine::DEFAULT_SEED,
+                ),
+                Err(_) => {
+                    urlseen_filter::hash::fingerprint(url.as_bytes(), urlseen_engine::DEFAULT_SEED)
+                }
             }
         })
         .collect()
