@@ -47,8 +47,8 @@ pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
 pub use error::{Error, Result};
 pub use log::Fsync;
 pub use namespace::{LeafReport, Namespace, NamespaceStats, PersistenceStats};
-pub use persist::{DbOptions, RecoveryReport};
 pub use options::{
     DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
+pub use persist::{DbOptions, RecoveryReport};
 pub use urlseen_canon::{Options as CanonOptions, Profile};
