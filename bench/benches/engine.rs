@@ -59,7 +59,7 @@ fn routing_cost(c: &mut Criterion) {
     let db = Db::in_memory();
     let ns = db
         // Sized with headroom, so the measurement sees routing and probing, not splits (which
-        // the `split` group below measures on its own).
+        // the `growth` group below measures on its own).
         .create_namespace(
             "bench",
             NamespaceOptions { capacity: n * 3 / 2, fpr: 0.01, ..Default::default() },
@@ -71,7 +71,7 @@ fn routing_cost(c: &mut Criterion) {
     while filled < n {
         let take = ((n - filled) as usize).min(fps.len());
         fresh.fill(&mut fps[..take]);
-        ns.seen_fingerprints(&fps[..take], &mut out[..take]);
+        ns.seen_fingerprints(&fps[..take], &mut out[..take]).expect("in memory");
         filled += take as u64;
     }
     db.wait_for_splits();
@@ -116,7 +116,7 @@ fn routing_cost(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 timed(threads, iters, &|fps, out| {
                     fresh.fill(fps);
-                    ns.seen_fingerprints(fps, out);
+                    ns.seen_fingerprints(fps, out).expect("in memory");
                 })
             })
         });
@@ -142,5 +142,40 @@ fn routing_cost(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, routing_cost);
+/// The cost of growing by splits: 1,000,000 new fingerprints into a namespace sized for 10,000
+/// (about 100 splits on the way) against one sized for 1,000,000 (none), single-threaded.
+fn growth(c: &mut Criterion) {
+    const N: usize = 1_000_000;
+    let fps: Vec<u64> = (0..N as u64).map(|i| hash::mix64(i ^ 0xabcdef)).collect();
+    let mut group = c.benchmark_group("growth");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8));
+    group.throughput(Throughput::Elements(N as u64));
+    for capacity in [10_000u64, 1_000_000] {
+        group.bench_function(BenchmarkId::new("capacity", capacity), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let db = Db::in_memory();
+                    let ns = db
+                        .create_namespace("g", NamespaceOptions { capacity, ..Default::default() })
+                        .expect("namespace");
+                    let mut out = vec![false; BATCH];
+                    let start = Instant::now();
+                    for chunk in fps.chunks(BATCH) {
+                        ns.seen_fingerprints(chunk, &mut out[..chunk.len()]).expect("in memory");
+                    }
+                    db.wait_for_splits();
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, routing_cost, growth);
 criterion_main!(benches);
