@@ -1,5 +1,7 @@
 //! The `urlseen` binary as users run it: acceptance checks of issue 2 and 3.
 
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

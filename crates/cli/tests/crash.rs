@@ -3,6 +3,8 @@
 //! rounds; after each kill the directory is reopened and every URL printed so far must still be
 //! seen.
 
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 

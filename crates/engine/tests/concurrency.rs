@@ -1,6 +1,8 @@
 //! Splits under concurrent load: no URL is ever reported unseen after it was recorded, and a
 //! URL raced by many threads is new exactly once.
 
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
 use std::sync::{Arc, Barrier};
 use std::thread;
 

@@ -1,6 +1,8 @@
 //! A namespace sized for 10,000 URLs takes 10,000,000 and keeps its FPR bound (issue 3's
 //! acceptance), with no URL it recorded ever reported new again.
 
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
 use urlseen_corpus::Generator;
 use urlseen_engine::{Db, NamespaceOptions};
 

@@ -1,6 +1,8 @@
 //! A persistent Db loses nothing acknowledged: across clean restarts, crash images (no
 //! checkpoint), torn log tails, corrupt snapshots, full disks and failed fsyncs.
 
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
 use std::path::Path;
 use std::sync::Arc;
 
