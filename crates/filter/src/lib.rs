@@ -90,11 +90,11 @@ mod bloom;
 mod counting;
 mod prefetch;
 
-pub use bitmap::BitmapIndex;
+pub use bitmap::{BitmapIndex, DEFAULT_LOG2_SLOTS};
 pub use blocked::BlockedBloom;
 pub use bloom::BloomFilter;
 pub use codec::{DecodeError, FilterKind};
-pub use counting::{CountingBloom, RemoveError};
+pub use counting::{CountingBloom, RemoveError, SATURATED};
 
 /// Bits in one block of [`BlockedBloom`]: one 64-byte cache line.
 pub const BLOCK_BITS: u64 = 512;
