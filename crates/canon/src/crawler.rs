@@ -180,7 +180,7 @@ const PATH_CLASS: [u8; 256] = class_table(b"!$&'()*+,;=:@", SLASH, QMARK);
 /// `?`, which are plain data in a query.
 const QUERY_CLASS: [u8; 256] = class_table(b"!$&()*+,;=:@", PLAIN, PLAIN);
 
-/// Host bytes: lowercase LDH.
+/// Host bytes: LDH ([`PLAIN`] lowercase, [`UPPER`] uppercase), label dots, the port colon.
 const fn host_table() -> [u8; 256] {
     let mut t = [STOP; 256];
     let mut b = 0;
@@ -191,13 +191,23 @@ const fn host_table() -> [u8; 256] {
         }
         b += 1;
     }
-    t[b'.' as usize] = PCT; // label separator (reusing a class id)
+    let mut u = b'A';
+    while u <= b'Z' {
+        t[u as usize] = UPPER;
+        u += 1;
+    }
+    t[b'.' as usize] = DOT;
+    t[b':' as usize] = COLON;
     t[b'/' as usize] = SLASH;
     t[b'?' as usize] = QMARK;
     t[b'#' as usize] = HASH;
     t
 }
 const HOST_CLASS: [u8; 256] = host_table();
+/// Host-only classes.
+const UPPER: u8 = 6;
+const DOT: u8 = 7;
+const COLON: u8 = 8;
 
 /// Copies `s[from..to]`, normalizing the escapes in it; `false` if an escape is broken or (in a
 /// path) decodes to '.', which could form a dot segment the full parser would resolve.
@@ -230,32 +240,40 @@ fn copy_normalized(s: &str, from: usize, to: usize, in_path: bool, out: &mut Str
 
 /// Tries the fast path; `false` means "not sure, use the full path" (and `out` holds garbage).
 ///
-/// It handles `http(s)://host[/path][?query][#fragment]` where the host is lowercase LDH labels
-/// (no empty label, no Punycode label, which the parser validates, and a last label starting
-/// with a letter, since a numeric one makes the WHATWG parser read an IPv4 address), without
-/// port or userinfo, and path and query hold only plain URL bytes and valid escapes.
+/// It handles `http(s)://host[:port][/path][?query][#fragment]` (scheme and host in any case)
+/// where the host is LDH labels (no empty label, no Punycode label, which the parser validates,
+/// and a last label starting with a letter, since a numeric one makes the WHATWG parser read an
+/// IPv4 address), without userinfo, the port is a number up to 65535, and path and query hold
+/// only plain URL bytes and valid escapes, without dot segments.
 fn fast_path(s: &str, opts: &Options, out: &mut String) -> bool {
     if opts.keep_fragments {
         return false;
     }
     let b = s.as_bytes();
-    let host_start = if b.starts_with(b"https://") {
-        8
-    } else if b.starts_with(b"http://") {
-        7
-    } else {
-        return false;
+    let (scheme, default_port) = match b.get(..8) {
+        Some(p) if p.eq_ignore_ascii_case(b"https://") => ("https://", 443),
+        _ => match b.get(..7) {
+            Some(p) if p.eq_ignore_ascii_case(b"http://") => ("http://", 80),
+            _ => return false,
+        },
     };
+    let host_start = scheme.len();
+    let is_punycode = |label: &[u8]| label.len() >= 4 && label[..4].eq_ignore_ascii_case(b"xn--");
 
     // Host.
     let mut i = host_start;
     let mut label_start = i;
+    let mut upper = false;
     let host_end = loop {
         let Some(&c) = b.get(i) else { break i };
         match HOST_CLASS[usize::from(c)] {
             PLAIN => i += 1,
-            PCT => {
-                if i == label_start || b[label_start..i].starts_with(b"xn--") {
+            UPPER => {
+                upper = true;
+                i += 1;
+            }
+            DOT => {
+                if i == label_start || is_punycode(&b[label_start..i]) {
                     return false;
                 }
                 i += 1;
@@ -266,15 +284,37 @@ fn fast_path(s: &str, opts: &Options, out: &mut String) -> bool {
         }
     };
     if host_end == label_start
-        || !b[label_start].is_ascii_lowercase()
-        || b[label_start..host_end].starts_with(b"xn--")
+        || !b[label_start].is_ascii_alphabetic()
+        || is_punycode(&b[label_start..host_end])
     {
         return false;
     }
 
+    // Port: digits up to the path; the parser drops the scheme's default and leading zeros.
+    let mut port_end = host_end;
+    let mut port = None;
+    if b.get(host_end) == Some(&b':') {
+        port_end = host_end + 1;
+        let mut value: u32 = 0;
+        while let Some(&d) = b.get(port_end).filter(|d| d.is_ascii_digit()) {
+            value = value * 10 + u32::from(d - b'0');
+            if value > 65_535 {
+                return false;
+            }
+            port_end += 1;
+        }
+        if !matches!(b.get(port_end), None | Some(b'/' | b'?' | b'#')) {
+            return false;
+        }
+        if port_end > host_end + 1 && value != default_port {
+            port = Some(value);
+        }
+    }
+
     // Path: find its end, rejecting dot segments and bytes the serializer would change.
     let len = b.len();
-    let mut i = host_end;
+    let path_start = port_end;
+    let mut i = path_start;
     let mut path_end = i;
     let mut escapes = false;
     if i < len && b[i] == b'/' {
@@ -330,15 +370,26 @@ fn fast_path(s: &str, opts: &Options, out: &mut String) -> bool {
         };
     }
 
-    // Emit: scheme and host as they are, "/" for an empty path, normalized path and query.
-    out.reserve(query_end + 1);
-    if path_end == host_end {
-        out.push_str(&s[..host_end]);
+    // Emit: lowercase scheme and host, the port if not the default, "/" for an empty path,
+    // then path and query with escapes normalized.
+    out.reserve(query_end + 8);
+    out.push_str(scheme);
+    if upper {
+        out.extend(b[host_start..host_end].iter().map(|&c| char::from(c.to_ascii_lowercase())));
+    } else {
+        out.push_str(&s[host_start..host_end]);
+    }
+    if let Some(port) = port {
+        out.push(':');
+        // u32 Display: no allocation, at most five digits here.
+        use std::fmt::Write as _;
+        let _ = write!(out, "{port}");
+    }
+    if path_end == path_start {
         out.push('/');
     } else if !escapes {
-        out.push_str(&s[..path_end]);
-    } else if !copy_normalized(s, 0, path_end, true, out) {
-        // The scheme and host have no '%', so this only normalizes the path.
+        out.push_str(&s[path_start..path_end]);
+    } else if !copy_normalized(s, path_start, path_end, true, out) {
         return false;
     }
     if query_end > path_end {
@@ -378,6 +429,11 @@ mod tests {
             "http://www.example.com/a/b.html?x=1&y=2",
             "https://news.example.co.uk/2024/05/story-title-123?utm_source=x#top",
             "https://example.com/a%2fb%7e?q=%e9",
+            "HTTP://WWW.Example.COM/",
+            "https://example.com:443/",
+            "https://example.com:8080",
+            "http://example.com:0080/a",
+            "http://example.com:/a?",
         ] {
             assert_eq!(fast(u, &o), Some(full(u, &o).unwrap()), "{u}");
         }
@@ -399,10 +455,10 @@ mod tests {
     fn fast_path_declines_what_it_cannot_prove() {
         let o = Options::default();
         for u in [
-            "HTTP://example.com/",
-            "https://Example.com/",
-            "https://example.com:8080/",
+            "https://example.com:99999/",
+            "https://example.com:8x/",
             "https://user@example.com/",
+            "https://XN--bcher-kva.de/",
             "https://1.2.3.4/",
             "https://example.123/",
             "https://xn--bcher-kva.de/",
@@ -429,7 +485,8 @@ mod tests {
             20 => "[a-z][a-z0-9-]{0,8}",
             2 => "[a-z0-9-]{1,6}",
             1 => Just("xn--bcher-kva".to_owned()),
-            1 => Just("EXAMPLE".to_owned()),
+            2 => "[A-Za-z][A-Za-z0-9-]{0,6}",
+            1 => Just("XN--bcher-kva".to_owned()),
             1 => Just("".to_owned()),
             1 => "[0-9]{1,3}",
         ]
@@ -454,10 +511,21 @@ mod tests {
                 10 => Just("http://"),
                 10 => Just("https://"),
                 1 => Just("HTTPS://"),
+                1 => Just("hTtP://"),
                 1 => Just("ftp://")
             ],
             prop::collection::vec(label(), 1..4),
-            prop_oneof![20 => Just(""), 1 => Just(":80"), 1 => Just(":8080"), 1 => Just(":443")],
+            prop_oneof![
+                20 => Just(""),
+                1 => Just(":80"),
+                1 => Just(":8080"),
+                1 => Just(":443"),
+                1 => Just(":0080"),
+                1 => Just(":"),
+                1 => Just(":65535"),
+                1 => Just(":65536"),
+                1 => Just(":8a"),
+            ],
             prop::collection::vec(segment(), 0..5),
             prop::option::of(prop_oneof![
                 10 => "[a-zA-Z0-9=&_.~/?+-]{0,16}",
