@@ -19,7 +19,7 @@ pub struct Args {
     /// Target false-positive rate.
     #[arg(long, value_parser = parse_fpr)]
     fpr: f64,
-    /// Bits per DSBF leaf filter (m).
+    /// Bits per DSBF leaf filter (m); by default what a namespace of this capacity would use.
     #[arg(long, value_parser = parse_count)]
     leaf_bits: Option<u64>,
     /// Print JSON.
@@ -57,7 +57,17 @@ struct Dsbf {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let p = Plan::new(args.capacity, args.fpr, args.leaf_bits)?;
+    // The leaf size a namespace with this capacity and rate would use, unless one is given.
+    let auto = urlseen_engine::NamespaceOptions {
+        capacity: args.capacity.max(1),
+        fpr: args.fpr,
+        ..Default::default()
+    };
+    let p = Plan::new(
+        args.capacity,
+        args.fpr,
+        Some(args.leaf_bits.unwrap_or_else(|| auto.effective_leaf_bits())),
+    )?;
     if args.json {
         let json = Json {
             capacity: p.capacity,
