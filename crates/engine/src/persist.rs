@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::log::{FingerprintLog, Fsync, RecordKind};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
-use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Mode, Reader, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
 const META_VERSION: u16 = 1;
@@ -343,8 +343,8 @@ fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u
     if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(stored) {
         return Err(bad("checksum mismatch"));
     }
-    let mut r = Cursor { bytes: body, pos: 0 };
-    let err = |e: &'static str| bad(e);
+    let mut r = Reader::new(body);
+    let err = |e: String| bad(&e);
     if r.take(8).map_err(err)? != META_MAGIC {
         return Err(bad("not a urlseen namespace (bad magic)"));
     }
@@ -401,35 +401,6 @@ fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u
     };
     options.validate().map_err(|e| bad(&format!("stored options are invalid: {e}")))?;
     Ok((name, options, canon_version))
-}
-
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], &'static str> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("truncated")?;
-        let out = &self.bytes[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-    fn u8(&mut self) -> std::result::Result<u8, &'static str> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> std::result::Result<u16, &'static str> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> std::result::Result<u32, &'static str> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self) -> std::result::Result<u64, &'static str> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-    }
 }
 
 #[cfg(test)]

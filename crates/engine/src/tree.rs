@@ -733,7 +733,7 @@ impl Dsbf {
         if expected != got {
             return Err(format!("checksum mismatch (expected {expected:#x}, got {got:#x})"));
         }
-        let mut r = Reader { bytes: body, pos: 0 };
+        let mut r = Reader::new(body);
         if r.take(8)? != SNAPSHOT_MAGIC {
             return Err("not a urlseen snapshot (bad magic)".into());
         }
@@ -839,31 +839,36 @@ fn check_shape(nodes: &[Node]) -> Result<(), String> {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+/// A bounds-checked little-endian reader over untrusted bytes (snapshots, meta files): every
+/// read past the end is an error, never a panic.
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Reader { bytes, pos: 0 }
+    }
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
         let end = end.ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
         let out = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(out)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    pub(crate) fn u8(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Result<u16, String> {
+    pub(crate) fn u16(&mut self) -> Result<u16, String> {
         let b = self.take(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    pub(crate) fn u32(&mut self) -> Result<u32, String> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    pub(crate) fn u64(&mut self) -> Result<u64, String> {
         let b = self.take(8)?;
         Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     }
