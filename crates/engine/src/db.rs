@@ -14,7 +14,7 @@ use crate::log::Fsync;
 use crate::namespace::Namespace;
 use crate::options::NamespaceOptions;
 use crate::persist::{self, DbOptions, DirLock};
-use crate::tree::{Dsbf, SplitWorkers};
+use crate::tree::SplitWorkers;
 
 /// The namespace [`Db::seen`] and [`Db::contains`] use.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -113,7 +113,7 @@ impl Db {
                 continue;
             }
             if let Some(r) = persist::recover(&dir, &options, &workers)? {
-                let ns = Namespace::from_parts(r.name.clone(), r.options, r.tree, Some(r.durable));
+                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, Some(r.durable));
                 namespaces.insert(r.name, Arc::new(ns));
             }
         }
@@ -158,9 +158,9 @@ impl Db {
         let ns = match &inner.root {
             None => Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers))?,
             Some((root, _)) => {
-                let durable = persist::create(root, name, &options, &inner.options)?;
-                let tree = Dsbf::new(persist::tree_params(&options), Arc::clone(&inner.workers));
-                Namespace::from_parts(name.to_owned(), options, tree, Some(durable))
+                let (durable, set) =
+                    persist::create(root, name, &options, &inner.options, &inner.workers)?;
+                Namespace::from_parts(name.to_owned(), options, set, Some(durable))
             }
         };
         let ns = Arc::new(ns);
@@ -304,8 +304,9 @@ fn spawn_housekeeping(db: Weak<Inner>) {
             for ns in all {
                 let Some(d) = ns.durable() else { continue };
                 if d.log.policy() == Fsync::EverySec {
-                    // A failure poisons the log; writers see it on their next call.
-                    let _ = d.log.sync_all();
+                    // A failure poisons the log (or the store); writers see it on their next
+                    // call.
+                    let _ = ns.sync();
                 }
                 if d.wants_checkpoint() {
                     let _ = ns.checkpoint();

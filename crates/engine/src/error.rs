@@ -98,6 +98,10 @@ pub enum Error {
     /// The namespace does not exist.
     #[error("no such namespace {0:?}")]
     NoSuchNamespace(String),
+    /// The fingerprint store of an exact-mode namespace failed or is damaged; a failed write
+    /// or sync poisons it, and it then refuses writes as [`Error::Poisoned`] does.
+    #[error("fingerprint store: {0}")]
+    Store(#[from] crate::exact::StoreError),
 }
 
 impl Error {

@@ -41,6 +41,7 @@
 
 mod db;
 mod error;
+pub mod exact;
 pub mod log;
 mod namespace;
 mod options;
@@ -51,7 +52,9 @@ pub mod tree;
 pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
 pub use error::{Error, Result};
 pub use log::Fsync;
-pub use namespace::{LeafReport, Namespace, NamespaceStats, PersistenceStats};
+pub use namespace::{
+    CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats,
+};
 pub use options::{
     DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };

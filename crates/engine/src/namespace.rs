@@ -8,9 +8,11 @@ use urlseen_canon::Canonicalizer;
 use urlseen_filter::hash;
 
 use crate::error::{Error, Result};
+use crate::exact::{CountingOptions, CountingSet, ExactIndex, ExactOptions, ExactStats};
+use crate::log::Fsync;
 use crate::options::NamespaceOptions;
 use crate::persist::{Durable, RecoveryReport};
-use crate::tree::{Dsbf, LeafStats, Mode, SplitWorkers};
+use crate::tree::{Dsbf, ExactHooks, LeafStats, Mode, SplitWorkers};
 
 thread_local! {
     /// One canonicalization buffer per thread: no allocation per URL on the hot path.
@@ -23,29 +25,59 @@ pub struct Namespace {
     name: String,
     options: NamespaceOptions,
     canon: Canonicalizer,
-    tree: Arc<Dsbf>,
+    set: Set,
     durable: Option<Durable>,
 }
 
+/// What decides "seen" in a namespace.
+#[derive(Debug)]
+pub(crate) enum Set {
+    /// The DSBF; in exact mode with an index (LRU + store) behind its positives.
+    Tree { tree: Arc<Dsbf>, exact: Option<ExactIndex> },
+    /// A counting namespace: seed 004's IMP-CB, which can forget.
+    Counting(CountingSet),
+}
+
+/// The exact index's options in a namespace (seed 002's LRU size, seed 004's refcounts).
+pub(crate) fn exact_options() -> ExactOptions {
+    ExactOptions::default()
+}
+
+/// A counting namespace's filter geometry: classic counting filters sized for the namespace's
+/// capacity and FPR (in exact mode the FPR only costs store reads), with its seed.
+pub(crate) fn counting_options(options: &NamespaceOptions) -> Result<CountingOptions> {
+    let mut c = CountingOptions::with_fpr(options.capacity, options.fpr)?;
+    c.seed = options.seed;
+    c.exact = exact_options();
+    Ok(c)
+}
+
 impl Namespace {
+    /// A namespace in memory.
     pub(crate) fn new(
         name: String,
         options: NamespaceOptions,
         workers: Arc<SplitWorkers>,
     ) -> Result<Self> {
         options.validate()?;
-        let tree = Dsbf::new(crate::persist::tree_params(&options), workers);
-        Ok(Self::from_parts(name, options, tree, None))
+        let set = if options.counting {
+            Set::Counting(CountingSet::in_memory(counting_options(&options)?)?)
+        } else {
+            let tree = Dsbf::new(crate::persist::tree_params(&options), workers);
+            let exact = options.is_exact().then(|| ExactIndex::in_memory(exact_options()));
+            Set::Tree { tree, exact }
+        };
+        Ok(Self::from_parts(name, options, set, None))
     }
 
     pub(crate) fn from_parts(
         name: String,
         options: NamespaceOptions,
-        tree: Arc<Dsbf>,
+        set: Set,
         durable: Option<Durable>,
     ) -> Self {
         let canon = Canonicalizer::new(options.canon.clone());
-        Namespace { name, options, canon, tree, durable }
+        Namespace { name, options, canon, set, durable }
     }
 
     pub(crate) fn durable(&self) -> Option<&Durable> {
@@ -62,9 +94,18 @@ impl Namespace {
         &self.options
     }
 
-    /// The tree underneath, for callers that work on fingerprints directly.
-    pub fn tree(&self) -> &Dsbf {
-        &self.tree
+    /// The DSBF underneath, for callers that work on fingerprints directly (`None` in a
+    /// counting namespace, which has counting filters instead).
+    pub fn tree(&self) -> Option<&Dsbf> {
+        match &self.set {
+            Set::Tree { tree, .. } => Some(tree),
+            Set::Counting(_) => None,
+        }
+    }
+
+    /// Whether [`Self::forget`] works here (counting namespaces).
+    pub fn can_forget(&self) -> bool {
+        matches!(self.set, Set::Counting(_))
     }
 
     /// Canonicalizes `url` with the namespace's profile and hashes it with the namespace's seed:
@@ -95,19 +136,20 @@ impl Namespace {
         self.seen_fingerprint(self.fingerprint(url)?)
     }
 
-    /// Read-only: `true` if the URL was (maybe) seen. Records nothing.
+    /// Read-only: `true` if the URL was seen (in Bloom-only mode: maybe seen). Records nothing.
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`].
+    /// [`Error::InvalidUrl`]; in exact mode, the store's errors.
     pub fn contains(&self, url: &str) -> Result<bool> {
-        Ok(self.tree.contains(self.fingerprint(url)?))
+        self.contains_fingerprint(self.fingerprint(url)?)
     }
 
     /// [`Self::seen`] for a batch: grouped by leaf, one lock per group. All URLs are
     /// canonicalized first; if one is invalid, nothing is recorded.
     ///
     /// # Errors
-    /// [`Error::InvalidUrlInBatch`] naming the first invalid URL.
+    /// [`Error::InvalidUrlInBatch`] naming the first invalid URL; otherwise as
+    /// [`Self::seen_fingerprints`].
     pub fn seen_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>> {
         let fps = self.fingerprints(urls)?;
         let mut out = vec![false; fps.len()];
@@ -118,11 +160,11 @@ impl Namespace {
     /// [`Self::contains`] for a batch.
     ///
     /// # Errors
-    /// [`Error::InvalidUrlInBatch`] naming the first invalid URL.
+    /// [`Error::InvalidUrlInBatch`] naming the first invalid URL; in exact mode, the store's.
     pub fn contains_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>> {
         let fps = self.fingerprints(urls)?;
         let mut out = vec![false; fps.len()];
-        self.tree.contains_batch(&fps, &mut out);
+        self.contains_fingerprints(&fps, &mut out)?;
         Ok(out)
     }
 
@@ -141,79 +183,133 @@ impl Namespace {
     /// Check-and-insert of raw bytes (no canonicalization).
     ///
     /// # Errors
-    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`].
+    /// As [`Self::seen_fingerprints`].
     pub fn seen_bytes(&self, item: &[u8]) -> Result<bool> {
         self.seen_fingerprint(self.fingerprint_bytes(item))
     }
 
     /// Read-only lookup of raw bytes.
-    pub fn contains_bytes(&self, item: &[u8]) -> bool {
-        self.tree.contains(self.fingerprint_bytes(item))
+    ///
+    /// # Errors
+    /// In exact mode, the store's.
+    pub fn contains_bytes(&self, item: &[u8]) -> Result<bool> {
+        self.contains_fingerprint(self.fingerprint_bytes(item))
     }
 
     /// Check-and-insert of a fingerprint computed with [`Self::fingerprint`].
     ///
     /// # Errors
-    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`].
+    /// As [`Self::seen_fingerprints`].
     pub fn seen_fingerprint(&self, fp: u64) -> Result<bool> {
-        let Some(d) = &self.durable else { return Ok(self.tree.insert(fp)) };
-        d.log.check()?;
-        let mut lsn = 0;
-        let was =
-            self.tree.insert_with(fp, Mode::CheckAndInsert, &mut |new| d.append(new, &mut lsn))?;
-        if lsn > 0 {
-            d.log.commit(lsn)?;
+        if let (Set::Tree { tree, exact: None }, None) = (&self.set, &self.durable) {
+            return Ok(tree.insert(fp));
         }
-        Ok(was)
+        let mut out = [false];
+        self.seen_fingerprints(&[fp], &mut out)?;
+        Ok(out[0])
     }
 
     /// Read-only lookup of a fingerprint.
-    pub fn contains_fingerprint(&self, fp: u64) -> bool {
-        self.tree.contains(fp)
+    ///
+    /// # Errors
+    /// In exact mode, the store's.
+    pub fn contains_fingerprint(&self, fp: u64) -> Result<bool> {
+        let mut out = [false];
+        self.contains_fingerprints(&[fp], &mut out)?;
+        Ok(out[0])
     }
 
     /// Check-and-insert of many fingerprints into a caller's result slice (no allocation for
     /// results). In a persistent `Db` the batch is one log record and one commit.
     ///
+    /// In exact mode a Bloom negative is recorded in the store (no read) before its leaf lock
+    /// is released, and a Bloom positive is decided by the LRU, then the store (seed 002).
+    ///
     /// # Errors
-    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`]: then no answer of the batch
-    /// is an acknowledgement.
+    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`]; in exact mode,
+    /// [`Error::Store`]. Then no answer of the batch is an acknowledgement.
     ///
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        let Some(d) = &self.durable else {
-            self.tree.insert_batch(fps, out);
-            return Ok(());
+        assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
+        let tree = match &self.set {
+            Set::Counting(set) => {
+                set.seen_many(fps, out)?;
+                return Ok(());
+            }
+            Set::Tree { tree, .. } => tree,
         };
-        d.log.check()?;
+        if let Some(d) = &self.durable {
+            d.log.check()?;
+        }
         let mut lsn = 0;
-        self.tree.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut |new| {
-            let mut end = 0;
-            d.append(new, &mut end)?;
-            lsn = lsn.max(end);
-            Ok::<(), Error>(())
-        })?;
-        if lsn > 0 {
+        let mut log_new = |new: &[u64]| -> Result<()> {
+            if let Some(d) = &self.durable {
+                let mut end = 0;
+                d.append(new, &mut end)?;
+                lsn = lsn.max(end);
+            }
+            Ok(())
+        };
+        match &self.set {
+            Set::Tree { exact: Some(exact), .. } => {
+                let mut hooks = ExactHooks {
+                    recorded_locked: &mut |new: &[u64]| -> Result<()> {
+                        Ok(exact.record_new_many(new)?)
+                    },
+                    confirm: &mut |fp| -> Result<bool> { Ok(exact.check_positive(fp)?) },
+                };
+                tree.insert_batch_exact(fps, out, &mut hooks, &mut log_new)?;
+            }
+            _ => tree.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut log_new)?,
+        }
+        if lsn > 0
+            && let Some(d) = &self.durable
+        {
             d.log.commit(lsn)?;
+            // Under `always` the store is synced before the acknowledgement too. (Under the
+            // other policies it is not needed: recovery re-adds to the store whatever the log
+            // replays, so the store never knows less than the tree.)
+            if d.log.policy() == Fsync::Always
+                && let Set::Tree { exact: Some(exact), .. } = &self.set
+            {
+                exact.sync()?;
+            }
         }
         Ok(())
     }
 
     /// Read-only lookup of many fingerprints.
     ///
+    /// # Errors
+    /// In exact mode, the store's.
+    ///
     /// # Panics
     /// If `out.len() != fps.len()`.
-    pub fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) {
-        self.tree.contains_batch(fps, out);
+    pub fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        match &self.set {
+            Set::Counting(set) => set.contains_many(fps, out)?,
+            Set::Tree { tree, exact } => {
+                tree.contains_batch(fps, out);
+                if let Some(exact) = exact {
+                    for (&fp, hit) in fps.iter().zip(out.iter_mut()) {
+                        if *hit {
+                            *hit = exact.contains(fp)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Forgets `url`: afterwards it is new again, and every other URL stays seen. Returns whether
-    /// the URL was recorded.
+    /// Forgets `url` (counting namespaces): afterwards it is new again, and every other URL
+    /// stays seen. Returns whether the URL was recorded.
     ///
     /// # Errors
     /// [`Error::ForgetUnsupported`] unless the namespace has counting filters;
-    /// [`Error::InvalidUrl`].
+    /// [`Error::InvalidUrl`]; the store's.
     pub fn forget(&self, url: &str) -> Result<bool> {
         let fp = self.fingerprint(url)?;
         self.forget_fingerprint(fp)
@@ -222,7 +318,7 @@ impl Namespace {
     /// [`Self::forget`] of raw bytes (no canonicalization).
     ///
     /// # Errors
-    /// [`Error::ForgetUnsupported`] unless the namespace has counting filters.
+    /// As [`Self::forget`].
     pub fn forget_bytes(&self, item: &[u8]) -> Result<bool> {
         self.forget_fingerprint(self.fingerprint_bytes(item))
     }
@@ -230,47 +326,85 @@ impl Namespace {
     /// [`Self::forget`] of a fingerprint.
     ///
     /// # Errors
-    /// [`Error::ForgetUnsupported`] unless the namespace has counting filters.
-    pub fn forget_fingerprint(&self, _fp: u64) -> Result<bool> {
-        Err(Error::ForgetUnsupported(self.name.clone()))
+    /// As [`Self::forget`].
+    pub fn forget_fingerprint(&self, fp: u64) -> Result<bool> {
+        let mut out = [false];
+        self.forget_fingerprints(&[fp], &mut out)?;
+        Ok(out[0])
+    }
+
+    /// [`Self::forget`] of many fingerprints: `out[i]` says whether `fps[i]` was recorded. Seed
+    /// 004's rule: each fingerprint leaves the store, then its counters are decremented, and a
+    /// saturated counter is recounted from the store.
+    ///
+    /// # Errors
+    /// As [`Self::forget`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn forget_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        let Set::Counting(set) = &self.set else {
+            return Err(Error::ForgetUnsupported(self.name.clone()));
+        };
+        set.forget_many(fps, out)?;
+        if let Some(d) = &self.durable
+            && d.log.policy() == Fsync::Always
+        {
+            set.sync()?;
+        }
+        Ok(())
     }
 
     /// Distinct URLs recorded.
     pub fn len(&self) -> u64 {
-        self.tree.len()
+        match &self.set {
+            Set::Tree { tree, .. } => tree.len(),
+            Set::Counting(set) => set.len(),
+        }
     }
 
     /// Whether nothing was recorded yet.
     pub fn is_empty(&self) -> bool {
-        self.tree.is_empty()
+        self.len() == 0
     }
 
     /// Finishes every split in progress on the calling thread.
     pub fn complete_splits(&self) {
-        self.tree.complete_splits();
+        if let Set::Tree { tree, .. } = &self.set {
+            tree.complete_splits();
+        }
     }
 
     /// Writes a snapshot now (persistent `Db` only; a no-op in memory), so the next open replays
-    /// no log.
+    /// no log. In exact mode the store is synced first, so it holds everything the snapshot
+    /// covers. A counting namespace has no snapshot: its store is synced.
     ///
     /// # Errors
-    /// [`Error::Io`], [`Error::Poisoned`].
+    /// [`Error::Io`], [`Error::Poisoned`], [`Error::Store`].
     pub fn checkpoint(&self) -> Result<()> {
-        match &self.durable {
-            Some(d) => d.checkpoint(&self.tree),
-            None => Ok(()),
+        let Some(d) = &self.durable else { return Ok(()) };
+        match &self.set {
+            Set::Tree { tree, exact } => d.checkpoint(tree, &|| match exact {
+                Some(exact) => Ok(exact.sync()?),
+                None => Ok(()),
+            }),
+            Set::Counting(set) => Ok(set.sync()?),
         }
     }
 
     /// Makes every record written so far durable (persistent `Db` only).
     ///
     /// # Errors
-    /// [`Error::Io`], [`Error::Poisoned`].
+    /// [`Error::Io`], [`Error::Poisoned`], [`Error::Store`].
     pub fn sync(&self) -> Result<()> {
-        match &self.durable {
-            Some(d) => d.log.sync_all(),
-            None => Ok(()),
+        let Some(d) = &self.durable else { return Ok(()) };
+        d.log.sync_all()?;
+        match &self.set {
+            Set::Tree { exact: Some(exact), .. } => exact.sync()?,
+            Set::Tree { exact: None, .. } => {}
+            Set::Counting(set) => set.sync()?,
         }
+        Ok(())
     }
 
     /// What recovery found when this namespace was opened (persistent `Db` only).
@@ -278,10 +412,40 @@ impl Namespace {
         self.durable.as_ref().map(|d| &d.recovery)
     }
 
-    /// Counts, memory, FPR and the shape of the tree.
+    /// Counts, memory, FPR and the shape of the tree (or of the counting filters).
     pub fn stats(&self) -> NamespaceStats {
-        let t = self.tree.stats();
-        let p = self.tree.params();
+        let mut stats = match &self.set {
+            Set::Tree { tree, exact } => {
+                let mut s = self.tree_stats(tree);
+                s.exact = exact.as_ref().map(|e| ExactReport::from(e.stats()));
+                s
+            }
+            Set::Counting(set) => self.counting_stats(set),
+        };
+        stats.persistence = self.durable.as_ref().map(|d| {
+            let l = d.log.stats();
+            PersistenceStats {
+                fsync: d.log.policy().name(),
+                log_bytes: l.bytes,
+                syncs: l.syncs,
+                sync_micros: l.sync_micros,
+                snapshot_offset: d.snapshot_end.load(std::sync::atomic::Ordering::Acquire),
+            }
+        });
+        stats
+    }
+
+    fn mode(&self) -> &'static str {
+        match (&self.set, self.options.is_exact()) {
+            (Set::Counting(_), _) => "counting",
+            (Set::Tree { .. }, true) => "exact",
+            (Set::Tree { .. }, false) => "bloom",
+        }
+    }
+
+    fn tree_stats(&self, tree: &Dsbf) -> NamespaceStats {
+        let t = tree.stats();
+        let p = tree.params();
         let mut leaves_per_depth = vec![0u64; t.height as usize + 1];
         for leaf in &t.leaves {
             if let Some(n) = leaves_per_depth.get_mut(leaf.depth as usize) {
@@ -290,6 +454,7 @@ impl Namespace {
         }
         NamespaceStats {
             name: self.name.clone(),
+            mode: self.mode(),
             count: t.count,
             memory_bytes: t.memory_bytes,
             fpr_bound: p.fpr,
@@ -314,16 +479,51 @@ impl Namespace {
             splits_done: t.splits_done,
             leaves_per_depth,
             leaves: t.leaves.iter().map(LeafReport::from).collect(),
-            persistence: self.durable.as_ref().map(|d| {
-                let l = d.log.stats();
-                PersistenceStats {
-                    fsync: d.log.policy().name(),
-                    log_bytes: l.bytes,
-                    syncs: l.syncs,
-                    sync_micros: l.sync_micros,
-                    snapshot_offset: d.snapshot_end.load(std::sync::atomic::Ordering::Acquire),
-                }
+            exact: None,
+            counting: None,
+            persistence: None,
+        }
+    }
+
+    fn counting_stats(&self, set: &CountingSet) -> NamespaceStats {
+        let c = set.stats();
+        let active = c.generations.last();
+        NamespaceStats {
+            name: self.name.clone(),
+            mode: self.mode(),
+            count: c.len,
+            memory_bytes: c.memory_bytes,
+            fpr_bound: self.options.fpr,
+            worst_leaf_fpr: c.generations.iter().map(|g| g.estimated_fpr).fold(0.0, f64::max),
+            mean_leaf_fpr: c.filter_fpr,
+            profile: self.options.canon.profile.name(),
+            seed: self.options.seed,
+            leaf_bits: active.map_or(0, |g| g.counters),
+            leaf_hashes: active.map_or(0, |g| g.hashes),
+            leaf_capacity: active.map_or(0, |g| g.capacity),
+            split_fanout: 0,
+            initial_leaves: 0,
+            height: 0,
+            leaf_count: 0,
+            inner_nodes: 0,
+            splitting_nodes: 0,
+            splits_started: 0,
+            splits_done: 0,
+            leaves_per_depth: Vec::new(),
+            leaves: Vec::new(),
+            exact: Some(ExactReport::from(set.exact().stats())),
+            counting: Some(CountingReport {
+                generations: c.generations.len(),
+                saturated_counters: c.saturated_counters,
+                filter_fpr: c.filter_fpr,
+                filter_memory_bytes: c.filter_memory_bytes,
+                definitely_new: c.definitely_new,
+                filter_positives: c.filter_positives,
+                false_positives: c.false_positives,
+                recounted_counters: c.recounted_counters,
+                recount_scans: c.recount_scans,
             }),
+            persistence: None,
         }
     }
 }
@@ -333,13 +533,18 @@ impl Namespace {
 pub struct NamespaceStats {
     /// Namespace name.
     pub name: String,
+    /// `bloom`, `exact` or `counting`.
+    pub mode: &'static str,
     /// Distinct URLs recorded.
     pub count: u64,
     /// Bytes of filters and fingerprint logs.
     pub memory_bytes: u64,
     /// The configured bound `f_max`.
     pub fpr_bound: f64,
-    /// The worst leaf's estimated FPR (formula 7): the namespace's FPR bound in effect.
+    /// The worst leaf's estimated FPR (formula 7): the namespace's FPR bound in effect. In
+    /// exact mode this is the rate at which new URLs cost a store read, not a rate of wrong
+    /// answers (see [`ExactReport::collision_bound`]). In a counting namespace, the worst
+    /// generation's.
     pub worst_leaf_fpr: f64,
     /// The mean of the leaves' estimated FPRs: the FPR a uniformly random query sees.
     pub mean_leaf_fpr: f64,
@@ -373,8 +578,84 @@ pub struct NamespaceStats {
     pub leaves_per_depth: Vec<u64>,
     /// Every leaf.
     pub leaves: Vec<LeafReport>,
+    /// The LRU and fingerprint store, in exact mode.
+    pub exact: Option<ExactReport>,
+    /// The counting filters, in a counting namespace (whose tree fields above are then zero,
+    /// except `leaf_bits`, `leaf_hashes` and `leaf_capacity`, which describe the active
+    /// generation: counters, k and capacity).
+    pub counting: Option<CountingReport>,
     /// The log and snapshot, in a persistent `Db`.
     pub persistence: Option<PersistenceStats>,
+}
+
+/// Exact mode's LRU and store, in [`NamespaceStats`]. Counters are since the namespace was
+/// opened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExactReport {
+    /// Bloom positives answered by the LRU (no store read).
+    pub lru_hits: u64,
+    /// Point reads of the store.
+    pub store_reads: u64,
+    /// Store reads that found the fingerprint.
+    pub store_hits: u64,
+    /// Write batches sent to the store.
+    pub store_writes: u64,
+    /// Fingerprints recorded in the store.
+    pub recorded: u64,
+    /// Fingerprints forgotten.
+    pub forgotten: u64,
+    /// Fingerprints in the store now.
+    pub stored: u64,
+    /// Fingerprints in the LRU now, and its capacity.
+    pub lru_len: u64,
+    /// The LRU's capacity.
+    pub lru_capacity: u64,
+    /// Heap bytes of the LRU.
+    pub lru_memory_bytes: u64,
+    /// The false-positive bound left: the chance that a new URL's 64-bit fingerprint equals
+    /// one of the `stored` ones, at most `stored / 2^64`.
+    pub collision_bound: f64,
+}
+
+impl From<ExactStats> for ExactReport {
+    fn from(s: ExactStats) -> Self {
+        ExactReport {
+            lru_hits: s.lru_hits,
+            store_reads: s.store_reads,
+            store_hits: s.store_hits,
+            store_writes: s.store_writes,
+            recorded: s.recorded,
+            forgotten: s.forgotten,
+            stored: s.stored,
+            lru_len: s.lru_len,
+            lru_capacity: s.lru_capacity,
+            lru_memory_bytes: s.lru_memory_bytes,
+            collision_bound: s.stored as f64 / 2f64.powi(64),
+        }
+    }
+}
+
+/// A counting namespace's filters, in [`NamespaceStats`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CountingReport {
+    /// Filter generations (each twice the previous one's capacity).
+    pub generations: usize,
+    /// Counters at 15, over all generations.
+    pub saturated_counters: u64,
+    /// The rate at which the filters send a new URL to the store.
+    pub filter_fpr: f64,
+    /// Bytes of counters.
+    pub filter_memory_bytes: u64,
+    /// URLs the filters declared new with no store read (since opened).
+    pub definitely_new: u64,
+    /// URLs the filters sent to the LRU and store.
+    pub filter_positives: u64,
+    /// Of those, the ones the store did not know (filter false positives, recorded as new).
+    pub false_positives: u64,
+    /// Saturated counters recounted from the store by `forget`.
+    pub recounted_counters: u64,
+    /// Store scans `forget` made to recount them.
+    pub recount_scans: u64,
 }
 
 /// The on-disk side of a namespace, in [`NamespaceStats`].

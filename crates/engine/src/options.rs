@@ -40,7 +40,10 @@ pub struct NamespaceOptions {
     /// Exact mode: every Bloom positive is confirmed against a fingerprint store, so the only
     /// false positives left are 64-bit fingerprint collisions.
     pub exact: bool,
-    /// Counting filters (4-bit counters, seed 004), so URLs can be forgotten. Needs `exact`.
+    /// Counting filters (4-bit counters, seed 004), so URLs can be forgotten. Implies exact
+    /// mode (seed 004's recount of a saturated counter reads the store). A counting namespace
+    /// is seed 004's IMP-CB: generations of counting filters that double as they fill (seed
+    /// 002), in place of the DSBF's leaves, which cannot forget.
     pub counting: bool,
 }
 
@@ -80,16 +83,13 @@ impl NamespaceOptions {
         {
             return bad("leaf_bits", format!("must be in {MIN_LEAF_BITS}..=2^40, got {m}"));
         }
-        if self.counting && !self.exact {
-            return bad(
-                "counting",
-                "counting filters need exact mode (the store recounts saturated counters)".into(),
-            );
-        }
-        if self.exact || self.counting {
-            return bad("exact", "exact mode is not available yet in this build".into());
-        }
         self.split.validate()
+    }
+
+    /// Whether Bloom positives are confirmed against a fingerprint store (`exact`, or
+    /// `counting`, which implies it).
+    pub fn is_exact(&self) -> bool {
+        self.exact || self.counting
     }
 
     /// The leaf size this namespace uses: [`Self::leaf_bits`], or the automatic choice.

@@ -5,7 +5,10 @@
 //! DIR/ns/<hex of name>/meta     the namespace's name and options (magic, version, checksum)
 //! DIR/ns/<hex of name>/log      every fingerprint recorded, append-only (see `log`)
 //! DIR/ns/<hex of name>/snapshot the whole tree at a log offset (filters and leaf logs)
+//! DIR/ns/<hex of name>/store/   exact mode: the fingerprint store (an LSM, see `exact`)
 //! ```
+//! A counting namespace keeps no log records and no snapshot: its store is its source of truth
+//! and its counting filters are rebuilt from the store when it is opened.
 //! The log is the source of truth and is never rewritten; the snapshot only makes restart fast.
 //! Recovery loads the snapshot (if it is valid) and replays the log records after its offset; a
 //! missing or corrupt snapshot means replaying the whole log, which loses nothing.
@@ -20,7 +23,9 @@ use parking_lot::Mutex;
 use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
 
 use crate::error::{Error, Result};
+use crate::exact::{CountingSet, ExactIndex, FingerprintStore, StoreDurability};
 use crate::log::{FingerprintLog, Fsync, RecordKind};
+use crate::namespace::{Set, counting_options, exact_options};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Mode, Reader, SplitWorkers, TreeParams};
@@ -63,6 +68,9 @@ pub struct RecoveryReport {
     pub replayed_fingerprints: u64,
     /// Bytes of a torn log tail that were cut off.
     pub truncated_bytes: u64,
+    /// Exact mode: replayed fingerprints the store had lost (a crash under `everysec` or
+    /// `no`), written back to it.
+    pub store_reconciled: u64,
 }
 
 /// The on-disk side of one namespace.
@@ -86,8 +94,10 @@ impl Durable {
         Ok(())
     }
 
-    /// Writes a snapshot of `tree` covering the log up to now.
-    pub fn checkpoint(&self, tree: &Dsbf) -> Result<()> {
+    /// Writes a snapshot of `tree` covering the log up to now. `sync_store` runs after the
+    /// snapshot is taken and before it is written (exact mode syncs its store there, so the
+    /// store holds everything the snapshot covers and recovery need only reconcile the tail).
+    pub fn checkpoint(&self, tree: &Dsbf, sync_store: &dyn Fn() -> Result<()>) -> Result<()> {
         let _one = self.checkpointing.lock();
         let bytes = loop {
             tree.complete_splits();
@@ -98,6 +108,7 @@ impl Durable {
         let offset = snapshot_offset(&bytes);
         // The snapshot must never claim log bytes that a power loss could take back: sync first.
         self.log.sync_all()?;
+        sync_store()?;
         let path = self.dir.join("snapshot");
         self.storage
             .write_atomic(&path, &bytes)
@@ -128,23 +139,31 @@ pub(crate) fn namespace_dir(root: &Path, name: &str) -> PathBuf {
     root.join("ns").join(hex)
 }
 
-/// Creates the files of a new namespace.
+/// Creates the files of a new namespace, and its set.
 pub(crate) fn create(
     root: &Path,
     name: &str,
     options: &NamespaceOptions,
     db: &DbOptions,
-) -> Result<Durable> {
+    workers: &Arc<SplitWorkers>,
+) -> Result<(Durable, Set)> {
     let dir = namespace_dir(root, name);
     let storage = &db.storage;
     storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
+    let set = open_set(
+        &dir,
+        options,
+        db.fsync,
+        Dsbf::new(tree_params(options), Arc::clone(workers)),
+        true,
+    )?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
     storage
         .write_atomic(&meta, &encode_meta(name, options))
         .map_err(|e| Error::io("write", &meta, e))?;
-    Ok(Durable {
+    let durable = Durable {
         dir,
         storage: Arc::clone(storage),
         log,
@@ -152,14 +171,75 @@ pub(crate) fn create(
         snapshot_end: AtomicU64::new(0),
         checkpointing: Mutex::new(()),
         recovery: RecoveryReport::default(),
-    })
+    };
+    Ok((durable, set))
+}
+
+/// The directory of an exact-mode namespace's fingerprint store.
+const STORE_DIR: &str = "store";
+
+/// The set of a namespace in `dir`: `tree` alone (Bloom-only), `tree` with an exact index, or
+/// counting filters. `create`: the namespace is new, so its store may be created; otherwise a
+/// missing store is an error (an empty one would answer "new" for every recorded URL).
+fn open_set(
+    dir: &Path,
+    options: &NamespaceOptions,
+    fsync: Fsync,
+    tree: Arc<Dsbf>,
+    create: bool,
+) -> Result<Set> {
+    let store_dir = dir.join(STORE_DIR);
+    if options.counting {
+        // The counting set's store is its own source of truth (the filters are rebuilt from
+        // it), so it follows the fsync policy itself.
+        let durability = if fsync == Fsync::Always {
+            StoreDurability::Always
+        } else {
+            StoreDurability::Buffered
+        };
+        let counting = counting_options(options)?;
+        let set = if create {
+            CountingSet::open(&store_dir, durability, counting)?
+        } else {
+            CountingSet::open_existing(&store_dir, durability, counting)?
+        };
+        return Ok(Set::Counting(set));
+    }
+    if !options.is_exact() {
+        return Ok(Set::Tree { tree, exact: None });
+    }
+    // Buffered: the log is the source of truth, and the namespace syncs the store with it.
+    let store = if create {
+        FingerprintStore::open(&store_dir, StoreDurability::Buffered)?
+    } else {
+        FingerprintStore::open_existing(&store_dir, StoreDurability::Buffered)?
+    };
+    Ok(Set::Tree { tree, exact: Some(ExactIndex::new(Box::new(store), exact_options())) })
+}
+
+/// Exact mode: makes the store hold every fingerprint the log replayed (a crash under
+/// `everysec` or `no` can lose store writes the log kept, and the tree, rebuilt from the log,
+/// would then send those fingerprints to a store that calls them new). Returns how many were
+/// missing.
+fn reconcile_store(exact: &ExactIndex, replayed: &[u64]) -> Result<u64> {
+    let mut missing = Vec::new();
+    for &fp in replayed {
+        if exact.store().get_record(fp)?.is_none() {
+            missing.push(fp);
+        }
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    exact.record_new_many(&missing)?;
+    exact.sync()?;
+    Ok(missing.len() as u64)
 }
 
 /// A namespace read back from disk.
 pub(crate) struct Recovered {
     pub name: String,
     pub options: NamespaceOptions,
-    pub tree: Arc<Dsbf>,
+    pub set: Set,
     pub durable: Durable,
 }
 
@@ -213,9 +293,14 @@ pub(crate) fn recover(
             None => (Dsbf::new(params, Arc::clone(workers)), 0),
         };
     let mut out = Vec::new();
+    let mut replayed = Vec::new();
     for record in log_recovery.records.iter().filter(|r| r.end > offset) {
         match record.kind {
+            RecordKind::Recorded if options.counting => {}
             RecordKind::Recorded => {
+                if options.is_exact() {
+                    replayed.extend_from_slice(&record.fingerprints);
+                }
                 out.clear();
                 out.resize(record.fingerprints.len(), false);
                 let replay: Result<(), std::convert::Infallible> = tree.insert_batch_with(
@@ -231,6 +316,10 @@ pub(crate) fn recover(
         report.replayed_records += 1;
         report.replayed_fingerprints += record.fingerprints.len() as u64;
     }
+    let set = open_set(dir, &options, db.fsync, tree, false)?;
+    if let Set::Tree { exact: Some(exact), .. } = &set {
+        report.store_reconciled = reconcile_store(exact, &replayed)?;
+    }
     let durable = Durable {
         dir: dir.to_owned(),
         storage: Arc::clone(storage),
@@ -240,7 +329,7 @@ pub(crate) fn recover(
         checkpointing: Mutex::new(()),
         recovery: report,
     };
-    Ok(Some(Recovered { name, options, tree, durable }))
+    Ok(Some(Recovered { name, options, set, durable }))
 }
 
 /// The tree parameters a namespace's options give.

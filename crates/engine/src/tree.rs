@@ -141,14 +141,31 @@ pub enum Mode {
     Record,
 }
 
+/// What an exact-mode insert does beside the filters (see [`Dsbf::insert_batch_exact`]).
+#[allow(missing_debug_implementations, reason = "it holds closures")]
+pub struct ExactHooks<'a, E> {
+    /// Sees the fingerprints one leaf recorded while that leaf's lock is still held, so a
+    /// concurrent positive for the same fingerprint (which needs that lock to see its bits)
+    /// finds them already recorded wherever this hook puts them.
+    pub recorded_locked: &'a mut dyn FnMut(&[u64]) -> Result<(), E>,
+    /// Decides a Bloom positive: `Ok(true)` seen; `Ok(false)` new, and the tree then records
+    /// it (in [`Mode::Record`]) before the topology lock is released, so no split can finish in
+    /// between and leave it out of the children.
+    pub confirm: &'a mut dyn FnMut(u64) -> Result<bool, E>,
+}
+
 /// The shared state of one round of a batch insert.
-struct Groups<'a> {
+struct Groups<'a, 'x, 'h, E> {
     fps: &'a [u64],
     out: &'a mut [bool],
     mode: Mode,
     pending: &'a mut Vec<u32>,
     full: &'a mut Vec<NodeId>,
     recorded: &'a mut Vec<u64>,
+    /// Bloom positives of this round (exact mode only).
+    positives: &'a mut Vec<u32>,
+    exact: Option<&'x mut ExactHooks<'h, E>>,
+    failed: Option<E>,
 }
 
 enum Walk {
@@ -322,21 +339,58 @@ impl Dsbf {
         mode: Mode,
         on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.insert_batch_core(fps, out, mode, None, on_new)
+    }
+
+    /// Exact mode's check-and-insert: [`Self::insert_batch_with`] in [`Mode::CheckAndInsert`],
+    /// where `hooks.recorded_locked` records every Bloom negative under its leaf lock, and
+    /// `hooks.confirm` decides every Bloom positive (a fingerprint it calls new is recorded in
+    /// the tree too). `on_new` sees both kinds of recorded fingerprints, as in
+    /// [`Self::insert_batch_with`]. The first error stops the hooks and is returned.
+    ///
+    /// # Errors
+    /// Whatever a hook returns.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn insert_batch_exact<E>(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        hooks: &mut ExactHooks<'_, E>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.insert_batch_core(fps, out, Mode::CheckAndInsert, Some(hooks), on_new)
+    }
+
+    fn insert_batch_core<E>(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        mode: Mode,
+        mut exact: Option<&mut ExactHooks<'_, E>>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+    ) -> Result<(), E> {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
         let check_frozen = mode == Mode::CheckAndInsert;
         let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
         let mut routed: Vec<(NodeId, u32)> = Vec::with_capacity(fps.len());
         let mut scratch = Vec::new();
         let mut recorded = Vec::new();
+        let mut positives = Vec::new();
         let mut hooked = Ok(());
         while !pending.is_empty() {
             let mut full = Vec::new();
             {
                 let topo = self.topo.read();
                 routed.clear();
+                positives.clear();
                 for &i in &pending {
                     match self.walk(&topo, ROOT, fps[i as usize], check_frozen) {
-                        Walk::Seen => out[i as usize] = true,
+                        Walk::Seen => {
+                            out[i as usize] = true;
+                            positives.push(i);
+                        }
                         Walk::Leaf(id) => routed.push((id, i)),
                     }
                 }
@@ -350,6 +404,9 @@ impl Dsbf {
                     pending: &mut pending,
                     full: &mut full,
                     recorded: &mut recorded,
+                    positives: &mut positives,
+                    exact: if hooked.is_ok() { exact.as_deref_mut() } else { None },
+                    failed: None,
                 };
                 // A leaf another writer holds is skipped and visited after the free ones, so
                 // concurrent batches work side by side instead of queueing on the same lock.
@@ -365,6 +422,24 @@ impl Dsbf {
                     let Some(cell) = topo.leaf(group[0].0) else { continue };
                     self.insert_group(&mut cell.write(), group, &mut groups);
                 }
+                let failed = groups.failed.take();
+                let hooks = groups.exact.take();
+                if let Some(e) = failed {
+                    hooked = Err(e);
+                }
+                if let Some(hooks) = hooks
+                    && hooked.is_ok()
+                {
+                    hooked = self.confirm_positives(
+                        &topo,
+                        fps,
+                        out,
+                        &positives,
+                        hooks,
+                        &mut full,
+                        &mut recorded,
+                    );
+                }
                 if !recorded.is_empty() && hooked.is_ok() {
                     hooked = on_new(&recorded);
                 }
@@ -378,9 +453,15 @@ impl Dsbf {
 
     /// Inserts one leaf's share of a batch, up to the leaf's split point; what does not fit goes
     /// back to `pending` (re-routed after the split), and a leaf that filled goes to `full`.
-    fn insert_group(&self, leaf: &mut Leaf, group: &[(NodeId, u32)], g: &mut Groups<'_>) {
+    fn insert_group<E>(
+        &self,
+        leaf: &mut Leaf,
+        group: &[(NodeId, u32)],
+        g: &mut Groups<'_, '_, '_, E>,
+    ) {
         let room = self.params.split_at.saturating_sub(leaf.log.len() as u64);
         let take = group.len().min(room as usize);
+        let first_recorded = g.recorded.len();
         let mut added = 0;
         for chunk in group[..take].chunks(GROUP_CHUNK) {
             let mut chunk_fps = [0u64; GROUP_CHUNK];
@@ -397,14 +478,62 @@ impl Dsbf {
                     leaf.log.push(fp);
                     g.recorded.push(fp);
                     added += 1;
+                } else if g.exact.is_some() {
+                    g.positives.push(i);
                 }
             }
         }
         self.len.fetch_add(added, Ordering::Relaxed);
+        if let Some(hooks) = g.exact.as_deref_mut()
+            && g.failed.is_none()
+            && added > 0
+            && let Err(e) = (hooks.recorded_locked)(&g.recorded[first_recorded..])
+        {
+            g.failed = Some(e);
+        }
         g.pending.extend(group[take..].iter().map(|&(_, i)| i));
         if leaf.log.len() as u64 >= self.params.split_at {
             g.full.push(group[0].0);
         }
+    }
+
+    /// Exact mode: asks `hooks.confirm` about every Bloom positive of a round, and records the
+    /// ones it calls new, all under the caller's topology lock (see [`ExactHooks::confirm`]).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the round's state, passed apart to borrow it apart"
+    )]
+    fn confirm_positives<E>(
+        &self,
+        topo: &Topology,
+        fps: &[u64],
+        out: &mut [bool],
+        positives: &[u32],
+        hooks: &mut ExactHooks<'_, E>,
+        full: &mut Vec<NodeId>,
+        recorded: &mut Vec<u64>,
+    ) -> Result<(), E> {
+        for &i in positives {
+            let fp = fps[i as usize];
+            if (hooks.confirm)(fp)? {
+                continue;
+            }
+            out[i as usize] = false;
+            let Walk::Leaf(id) = self.walk(topo, ROOT, fp, false) else { continue };
+            let Some(cell) = topo.leaf(id) else { continue };
+            let mut leaf = cell.write();
+            // Logged even though the filter (falsely) holds it already: the log is what a
+            // split carries into the children. It may take the leaf a little past its split
+            // point; the split that follows is as correct as any other.
+            leaf.filter.insert(fp);
+            leaf.log.push(fp);
+            self.len.fetch_add(1, Ordering::Relaxed);
+            recorded.push(fp);
+            if leaf.log.len() as u64 >= self.params.split_at && !full.contains(&id) {
+                full.push(id);
+            }
+        }
+        Ok(())
     }
 
     /// [`Self::contains`] for many fingerprints: `out[i]` answers `fps[i]`.

@@ -1,0 +1,806 @@
+//! Seed 004's IMP-CB as a growable set that can forget: generations of counting Bloom filters
+//! in front of an [`ExactIndex`].
+//!
+//! # The flow of one fingerprint (seed 004)
+//! ```text
+//! fp ─k counter positions per generation─▶ some counter 0 in every generation?
+//!     yes ─▶ NEW: store (fp, refcount 1, generation g) with no read, add to generation g
+//!     no  ─▶ LRU, then store: found ─▶ SEEN (refcount + 1)
+//!                             not found ─▶ NEW (a filter false positive), as above
+//! ```
+//! Counters count *distinct* fingerprints, not hits.
+//!
+//! # Growth (seed 002)
+//! Generation 0 holds `capacity` fingerprints; when the active generation is full, a new one
+//! twice as large becomes active. New fingerprints go to the active generation; queries OR all
+//! generations. A fingerprint's record in the store keeps its generation (see
+//! [`Record`](super::Record)), so that forgetting it decrements the right counters.
+//!
+//! # Forgetting (seed 004)
+//! [`CountingSet::forget`] removes the fingerprint from the store, then decrements its k
+//! counters in its generation. A saturated counter (15) no longer knows its count, so it is
+//! recounted: one scan of the store counts the probes of the fingerprints of that generation
+//! that land on it, and the counter is set to that (at most 15). Seed 004 stores the k positions
+//! beside each fingerprint; here they are recomputed from the fingerprint (hash once), so the
+//! store keeps 4 to 8 bytes a fingerprint instead of 4 + 4k.
+//!
+//! Invariant: every counter equals min(15, the number of probes of stored fingerprints of its
+//! generation on it). So a stored fingerprint always has all its counters above 0: forgetting
+//! never causes a false negative.
+//!
+//! # Durability
+//! The store is the source of truth; the filters are rebuilt from it when a set is opened (one
+//! scan, about a second for a few million fingerprints). A write goes to the store before the
+//! filter, a forget removes from the store before it decrements, so a crash at any point
+//! reopens to a consistent set.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use urlseen_filter::{CountingBloom, MAX_BITS, MAX_HASHES, plan};
+
+use super::store::FpBuildHasher;
+use super::{
+    ExactIndex, ExactOptions, ExactStats, FingerprintStore, FpStore, MemStore, Result,
+    StoreDurability, StoreError, StoreOptions,
+};
+
+/// The file beside the store that fixes a set's filter geometry.
+pub const PARAMS_FILE: &str = "URLSEEN-COUNTING";
+const PARAMS_MAGIC: [u8; 8] = *b"USCOUNTS";
+const PARAMS_VERSION: u32 = 1;
+const PARAMS_LEN: usize = 48;
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Where a 4-bit counter of [`CountingBloom`] saturates.
+const SATURATED: u8 = 15;
+
+/// The shape of a [`CountingSet`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CountingOptions {
+    /// Fingerprints generation 0 holds before a generation twice as large is added.
+    pub capacity: u64,
+    /// Counters per fingerprint of capacity, m/n (seed 004's experiment: 20).
+    pub counters_per_item: f64,
+    /// Counters per fingerprint, k (seed 004's experiment: 8).
+    pub hashes: u32,
+    /// Seed of the counter positions (generation g uses `seed ^ g·φ`).
+    pub seed: u64,
+    /// The LRU and reference counting of the [`ExactIndex`] behind the filters.
+    pub exact: ExactOptions,
+}
+
+impl Default for CountingOptions {
+    /// Seed 004's experiment: k = 8, m/n = 20 (4-bit counters: 10 bytes a fingerprint), first
+    /// generation 1,000,000 fingerprints.
+    fn default() -> Self {
+        CountingOptions {
+            capacity: 1_000_000,
+            counters_per_item: 20.0,
+            hashes: 8,
+            seed: crate::DEFAULT_SEED,
+            exact: ExactOptions::default(),
+        }
+    }
+}
+
+impl CountingOptions {
+    /// Sized like a classic Bloom filter for `capacity` fingerprints at false-positive rate
+    /// `fpr` (one counter per bit): m/n and k from [`plan`]. Exact mode makes the rate a cost
+    /// (store reads), not an error.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidOption`] unless 0 < `fpr` < 1 and `capacity` ≥ 1.
+    pub fn with_fpr(capacity: u64, fpr: f64) -> Result<Self> {
+        if !(fpr > 0.0 && fpr < 1.0) {
+            return Err(invalid("fpr", format!("must be strictly between 0 and 1, got {fpr}")));
+        }
+        if capacity == 0 {
+            return Err(invalid("capacity", "must be at least 1".into()));
+        }
+        let m = plan::bloom_bits(capacity, fpr);
+        Ok(CountingOptions {
+            capacity,
+            counters_per_item: m as f64 / capacity as f64,
+            hashes: plan::optimal_hashes(m, capacity),
+            ..Self::default()
+        })
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.capacity == 0 {
+            return Err(invalid("capacity", "must be at least 1".into()));
+        }
+        if !(self.counters_per_item.is_finite() && self.counters_per_item > 0.0) {
+            return Err(invalid(
+                "counters_per_item",
+                format!("must be > 0, got {}", self.counters_per_item),
+            ));
+        }
+        if !(1..=MAX_HASHES).contains(&self.hashes) {
+            return Err(invalid(
+                "hashes",
+                format!("must be in 1..={MAX_HASHES}, got {}", self.hashes),
+            ));
+        }
+        match self.generation_counters(0) {
+            Some(m) if m <= MAX_BITS => Ok(()),
+            _ => Err(invalid("capacity", "the first generation would exceed 2^40 counters".into())),
+        }
+    }
+
+    /// The capacity of generation `g`: `capacity · 2^g`.
+    #[must_use]
+    pub fn generation_capacity(&self, g: u32) -> Option<u64> {
+        self.capacity.checked_mul(1u64.checked_shl(g)?)
+    }
+
+    fn generation_counters(&self, g: u32) -> Option<u64> {
+        let m = (self.generation_capacity(g)? as f64 * self.counters_per_item).ceil();
+        (m < MAX_BITS as f64 * 2.0).then_some((m as u64).max(1))
+    }
+
+    fn generation_seed(&self, g: u32) -> u64 {
+        self.seed ^ u64::from(g).wrapping_mul(GOLDEN)
+    }
+
+    fn new_generation(&self, g: u32) -> Option<CountingBloom> {
+        let m = self.generation_counters(g)?;
+        CountingBloom::try_new(m, self.hashes, self.generation_seed(g)).ok()
+    }
+
+    fn encode(&self) -> [u8; PARAMS_LEN] {
+        let mut b = [0u8; PARAMS_LEN];
+        b[..8].copy_from_slice(&PARAMS_MAGIC);
+        b[8..12].copy_from_slice(&PARAMS_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.hashes.to_le_bytes());
+        b[16..24].copy_from_slice(&self.capacity.to_le_bytes());
+        b[24..32].copy_from_slice(&self.counters_per_item.to_bits().to_le_bytes());
+        b[32..40].copy_from_slice(&self.seed.to_le_bytes());
+        let sum = xxhash_rust::xxh3::xxh3_64(&b[..40]);
+        b[40..].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    /// Decodes the geometry from a params file into `self` (keeping `exact`).
+    fn decode_into(mut self, path: &Path, bytes: &[u8]) -> Result<Self> {
+        if bytes.len() < 8 || bytes[..8] != PARAMS_MAGIC {
+            return Err(StoreError::BadMagic { path: path.to_path_buf() });
+        }
+        if bytes.len() != PARAMS_LEN {
+            return Err(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                reason: format!("{} bytes, expected {PARAMS_LEN}", bytes.len()),
+            });
+        }
+        let u64_at = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        let u32_at =
+            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let (expected, got) = (u64_at(40), xxhash_rust::xxh3::xxh3_64(&bytes[..40]));
+        if expected != got {
+            return Err(StoreError::ChecksumMismatch { path: path.to_path_buf(), expected, got });
+        }
+        let version = u32_at(8);
+        if version != PARAMS_VERSION {
+            return Err(StoreError::UnsupportedVersion {
+                path: path.to_path_buf(),
+                what: "version",
+                found: version,
+                supported: PARAMS_VERSION,
+            });
+        }
+        self.hashes = u32_at(12);
+        self.capacity = u64_at(16);
+        self.counters_per_item = f64::from_bits(u64_at(24));
+        self.seed = u64_at(32);
+        self.validate()
+            .map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), reason: e.to_string() })?;
+        Ok(self)
+    }
+}
+
+fn invalid(name: &'static str, reason: String) -> StoreError {
+    StoreError::InvalidOption { name, reason }
+}
+
+/// One generation's figures.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GenerationStats {
+    /// Fingerprints it is sized for.
+    pub capacity: u64,
+    /// Fingerprints added to it and not forgotten.
+    pub len: u64,
+    /// Counters (m).
+    pub counters: u64,
+    /// Probes per fingerprint (k).
+    pub hashes: u32,
+    /// Counters at 15.
+    pub saturated: u64,
+    /// Fraction of counters above 0.
+    pub fill: f64,
+    /// Its false-positive rate at its length, formula (1).
+    pub estimated_fpr: f64,
+    /// Bytes of counters.
+    pub memory_bytes: u64,
+}
+
+/// What a [`CountingSet`] holds and did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CountingStats {
+    /// Per generation, oldest first (the last is active).
+    pub generations: Vec<GenerationStats>,
+    /// Fingerprints recorded (in the store).
+    pub len: u64,
+    /// Counters at 15, over all generations.
+    pub saturated_counters: u64,
+    /// The rate at which the filters send a new fingerprint to the store: 1 − Π(1 − f_g).
+    pub filter_fpr: f64,
+    /// Bytes of counters, over all generations.
+    pub filter_memory_bytes: u64,
+    /// Bytes of counters plus the LRU (the store's memory not included).
+    pub memory_bytes: u64,
+    /// Fingerprints the filters declared new with no store read (since opened).
+    pub definitely_new: u64,
+    /// Fingerprints the filters sent to the LRU and store.
+    pub filter_positives: u64,
+    /// Of those, the ones the store did not know: filter false positives, recorded as new.
+    pub false_positives: u64,
+    /// Saturated counters recounted from the store by `forget`.
+    pub recounted_counters: u64,
+    /// Store scans `forget` made to recount them.
+    pub recount_scans: u64,
+    /// The exact index's counters.
+    pub exact: ExactStats,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    definitely_new: AtomicU64,
+    filter_positives: AtomicU64,
+    false_positives: AtomicU64,
+    recounted_counters: AtomicU64,
+    recount_scans: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Seed 004's IMP-CB: growable generations of counting Bloom filters in front of an
+/// [`ExactIndex`]; check-and-insert with no false negatives and, beyond 64-bit fingerprint
+/// collisions, no false positives; URLs can be forgotten. See the [module docs](self).
+///
+/// Thread-safe: one lock covers the filters and the index, so of concurrent
+/// [`seen`](Self::seen) calls for one new fingerprint exactly one returns `false`.
+///
+/// # Examples
+/// ```
+/// use urlseen_engine::exact::{CountingOptions, CountingSet};
+/// let set = CountingSet::in_memory(CountingOptions { capacity: 1000, ..Default::default() })?;
+/// assert!(!set.seen(1)?); // new
+/// assert!(set.seen(1)?); // seen
+/// assert!(set.forget(1)?);
+/// assert!(!set.seen(1)?); // new again
+/// # Ok::<(), urlseen_engine::exact::StoreError>(())
+/// ```
+pub struct CountingSet {
+    generations: Mutex<Vec<CountingBloom>>,
+    exact: ExactIndex,
+    options: CountingOptions,
+    counters: Counters,
+}
+
+impl fmt::Debug for CountingSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CountingSet")
+            .field("options", &self.options)
+            .field("generations", &self.generations.lock().len())
+            .field("exact", &self.exact)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CountingSet {
+    /// An empty set over a [`MemStore`].
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidOption`] for out-of-range options.
+    pub fn in_memory(options: CountingOptions) -> Result<Self> {
+        Self::with_store(Box::new(MemStore::new()), options)
+    }
+
+    /// A set over `store`, its filters rebuilt from what the store holds.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidOption`]; the store's errors during the rebuild scan.
+    pub fn with_store(store: Box<dyn FpStore>, options: CountingOptions) -> Result<Self> {
+        options.validate()?;
+        let set = CountingSet {
+            generations: Mutex::new(Vec::new()),
+            exact: ExactIndex::new(store, options.exact),
+            options,
+            counters: Counters::default(),
+        };
+        set.rebuild()?;
+        Ok(set)
+    }
+
+    /// Opens the set persisted in `dir` (a [`FingerprintStore`] plus a small file that fixes the
+    /// filter geometry), creating it if missing. On reopen the stored geometry wins over
+    /// `options` (only `options.exact` applies): the filters must be rebuilt as they were built.
+    ///
+    /// # Errors
+    /// As [`FingerprintStore::open`]; a damaged params file gives [`StoreError::BadMagic`],
+    /// [`StoreError::ChecksumMismatch`], [`StoreError::UnsupportedVersion`] or
+    /// [`StoreError::Corrupt`].
+    pub fn open(dir: &Path, durability: StoreDurability, options: CountingOptions) -> Result<Self> {
+        Self::open_with(dir, StoreOptions { durability, ..StoreOptions::default() }, options)
+    }
+
+    /// [`open`](Self::open) with all the store's options.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_with(dir: &Path, store: StoreOptions, options: CountingOptions) -> Result<Self> {
+        options.validate()?;
+        let path = dir.join(PARAMS_FILE);
+        let (store, options) = match fs::read(&path) {
+            // A set exists: its store must too (it must never come back empty).
+            Ok(bytes) => {
+                let options = options.decode_into(&path, &bytes)?;
+                (FingerprintStore::open_existing_with(dir, store)?, options)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let store = FingerprintStore::open_with(dir, store)?;
+                if !store.is_empty() {
+                    return Err(StoreError::Corrupt {
+                        path,
+                        reason: "the store holds fingerprints but the params file is missing"
+                            .into(),
+                    });
+                }
+                write_atomic(dir, &path, &options.encode())?;
+                (store, options)
+            }
+            Err(source) => return Err(StoreError::Io { what: "read params", path, source }),
+        };
+        Self::with_store(Box::new(store), options)
+    }
+
+    /// Like [`open`](Self::open), but `dir` must hold a set.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] if it does not; otherwise as [`open`](Self::open).
+    pub fn open_existing(
+        dir: &Path,
+        durability: StoreDurability,
+        options: CountingOptions,
+    ) -> Result<Self> {
+        if !dir.join(PARAMS_FILE).try_exists().unwrap_or(false) {
+            return Err(StoreError::NotFound { path: dir.to_path_buf() });
+        }
+        Self::open(dir, durability, options)
+    }
+
+    /// Rebuilds every generation from the store (one scan).
+    fn rebuild(&self) -> Result<()> {
+        let mut gens = self.generations.lock();
+        gens.clear();
+        let Some(first) = self.options.new_generation(0) else {
+            return Err(invalid("capacity", "the first generation cannot be built".into()));
+        };
+        gens.push(first);
+        let mut failed = None;
+        self.exact.store().scan(&mut |fp, record| {
+            while gens.len() <= record.generation as usize && failed.is_none() {
+                match self.options.new_generation(gens.len() as u32) {
+                    Some(g) => gens.push(g),
+                    None => failed = Some(record.generation),
+                }
+            }
+            if let Some(filter) = gens.get_mut(record.generation as usize) {
+                filter.add(fp);
+            }
+        })?;
+        if let Some(g) = failed {
+            return Err(StoreError::Corrupt {
+                path: PathBuf::new(),
+                reason: format!("a fingerprint of generation {g}, which cannot exist"),
+            });
+        }
+        self.grow_if_full(&mut gens);
+        Ok(())
+    }
+
+    /// Adds a generation if the active one is full (and a bigger one can exist).
+    fn grow_if_full(&self, gens: &mut Vec<CountingBloom>) {
+        let active = gens.len() - 1;
+        let full = self
+            .options
+            .generation_capacity(active as u32)
+            .is_none_or(|cap| gens[active].len() >= cap);
+        if full && let Some(next) = self.options.new_generation(gens.len() as u32) {
+            gens.push(next);
+        }
+    }
+
+    /// Room left in the active generation (at least 1).
+    fn room(&self, gens: &[CountingBloom]) -> u64 {
+        let active = gens.len() - 1;
+        let cap = self.options.generation_capacity(active as u32).unwrap_or(u64::MAX);
+        cap.saturating_sub(gens[active].len()).max(1)
+    }
+
+    /// The effective options (on a reopened set, the stored geometry).
+    #[must_use]
+    pub fn options(&self) -> &CountingOptions {
+        &self.options
+    }
+
+    /// The exact index behind the filters.
+    #[must_use]
+    pub fn exact(&self) -> &ExactIndex {
+        &self.exact
+    }
+
+    /// Check-and-insert (seed 002's `is_duplicate`): whether `fp` was seen; if not, records it.
+    ///
+    /// # Errors
+    /// The store's; on error `fp` is not recorded.
+    pub fn seen(&self, fp: u64) -> Result<bool> {
+        let mut gens = self.generations.lock();
+        if gens.iter().any(|f| f.contains(fp)) {
+            bump(&self.counters.filter_positives, 1);
+            if self.exact.confirm(fp)? {
+                return Ok(true);
+            }
+            bump(&self.counters.false_positives, 1);
+        } else {
+            bump(&self.counters.definitely_new, 1);
+        }
+        let g = gens.len() - 1;
+        self.exact.record_new_in(fp, g as u32)?;
+        gens[g].add(fp);
+        self.grow_if_full(&mut gens);
+        Ok(false)
+    }
+
+    /// [`seen`](Self::seen) for a batch: `out[i]` says whether `fps[i]` was seen (a repeat
+    /// inside the batch counts as seen). New fingerprints go to the store in one write per
+    /// batch (per generation filled), so [`StoreDurability::Always`] costs one fsync a batch.
+    ///
+    /// # Errors
+    /// The store's. Writes happen in chunks: on error, the fingerprints of the chunks written
+    /// before are recorded, and the rest are not.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn seen_many(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        assert_eq!(fps.len(), out.len(), "seen_many: out must have one slot per fingerprint");
+        let mut gens = self.generations.lock();
+        let mut pending = Vec::new();
+        let mut pending_set: HashSet<u64, FpBuildHasher> = HashSet::default();
+        let mut i = 0;
+        while i < fps.len() {
+            let g = gens.len() - 1;
+            let room = self.room(&gens);
+            pending.clear();
+            pending_set.clear();
+            while i < fps.len() && (pending.len() as u64) < room {
+                let fp = fps[i];
+                let seen = if pending_set.contains(&fp) {
+                    true
+                } else if gens.iter().any(|f| f.contains(fp)) {
+                    bump(&self.counters.filter_positives, 1);
+                    let found = self.exact.confirm(fp)?;
+                    bump(&self.counters.false_positives, u64::from(!found));
+                    found
+                } else {
+                    bump(&self.counters.definitely_new, 1);
+                    false
+                };
+                if !seen {
+                    pending.push(fp);
+                    pending_set.insert(fp);
+                }
+                out[i] = seen;
+                i += 1;
+            }
+            self.exact.record_new_many_in(&pending, g as u32)?;
+            for &fp in &pending {
+                gens[g].add(fp);
+            }
+            self.grow_if_full(&mut gens);
+        }
+        Ok(())
+    }
+
+    /// Whether `fp` is recorded, changing nothing.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn contains(&self, fp: u64) -> Result<bool> {
+        let gens = self.generations.lock();
+        if !gens.iter().any(|f| f.contains(fp)) {
+            return Ok(false);
+        }
+        self.exact.contains(fp)
+    }
+
+    /// [`contains`](Self::contains) for a batch.
+    ///
+    /// # Errors
+    /// The store's.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn contains_many(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        assert_eq!(fps.len(), out.len(), "contains_many: out must have one slot per fingerprint");
+        let gens = self.generations.lock();
+        for (&fp, slot) in fps.iter().zip(out.iter_mut()) {
+            *slot = gens.iter().any(|f| f.contains(fp)) && self.exact.contains(fp)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets `fp` (seed 004's deletion): removes it from the store, then decrements its
+    /// counters, recounting saturated ones from the store. Returns whether it was recorded.
+    /// Afterwards `fp` is new again and every other recorded fingerprint is still seen.
+    ///
+    /// # Errors
+    /// The store's; [`StoreError::Corrupt`] if the store and the filters disagree.
+    pub fn forget(&self, fp: u64) -> Result<bool> {
+        let mut gens = self.generations.lock();
+        let Some(record) = self.exact.forget_record(fp)? else { return Ok(false) };
+        self.unlearn(&mut gens, fp, record.generation)?;
+        Ok(true)
+    }
+
+    /// [`forget`](Self::forget) for a batch: `out[i]` says whether `fps[i]` was recorded.
+    ///
+    /// # Errors
+    /// As [`forget`](Self::forget); the ones before the failing one are forgotten.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn forget_many(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        assert_eq!(fps.len(), out.len(), "forget_many: out must have one slot per fingerprint");
+        let mut gens = self.generations.lock();
+        // One at a time: a saturated counter shared by two of them must be recounted after the
+        // first is gone and decremented for the second, never recounted twice.
+        for (&fp, slot) in fps.iter().zip(out.iter_mut()) {
+            *slot = match self.exact.forget_record(fp)? {
+                Some(record) => {
+                    self.unlearn(&mut gens, fp, record.generation)?;
+                    true
+                }
+                None => false,
+            };
+        }
+        Ok(())
+    }
+
+    /// Decrements the counters of `fp` (already removed from the store) in `generation`.
+    fn unlearn(&self, gens: &mut [CountingBloom], fp: u64, generation: u32) -> Result<()> {
+        let corrupt = |reason: String| StoreError::Corrupt { path: PathBuf::new(), reason };
+        let Some(filter) = gens.get_mut(generation as usize) else {
+            return Err(corrupt(format!(
+                "fingerprint {fp:#018x} is recorded in generation {generation}, which does not exist"
+            )));
+        };
+        let mut saturated = [0u64; MAX_HASHES as usize];
+        let mut n = 0;
+        for p in filter.positions(fp) {
+            if filter.counter(p) == SATURATED && !saturated[..n].contains(&p) {
+                saturated[n] = p;
+                n += 1;
+            }
+        }
+        let saturated = &saturated[..n];
+        let mut counts = [0u32; MAX_HASHES as usize];
+        if n > 0 {
+            bump(&self.counters.recount_scans, 1);
+            bump(&self.counters.recounted_counters, n as u64);
+            let probe = &*filter;
+            self.exact.store().scan(&mut |other, record| {
+                if record.generation != generation {
+                    return;
+                }
+                for p in probe.positions(other) {
+                    if let Some(j) = saturated.iter().position(|&s| s == p) {
+                        counts[j] += 1;
+                    }
+                }
+            })?;
+        }
+        filter
+            .remove(fp, |p| {
+                let j = saturated.iter().position(|&s| s == p);
+                j.map_or(SATURATED, |j| counts[j].min(u32::from(SATURATED)) as u8)
+            })
+            .map_err(|_| {
+                corrupt(format!("fingerprint {fp:#018x} is recorded but not in its filter"))
+            })
+    }
+
+    /// Checks the invariant of the [module docs](self): rebuilds the filters from the store
+    /// (one scan) and compares them, counter by counter, with the live ones. Returns `Ok(true)`
+    /// if they are equal (generations past the rebuilt ones must be empty). An `fsck` for tests
+    /// and operators; it holds the set's lock for the scan.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn verify(&self) -> Result<bool> {
+        let gens = self.generations.lock();
+        let mut rebuilt: Vec<CountingBloom> = Vec::with_capacity(gens.len());
+        let mut ok = true;
+        self.exact.store().scan(&mut |fp, record| {
+            let g = record.generation as usize;
+            while rebuilt.len() <= g {
+                match self.options.new_generation(rebuilt.len() as u32) {
+                    Some(f) => rebuilt.push(f),
+                    None => {
+                        ok = false;
+                        return;
+                    }
+                }
+            }
+            rebuilt[g].add(fp);
+        })?;
+        if !ok || rebuilt.len() > gens.len() {
+            return Ok(false);
+        }
+        Ok(gens.iter().enumerate().all(|(g, live)| match rebuilt.get(g) {
+            Some(r) => r == live,
+            None => live.is_empty() && live.count_nonzero() == 0,
+        }))
+    }
+
+    /// Makes every write so far durable.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn sync(&self) -> Result<()> {
+        self.exact.sync()
+    }
+
+    /// The number of recorded fingerprints.
+    #[must_use]
+    pub fn len(&self) -> u64 {
+        self.exact.len()
+    }
+
+    /// Whether nothing is recorded.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty()
+    }
+
+    /// Generations, counts, saturated counters and memory (scans the counters: O(m)).
+    #[must_use]
+    pub fn stats(&self) -> CountingStats {
+        let gens = self.generations.lock();
+        let generations: Vec<GenerationStats> = gens
+            .iter()
+            .enumerate()
+            .map(|(g, f)| GenerationStats {
+                capacity: self.options.generation_capacity(g as u32).unwrap_or(u64::MAX),
+                len: f.len(),
+                counters: f.num_counters(),
+                hashes: f.num_hashes(),
+                saturated: f.saturated_count(),
+                fill: f.fill_ratio(),
+                estimated_fpr: f.estimated_fpr(),
+                memory_bytes: f.memory_bytes() as u64,
+            })
+            .collect();
+        drop(gens);
+        let exact = self.exact.stats();
+        let filter_memory_bytes = generations.iter().map(|g| g.memory_bytes).sum();
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CountingStats {
+            len: exact.stored,
+            saturated_counters: generations.iter().map(|g| g.saturated).sum(),
+            filter_fpr: 1.0 - generations.iter().map(|g| 1.0 - g.estimated_fpr).product::<f64>(),
+            filter_memory_bytes,
+            memory_bytes: filter_memory_bytes + exact.lru_memory_bytes,
+            definitely_new: get(&c.definitely_new),
+            filter_positives: get(&c.filter_positives),
+            false_positives: get(&c.false_positives),
+            recounted_counters: get(&c.recounted_counters),
+            recount_scans: get(&c.recount_scans),
+            generations,
+            exact,
+        }
+    }
+}
+
+fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |what: &'static str, p: &Path| {
+        let path = p.to_path_buf();
+        move |source| StoreError::Io { what, path, source }
+    };
+    let tmp = path.with_extension("tmp");
+    fs::write(&tmp, bytes).map_err(io("write params", &tmp))?;
+    fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io("fsync params", &tmp))?;
+    fs::rename(&tmp, path).map_err(io("rename params", path))?;
+    fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io("fsync directory", dir))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(capacity: u64) -> CountingOptions {
+        CountingOptions { capacity, ..Default::default() }
+    }
+
+    #[test]
+    fn grows_by_doubling_and_keeps_everything() {
+        let set = CountingSet::in_memory(small(100)).unwrap();
+        for fp in 0..1000u64 {
+            assert!(!set.seen(urlseen_filter::hash::mix64(fp)).unwrap());
+        }
+        for fp in 0..1000u64 {
+            assert!(set.seen(urlseen_filter::hash::mix64(fp)).unwrap());
+        }
+        let s = set.stats();
+        let caps: Vec<u64> = s.generations.iter().map(|g| g.capacity).collect();
+        assert_eq!(caps, [100, 200, 400, 800]);
+        let lens: Vec<u64> = s.generations.iter().map(|g| g.len).collect();
+        assert_eq!(lens, [100, 200, 400, 300]);
+        assert_eq!(s.len, 1000);
+    }
+
+    #[test]
+    fn batches_match_singles() {
+        let fps: Vec<u64> = (0..3000u64).map(|i| urlseen_filter::hash::mix64(i % 1700)).collect();
+        let a = CountingSet::in_memory(small(256)).unwrap();
+        let b = CountingSet::in_memory(small(256)).unwrap();
+        let mut out = vec![false; fps.len()];
+        for chunk in 0..3 {
+            let r = chunk * 1000..(chunk + 1) * 1000;
+            b.seen_many(&fps[r.clone()], &mut out[r]).unwrap();
+        }
+        for (i, &fp) in fps.iter().enumerate() {
+            assert_eq!(a.seen(fp).unwrap(), out[i], "fingerprint {i}");
+        }
+        assert_eq!(a.stats().generations, b.stats().generations);
+    }
+
+    #[test]
+    fn params_round_trip() {
+        let o = CountingOptions::with_fpr(5000, 0.001).unwrap();
+        let back = small(1).decode_into(Path::new("p"), &o.encode()).unwrap();
+        assert_eq!(back, o);
+        let mut bad = o.encode();
+        bad[20] ^= 1;
+        assert!(matches!(
+            small(1).decode_into(Path::new("p"), &bad),
+            Err(StoreError::ChecksumMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_options() {
+        for o in [
+            CountingOptions { capacity: 0, ..Default::default() },
+            CountingOptions { hashes: 0, ..Default::default() },
+            CountingOptions { counters_per_item: f64::NAN, ..Default::default() },
+        ] {
+            assert!(matches!(CountingSet::in_memory(o), Err(StoreError::InvalidOption { .. })));
+        }
+        assert!(CountingOptions::with_fpr(10, 1.5).is_err());
+    }
+}

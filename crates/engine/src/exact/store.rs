@@ -1,0 +1,872 @@
+//! Seed 004's fingerprint database: a persistent map fingerprint → reference count.
+//!
+//! [`FingerprintStore`] keeps it in an embedded LSM tree ([fjall]); [`MemStore`] keeps it in a
+//! hash map for in-memory databases and tests. Both sit behind the small [`FpStore`] trait, so
+//! an [`ExactIndex`](super::ExactIndex) or a [`CountingSet`](super::CountingSet) does not care
+//! which one it has.
+//!
+//! # On disk
+//! ```text
+//! DIR/URLSEEN-STORE   24 bytes: magic "USFPSTOR", version u32 LE, value encoding u32 LE,
+//!                     xxh3-64 of the first 16 bytes (u64 LE)
+//! DIR/lsm/            the fjall database (its own journal, tables, checksums and recovery)
+//! ```
+//! In the keyspace `fingerprints`, a key is a fingerprint as 8 bytes **big-endian** (so the
+//! LSM's key order is numeric order), and a value is the [`Record`]: the reference count as a
+//! `u32` little-endian, followed by the generation as a `u32` little-endian only when the
+//! generation is not 0 (so plain exact mode pays 4 bytes a fingerprint). One more key, 13 bytes
+//! long so that it cannot be a fingerprint, holds the number of fingerprints; every write batch
+//! updates it atomically with its data, so [`FpStore::len`] is exact and free after a crash.
+//!
+//! # Durability
+//! [`StoreDurability::Always`] fsyncs the journal before a write returns: an acknowledged write
+//! survives a power loss. [`StoreDurability::Buffered`] hands each write to the OS before it
+//! returns: it survives the process being killed, not a power loss, until the next
+//! [`sync`](FpStore::sync) (call it every second for Redis' `everysec`). After a failed write or
+//! fsync the store refuses all further writes ([`StoreError::Poisoned`]).
+//!
+//! [fjall]: https://docs.rs/fjall
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use parking_lot::{Mutex, RwLock};
+use urlseen_filter::hash::mix64;
+
+/// The result of every fingerprint-store operation.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The name of the header file in a store directory.
+pub const HEADER_FILE: &str = "URLSEEN-STORE";
+/// The header's magic bytes.
+pub const MAGIC: [u8; 8] = *b"USFPSTOR";
+/// The store format version this build reads and writes.
+pub const VERSION: u32 = 1;
+/// The value encoding of version 1: refcount `u32` LE, then the generation `u32` LE if non-zero.
+pub const VALUE_ENCODING: u32 = 1;
+const HEADER_LEN: usize = 24;
+const LSM_DIR: &str = "lsm";
+const KEYSPACE: &str = "fingerprints";
+/// Not 8 bytes long, so no fingerprint key can collide with it.
+const COUNT_KEY: &[u8; 13] = b"urlseen:count";
+
+/// Why the fingerprint store (or an index built on it) refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A file operation failed.
+    #[error("fingerprint store {}: {what}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// [`FingerprintStore::open_existing`] on a directory that holds no store.
+    #[error("no fingerprint store at {}", path.display())]
+    NotFound {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// Another process (or another handle in this one) has the store open.
+    #[error("fingerprint store {} is in use by another process; close it or use another directory", path.display())]
+    Locked {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The header file does not start with [`MAGIC`]: this is not a fingerprint store.
+    #[error("{} is not a urlseen fingerprint store (bad magic)", path.display())]
+    BadMagic {
+        /// The header file.
+        path: PathBuf,
+    },
+    /// The header's checksum does not match its content.
+    #[error("{} is corrupt: checksum {got:#018x}, expected {expected:#018x}", path.display())]
+    ChecksumMismatch {
+        /// The header file.
+        path: PathBuf,
+        /// The checksum stored in the file.
+        expected: u64,
+        /// The checksum of the content read.
+        got: u64,
+    },
+    /// The store was written by an unknown format version.
+    #[error("{} has {what} {found}; this build supports {supported}", path.display())]
+    UnsupportedVersion {
+        /// The header file.
+        path: PathBuf,
+        /// `version` or `value encoding`.
+        what: &'static str,
+        /// The number in the file.
+        found: u32,
+        /// The number this build reads.
+        supported: u32,
+    },
+    /// Stored data does not decode, or the LSM engine found damage it cannot repair.
+    #[error("fingerprint store {} is corrupt: {reason}", path.display())]
+    Corrupt {
+        /// The store directory (or the damaged file).
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A write or fsync failed earlier; the store refuses writes from then on rather than
+    /// pretend. Reopen it to recover.
+    #[error("fingerprint store {} refuses writes: an earlier write or fsync failed", path.display())]
+    Poisoned {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// Parameters of an index or set are out of range.
+    #[error("invalid {name}: {reason}")]
+    InvalidOption {
+        /// The parameter.
+        name: &'static str,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    fn from_fjall(path: &Path, e: fjall::Error) -> StoreError {
+        let path = path.to_path_buf();
+        match e {
+            fjall::Error::Io(source) => StoreError::Io { what: "LSM I/O", path, source },
+            fjall::Error::Storage(fjall::LsmError::Io(source)) => {
+                StoreError::Io { what: "LSM I/O", path, source }
+            }
+            fjall::Error::Locked => StoreError::Locked { path },
+            fjall::Error::Poisoned => StoreError::Poisoned { path },
+            other => StoreError::Corrupt { path, reason: format!("LSM engine: {other:?}") },
+        }
+    }
+}
+
+/// When a write is acknowledged. See the [module docs](self#durability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreDurability {
+    /// Every write batch is fsynced before it returns (survives power loss).
+    Always,
+    /// Every write batch is handed to the OS before it returns (survives a killed process);
+    /// [`FpStore::sync`] makes everything so far survive a power loss.
+    #[default]
+    Buffered,
+}
+
+impl StoreDurability {
+    fn persist_mode(self) -> PersistMode {
+        match self {
+            StoreDurability::Always => PersistMode::SyncAll,
+            StoreDurability::Buffered => PersistMode::Buffer,
+        }
+    }
+}
+
+/// How a [`FingerprintStore`] is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// When writes are acknowledged.
+    pub durability: StoreDurability,
+    /// Bytes of the LSM's block cache (default 64 MiB). Index and filter blocks are pinned in
+    /// memory besides, so a lookup reads at most one data block.
+    pub cache_bytes: u64,
+    /// Point reads are expected to find their key, because a Bloom filter in front already
+    /// screened out most absent ones (exact mode; default `true`): the LSM then builds no
+    /// filters for its last level, about 90 % less filter memory. Set `false` for a store that
+    /// answers every lookup itself (seed 004's baseline). Fixed when the store is created.
+    pub expect_hits: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            durability: StoreDurability::default(),
+            cache_bytes: 64 << 20,
+            expect_hits: true,
+        }
+    }
+}
+
+fn keyspace_options(options: StoreOptions) -> KeyspaceCreateOptions {
+    use fjall::config::PinningPolicy;
+    KeyspaceCreateOptions::default()
+        .expect_point_read_hits(options.expect_hits)
+        .filter_block_pinning_policy(PinningPolicy::all(true))
+        .index_block_pinning_policy(PinningPolicy::all(true))
+}
+
+/// What the store keeps per fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// How many times the fingerprint was recorded or confirmed (seed 004's reference count),
+    /// saturating at `u32::MAX`.
+    pub refcount: u32,
+    /// Which filter generation of a [`CountingSet`](super::CountingSet) the fingerprint was
+    /// added to, so that forgetting it decrements the right counters. 0 elsewhere.
+    pub generation: u32,
+}
+
+impl Record {
+    /// A first sighting in `generation`: refcount 1.
+    #[must_use]
+    pub const fn new(generation: u32) -> Record {
+        Record { refcount: 1, generation }
+    }
+
+    /// The value bytes (see the [module docs](self#on-disk)); the length is 4 or 8.
+    #[must_use]
+    pub fn encode(self) -> ([u8; 8], usize) {
+        let mut out = [0u8; 8];
+        out[..4].copy_from_slice(&self.refcount.to_le_bytes());
+        out[4..].copy_from_slice(&self.generation.to_le_bytes());
+        (out, if self.generation == 0 { 4 } else { 8 })
+    }
+
+    /// Decodes a value written by [`encode`](Self::encode); `None` if it is malformed.
+    #[must_use]
+    pub fn decode(bytes: &[u8]) -> Option<Record> {
+        let word = |i: usize| -> Option<u32> {
+            Some(u32::from_le_bytes(bytes.get(i..i + 4)?.try_into().ok()?))
+        };
+        match bytes.len() {
+            4 => Some(Record { refcount: word(0)?, generation: 0 }),
+            8 => {
+                let generation = word(4)?;
+                // Generation 0 is always written in the short form: a long one is not ours.
+                (generation != 0).then_some(Record { refcount: word(0)?, generation })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The operations an exact index needs from a fingerprint store.
+///
+/// Implementations are internally synchronized (`&self` everywhere). Writes are visible to
+/// readers as soon as they return, whatever the durability.
+pub trait FpStore: Send + Sync + fmt::Debug {
+    /// The record of `fp`, if stored.
+    ///
+    /// # Errors
+    /// I/O, or [`StoreError::Corrupt`] if the stored value does not decode.
+    fn get_record(&self, fp: u64) -> Result<Option<Record>>;
+
+    /// Stores every fingerprint of `fps` with [`Record::new(generation)`](Record::new), in one
+    /// atomic write batch (one fsync under [`StoreDurability::Always`]).
+    ///
+    /// The caller knows the fingerprints are new (a Bloom negative, or a store miss it read
+    /// under its lock) and distinct: no read is made. Storing one again resets its record and
+    /// makes [`len`](Self::len) overcount.
+    ///
+    /// # Errors
+    /// I/O, [`StoreError::Poisoned`]; on error nothing of the batch may be assumed stored.
+    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()>;
+
+    /// Overwrites the record of a fingerprint that is stored (for example its refcount).
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn update_record(&self, fp: u64, record: Record) -> Result<()>;
+
+    /// Adds 1 to the refcount of `fp` and returns the new count; an absent `fp` is stored with
+    /// refcount 1 (generation 0). Atomic with respect to other writes of this store.
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn increment(&self, fp: u64) -> Result<u32>;
+
+    /// Removes `fp`; returns its record if it was stored.
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn remove_record(&self, fp: u64) -> Result<Option<Record>>;
+
+    /// The number of stored fingerprints (O(1)).
+    fn len(&self) -> u64;
+
+    /// Calls `f` with every stored fingerprint and its record (in no promised order), on a
+    /// consistent snapshot.
+    ///
+    /// # Errors
+    /// I/O or corruption met during the scan; `f` may have seen part of the store.
+    fn scan(&self, f: &mut dyn FnMut(u64, Record)) -> Result<()>;
+
+    /// Every stored fingerprint (seed 004's recount walks them).
+    fn iter_fingerprints(&self) -> Box<dyn Iterator<Item = Result<u64>> + '_>;
+
+    /// Makes every write so far durable (fsync), whatever the durability.
+    ///
+    /// # Errors
+    /// I/O; a failed sync poisons the store.
+    fn sync(&self) -> Result<()>;
+
+    /// The durability writes are acknowledged with.
+    fn durability(&self) -> StoreDurability;
+
+    /// Heap or cache memory the store uses, in bytes (an estimate).
+    fn memory_bytes(&self) -> u64;
+
+    /// The refcount of `fp`, if stored.
+    ///
+    /// # Errors
+    /// As [`get_record`](Self::get_record).
+    fn get(&self, fp: u64) -> Result<Option<u32>> {
+        Ok(self.get_record(fp)?.map(|r| r.refcount))
+    }
+
+    /// Whether `fp` is stored.
+    ///
+    /// # Errors
+    /// As [`get_record`](Self::get_record).
+    fn contains(&self, fp: u64) -> Result<bool> {
+        Ok(self.get_record(fp)?.is_some())
+    }
+
+    /// Stores a new `fp` with refcount 1 (see [`insert_many_in`](Self::insert_many_in)).
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn insert_new(&self, fp: u64) -> Result<()> {
+        self.insert_many_in(&[fp], 0)
+    }
+
+    /// Stores many new fingerprints in one write (see [`insert_many_in`](Self::insert_many_in)).
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn insert_many(&self, fps: &[u64]) -> Result<()> {
+        self.insert_many_in(fps, 0)
+    }
+
+    /// Removes `fp`; returns whether it was stored.
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn remove(&self, fp: u64) -> Result<bool> {
+        Ok(self.remove_record(fp)?.is_some())
+    }
+
+    /// Whether nothing is stored.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The fingerprint store on disk: an LSM tree ([fjall](https://docs.rs/fjall)).
+/// See the [module docs](self) for the format and durability.
+///
+/// # Examples
+/// ```
+/// use urlseen_engine::exact::{FingerprintStore, FpStore, StoreDurability};
+/// let dir = tempfile::tempdir()?;
+/// let store = FingerprintStore::open(dir.path(), StoreDurability::Buffered)?;
+/// store.insert_new(42)?;
+/// assert_eq!(store.increment(42)?, 2);
+/// drop(store);
+/// let store = FingerprintStore::open_existing(dir.path(), StoreDurability::Buffered)?;
+/// assert_eq!(store.get(42)?, Some(2));
+/// assert!(store.remove(42)?);
+/// assert_eq!(store.len(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct FingerprintStore {
+    db: Database,
+    keyspace: Keyspace,
+    dir: PathBuf,
+    durability: StoreDurability,
+    /// The fingerprint count; held across every write so that batches carry the right count.
+    count: Mutex<u64>,
+}
+
+impl fmt::Debug for FingerprintStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FingerprintStore")
+            .field("dir", &self.dir)
+            .field("durability", &self.durability)
+            .field("len", &*self.count.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FingerprintStore {
+    /// Opens the store in `dir` with [`StoreOptions::default`] and `durability`, creating
+    /// `dir` and an empty store if there is none.
+    ///
+    /// # Errors
+    /// [`StoreError::Locked`] if the store is open elsewhere; a header error
+    /// ([`BadMagic`](StoreError::BadMagic), [`ChecksumMismatch`](StoreError::ChecksumMismatch),
+    /// [`UnsupportedVersion`](StoreError::UnsupportedVersion)); [`StoreError::Corrupt`] if the
+    /// LSM data is damaged or present without a header; I/O.
+    pub fn open(dir: &Path, durability: StoreDurability) -> Result<Self> {
+        Self::open_with(dir, StoreOptions { durability, ..StoreOptions::default() })
+    }
+
+    /// [`open`](Self::open) with all options.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_with(dir: &Path, options: StoreOptions) -> Result<Self> {
+        let header = dir.join(HEADER_FILE);
+        if !exists(&header)? {
+            if exists(&dir.join(LSM_DIR))? {
+                return Err(StoreError::Corrupt {
+                    path: header,
+                    reason: "the LSM data is there but its header file is missing".into(),
+                });
+            }
+            fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+            write_header(dir)?;
+        }
+        Self::open_with_header(dir, options)
+    }
+
+    /// Opens the store in `dir`, which must hold one: a store that vanished must not silently
+    /// come back empty (exact mode would then answer "new" for recorded URLs).
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] if `dir` or its header file is missing; otherwise as
+    /// [`open`](Self::open).
+    pub fn open_existing(dir: &Path, durability: StoreDurability) -> Result<Self> {
+        Self::open_existing_with(dir, StoreOptions { durability, ..StoreOptions::default() })
+    }
+
+    /// [`open_existing`](Self::open_existing) with all options.
+    ///
+    /// # Errors
+    /// As [`open_existing`](Self::open_existing).
+    pub fn open_existing_with(dir: &Path, options: StoreOptions) -> Result<Self> {
+        if !exists(&dir.join(HEADER_FILE))? {
+            return Err(StoreError::NotFound { path: dir.to_path_buf() });
+        }
+        Self::open_with_header(dir, options)
+    }
+
+    fn open_with_header(dir: &Path, options: StoreOptions) -> Result<Self> {
+        let durability = options.durability;
+        check_header(&dir.join(HEADER_FILE))?;
+        let lsm = dir.join(LSM_DIR);
+        let fjall = |e| StoreError::from_fjall(dir, e);
+        let db = Database::builder(&lsm).cache_size(options.cache_bytes).open().map_err(fjall)?;
+        let keyspace = db.keyspace(KEYSPACE, || keyspace_options(options)).map_err(fjall)?;
+        let count = match keyspace.get(COUNT_KEY).map_err(fjall)? {
+            None => 0,
+            Some(v) => {
+                u64::from_le_bytes(v.as_ref().try_into().map_err(|_| StoreError::Corrupt {
+                    path: dir.to_path_buf(),
+                    reason: "count key is not 8 bytes".into(),
+                })?)
+            }
+        };
+        Ok(FingerprintStore {
+            db,
+            keyspace,
+            dir: dir.to_path_buf(),
+            durability,
+            count: Mutex::new(count),
+        })
+    }
+
+    /// The store directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every stored fingerprint, in ascending order, from a snapshot taken now.
+    pub fn iter_fingerprints(&self) -> impl Iterator<Item = Result<u64>> + use<> {
+        let dir = self.dir.clone();
+        self.keyspace.iter().filter_map(move |guard| match guard.key() {
+            Err(e) => Some(Err(StoreError::from_fjall(&dir, e))),
+            Ok(key) => decode_key(&dir, &key).transpose(),
+        })
+    }
+
+    /// Bytes on disk (journal and tables).
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn disk_space(&self) -> Result<u64> {
+        self.db.disk_space().map_err(|e| StoreError::from_fjall(&self.dir, e))
+    }
+
+    fn fjall(&self) -> impl Fn(fjall::Error) -> StoreError + '_ {
+        |e| StoreError::from_fjall(&self.dir, e)
+    }
+
+    /// Commits `batch` plus the new count, with the configured durability.
+    fn commit(&self, mut batch: fjall::OwnedWriteBatch, count: u64) -> Result<()> {
+        batch.insert(&self.keyspace, COUNT_KEY.as_slice(), count.to_le_bytes().as_slice());
+        batch.durability(Some(self.durability.persist_mode())).commit().map_err(self.fjall())
+    }
+}
+
+impl FpStore for FingerprintStore {
+    fn get_record(&self, fp: u64) -> Result<Option<Record>> {
+        match self.keyspace.get(fp.to_be_bytes()).map_err(self.fjall())? {
+            None => Ok(None),
+            Some(v) => Record::decode(&v).map(Some).ok_or_else(|| StoreError::Corrupt {
+                path: self.dir.clone(),
+                reason: format!("value of fingerprint {fp:#018x} has {} bytes", v.len()),
+            }),
+        }
+    }
+
+    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
+        if fps.is_empty() {
+            return Ok(());
+        }
+        let (value, len) = Record::new(generation).encode();
+        let mut count = self.count.lock();
+        let mut batch = self.db.batch();
+        for &fp in fps {
+            batch.insert(&self.keyspace, fp.to_be_bytes().as_slice(), &value[..len]);
+        }
+        let new_count = *count + fps.len() as u64;
+        self.commit(batch, new_count)?;
+        *count = new_count;
+        Ok(())
+    }
+
+    fn update_record(&self, fp: u64, record: Record) -> Result<()> {
+        let (value, len) = record.encode();
+        let count = self.count.lock();
+        let mut batch = self.db.batch();
+        batch.insert(&self.keyspace, fp.to_be_bytes().as_slice(), &value[..len]);
+        self.commit(batch, *count)
+    }
+
+    fn increment(&self, fp: u64) -> Result<u32> {
+        let mut count = self.count.lock();
+        let old = self.get_record(fp)?;
+        let record = match old {
+            Some(r) => Record { refcount: r.refcount.saturating_add(1), ..r },
+            None => Record::new(0),
+        };
+        let (value, len) = record.encode();
+        let mut batch = self.db.batch();
+        batch.insert(&self.keyspace, fp.to_be_bytes().as_slice(), &value[..len]);
+        let new_count = *count + u64::from(old.is_none());
+        self.commit(batch, new_count)?;
+        *count = new_count;
+        Ok(record.refcount)
+    }
+
+    fn remove_record(&self, fp: u64) -> Result<Option<Record>> {
+        let mut count = self.count.lock();
+        let Some(old) = self.get_record(fp)? else { return Ok(None) };
+        let mut batch = self.db.batch();
+        batch.remove(&self.keyspace, fp.to_be_bytes().as_slice());
+        let new_count = count.saturating_sub(1);
+        self.commit(batch, new_count)?;
+        *count = new_count;
+        Ok(Some(old))
+    }
+
+    fn len(&self) -> u64 {
+        *self.count.lock()
+    }
+
+    fn scan(&self, f: &mut dyn FnMut(u64, Record)) -> Result<()> {
+        for guard in self.keyspace.iter() {
+            let (key, value) = guard.into_inner().map_err(self.fjall())?;
+            let Some(fp) = decode_key(&self.dir, &key)? else { continue };
+            let record = Record::decode(&value).ok_or_else(|| StoreError::Corrupt {
+                path: self.dir.clone(),
+                reason: format!("value of fingerprint {fp:#018x} has {} bytes", value.len()),
+            })?;
+            f(fp, record);
+        }
+        Ok(())
+    }
+
+    fn iter_fingerprints(&self) -> Box<dyn Iterator<Item = Result<u64>> + '_> {
+        Box::new(FingerprintStore::iter_fingerprints(self))
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.db.persist(PersistMode::SyncAll).map_err(self.fjall())
+    }
+
+    fn durability(&self) -> StoreDurability {
+        self.durability
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.db.cache_size() + self.db.write_buffer_size()
+    }
+}
+
+/// `Ok(Some(fp))` for a fingerprint key, `Ok(None)` for the count key, an error otherwise.
+fn decode_key(dir: &Path, key: &[u8]) -> Result<Option<u64>> {
+    match <[u8; 8]>::try_from(key) {
+        Ok(bytes) => Ok(Some(u64::from_be_bytes(bytes))),
+        Err(_) if key == COUNT_KEY => Ok(None),
+        Err(_) => Err(StoreError::Corrupt {
+            path: dir.to_path_buf(),
+            reason: format!("a key of {} bytes (fingerprints have 8)", key.len()),
+        }),
+    }
+}
+
+fn exists(path: &Path) -> Result<bool> {
+    path.try_exists().map_err(io_err("stat", path))
+}
+
+fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError + use<> {
+    let path = path.to_path_buf();
+    move |source| StoreError::Io { what, path, source }
+}
+
+fn header_bytes() -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(&MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&VALUE_ENCODING.to_le_bytes());
+    let sum = xxhash_rust::xxh3::xxh3_64(&h[..16]);
+    h[16..].copy_from_slice(&sum.to_le_bytes());
+    h
+}
+
+/// Writes the header atomically: temporary file, fsync, rename, fsync of the directory.
+fn write_header(dir: &Path) -> Result<()> {
+    let path = dir.join(HEADER_FILE);
+    let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
+    fs::write(&tmp, header_bytes()).map_err(io_err("write header", &tmp))?;
+    fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err("fsync header", &tmp))?;
+    fs::rename(&tmp, &path).map_err(io_err("rename header", &path))?;
+    fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io_err("fsync directory", dir))?;
+    Ok(())
+}
+
+fn check_header(path: &Path) -> Result<()> {
+    let bytes = fs::read(path).map_err(io_err("read header", path))?;
+    let corrupt =
+        |reason: &str| StoreError::Corrupt { path: path.to_path_buf(), reason: reason.into() };
+    if bytes.len() < 8 || bytes[..8] != MAGIC {
+        return Err(StoreError::BadMagic { path: path.to_path_buf() });
+    }
+    if bytes.len() != HEADER_LEN {
+        return Err(corrupt(&format!("header has {} bytes, expected {HEADER_LEN}", bytes.len())));
+    }
+    let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    let mut sum = [0u8; 8];
+    sum.copy_from_slice(&bytes[16..24]);
+    let expected = u64::from_le_bytes(sum);
+    let got = xxhash_rust::xxh3::xxh3_64(&bytes[..16]);
+    if expected != got {
+        return Err(StoreError::ChecksumMismatch { path: path.to_path_buf(), expected, got });
+    }
+    let version = word(8);
+    if version != VERSION {
+        return Err(StoreError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            what: "version",
+            found: version,
+            supported: VERSION,
+        });
+    }
+    let encoding = word(12);
+    if encoding != VALUE_ENCODING {
+        return Err(StoreError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            what: "value encoding",
+            found: encoding,
+            supported: VALUE_ENCODING,
+        });
+    }
+    Ok(())
+}
+
+/// A [`Hasher`] for keys that are (or derive from) fingerprints: one [`mix64`], no SipHash.
+/// Mixing again keeps tables fast even for non-random keys such as test sequences.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FpHasher(u64);
+
+impl Hasher for FpHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix64(self.0 ^ u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = mix64(self.0 ^ x);
+    }
+}
+
+/// The [`std::hash::BuildHasher`] of [`FpHasher`].
+pub type FpBuildHasher = BuildHasherDefault<FpHasher>;
+
+/// The fingerprint store in memory, for in-memory databases and tests: a hash map behind a
+/// reader-writer lock. [`sync`](FpStore::sync) does nothing; nothing survives the process.
+#[derive(Debug, Default)]
+pub struct MemStore {
+    map: RwLock<HashMap<u64, Record, FpBuildHasher>>,
+}
+
+impl MemStore {
+    /// An empty store.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl FpStore for MemStore {
+    fn get_record(&self, fp: u64) -> Result<Option<Record>> {
+        Ok(self.map.read().get(&fp).copied())
+    }
+
+    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
+        let mut map = self.map.write();
+        map.reserve(fps.len());
+        for &fp in fps {
+            map.insert(fp, Record::new(generation));
+        }
+        Ok(())
+    }
+
+    fn update_record(&self, fp: u64, record: Record) -> Result<()> {
+        self.map.write().insert(fp, record);
+        Ok(())
+    }
+
+    fn increment(&self, fp: u64) -> Result<u32> {
+        let mut map = self.map.write();
+        let r = map.entry(fp).and_modify(|r| r.refcount = r.refcount.saturating_add(1));
+        Ok(r.or_insert(Record::new(0)).refcount)
+    }
+
+    fn remove_record(&self, fp: u64) -> Result<Option<Record>> {
+        Ok(self.map.write().remove(&fp))
+    }
+
+    fn len(&self) -> u64 {
+        self.map.read().len() as u64
+    }
+
+    fn scan(&self, f: &mut dyn FnMut(u64, Record)) -> Result<()> {
+        for (&fp, &r) in self.map.read().iter() {
+            f(fp, r);
+        }
+        Ok(())
+    }
+
+    fn iter_fingerprints(&self) -> Box<dyn Iterator<Item = Result<u64>> + '_> {
+        // A snapshot: holding the read lock inside a returned iterator would block writers
+        // for as long as the caller iterates.
+        let keys: Vec<u64> = self.map.read().keys().copied().collect();
+        Box::new(keys.into_iter().map(Ok))
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn durability(&self) -> StoreDurability {
+        StoreDurability::Buffered
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        // hashbrown: one control byte plus the (key, value) slot per bucket.
+        (self.map.read().capacity() * (1 + size_of::<(u64, Record)>())) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trip() {
+        for r in [Record::new(0), Record::new(7), Record { refcount: u32::MAX, generation: 1 }] {
+            let (bytes, len) = r.encode();
+            assert_eq!(len, if r.generation == 0 { 4 } else { 8 });
+            assert_eq!(Record::decode(&bytes[..len]), Some(r));
+        }
+        assert_eq!(Record::decode(&[1, 0, 0]), None);
+        assert_eq!(Record::decode(&[1, 0, 0, 0, 0, 0, 0, 0]), None, "long form of generation 0");
+        assert_eq!(Record::new(0).encode().0[..4], 1u32.to_le_bytes());
+    }
+
+    #[test]
+    fn header_round_trip_and_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        write_header(dir.path()).unwrap();
+        let path = dir.path().join(HEADER_FILE);
+        check_header(&path).unwrap();
+        let good = fs::read(&path).unwrap();
+        let mut bad = good.clone();
+        bad[9] ^= 1;
+        fs::write(&path, &bad).unwrap();
+        assert!(matches!(check_header(&path), Err(StoreError::ChecksumMismatch { .. })));
+        bad = good.clone();
+        bad[0] = b'X';
+        fs::write(&path, &bad).unwrap();
+        assert!(matches!(check_header(&path), Err(StoreError::BadMagic { .. })));
+        fs::write(&path, &good[..20]).unwrap();
+        assert!(matches!(check_header(&path), Err(StoreError::Corrupt { .. })));
+        let mut future = good[..16].to_vec();
+        future[8..12].copy_from_slice(&2u32.to_le_bytes());
+        let sum = xxhash_rust::xxh3::xxh3_64(&future);
+        future.extend_from_slice(&sum.to_le_bytes());
+        fs::write(&path, &future).unwrap();
+        assert!(matches!(
+            check_header(&path),
+            Err(StoreError::UnsupportedVersion { found: 2, supported: 1, .. })
+        ));
+    }
+
+    fn exercise(store: &dyn FpStore) {
+        assert!(store.is_empty());
+        store.insert_new(5).unwrap();
+        store.insert_many(&[1, 2, 3]).unwrap();
+        store.insert_many_in(&[10, 11], 4).unwrap();
+        assert_eq!(store.len(), 6);
+        assert_eq!(store.get(5).unwrap(), Some(1));
+        assert_eq!(store.increment(5).unwrap(), 2);
+        assert_eq!(store.increment(99).unwrap(), 1, "increment of an absent fingerprint adds it");
+        assert_eq!(store.len(), 7);
+        assert_eq!(store.get_record(10).unwrap(), Some(Record::new(4)));
+        assert!(store.remove(99).unwrap());
+        assert!(!store.remove(99).unwrap());
+        assert_eq!(store.len(), 6);
+        let mut all: Vec<u64> = store.iter_fingerprints().map(|r| r.unwrap()).collect();
+        all.sort_unstable();
+        assert_eq!(all, [1, 2, 3, 5, 10, 11]);
+        let mut in_gen_4 = Vec::new();
+        store
+            .scan(&mut |fp, r| {
+                if r.generation == 4 {
+                    in_gen_4.push(fp);
+                }
+            })
+            .unwrap();
+        in_gen_4.sort_unstable();
+        assert_eq!(in_gen_4, [10, 11]);
+        store.sync().unwrap();
+    }
+
+    #[test]
+    fn mem_store_behaves() {
+        exercise(&MemStore::new());
+    }
+
+    #[test]
+    fn disk_store_behaves_and_iterates_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FingerprintStore::open(dir.path(), StoreDurability::Always).unwrap();
+        exercise(&store);
+        let ordered: Vec<u64> = store.iter_fingerprints().map(|r| r.unwrap()).collect();
+        assert_eq!(ordered, [1, 2, 3, 5, 10, 11]);
+    }
+}
