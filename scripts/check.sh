@@ -10,6 +10,20 @@ step() { printf '\n==> %s\n' "$*"; }
 step "toolchain: $(cargo --version)"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
 
+# The server's compatibility tests drive it with real clients: redis-cli (redis-tools) and
+# redis-py; the Redis tests start their own redis-server instances on free ports.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    step "installing redis-server and redis-tools (apt-get)"
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+if ! python3 -c 'import redis' 2>/dev/null; then
+    step "installing redis-py (pip)"
+    python3 -m pip install --quiet redis 2>/dev/null \
+        || python3 -m pip install --quiet --break-system-packages redis
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

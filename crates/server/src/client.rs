@@ -19,12 +19,20 @@ pub struct ConnState {
     authenticated: bool,
     close_after_reply: bool,
     info: Arc<ClientInfo>,
+    /// Per-connection state of the application (the engine's namespace cache).
+    extension: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl ConnState {
     /// The state of a new connection: RESP2, authenticated unless a password is required.
     pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> ConnState {
-        ConnState { protocol: Protocol::Resp2, authenticated, close_after_reply: false, info }
+        ConnState {
+            protocol: Protocol::Resp2,
+            authenticated,
+            close_after_reply: false,
+            info,
+            extension: None,
+        }
     }
 
     /// The client id (`CLIENT ID`), unique for the life of the server.
@@ -91,6 +99,18 @@ impl ConnState {
     /// Whether [`ConnState::close_after_reply`] was called.
     pub fn closing(&self) -> bool {
         self.close_after_reply
+    }
+
+    /// The application's per-connection state of type `T`, created with `T::default()` on
+    /// first use (or when a value of another type was stored).
+    pub fn extension<T: Default + Send + Sync + 'static>(&mut self) -> &mut T {
+        if !self.extension.as_ref().is_some_and(|e| e.is::<T>()) {
+            self.extension = Some(Box::new(T::default()));
+        }
+        match self.extension.as_mut().and_then(|e| e.downcast_mut::<T>()) {
+            Some(t) => t,
+            None => unreachable!("the extension was just set to a T"),
+        }
     }
 
     /// The entry of this client in the registry.

@@ -9,6 +9,11 @@ use std::time::Duration;
 pub const DEFAULT_RESP_ADDR: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 6380);
 
+/// The HTTP address (`/healthz`, `/metrics`, the JSON API) `urlseen serve` binds to unless told
+/// otherwise: loopback, port 8380.
+pub const DEFAULT_HTTP_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8380);
+
 /// Redis' `PROTO_INLINE_MAX_SIZE`: the longest inline command line, and the longest `*<n>` /
 /// `$<n>` header line that is searched for its CRLF.
 pub const INLINE_MAX_LEN: usize = 64 * 1024;

@@ -78,6 +78,11 @@ pub type SyncHandler<S> = fn(Ctx<'_, S>, Parse) -> CommandResult;
 /// An asynchronous handler: for commands that wait (I/O, fsync, `spawn_blocking`).
 pub type AsyncHandler<S> = for<'a> fn(Ctx<'a, S>, Parse) -> BoxFuture<'a, CommandResult>;
 
+/// A handler for a run of the same command pipelined on one connection: one result per
+/// [`Parse`], in order, exactly what running them one by one would have answered. It lets a
+/// command such as `URL.SEEN` make one engine batch of a whole pipeline.
+pub type BatchHandler<S> = fn(Ctx<'_, S>, Vec<Parse>) -> Vec<CommandResult>;
+
 /// How a command runs.
 pub enum Handler<S> {
     /// Runs to completion on the connection's task.
@@ -312,6 +317,7 @@ impl CommandSpec {
 pub struct Command<S> {
     spec: CommandSpec,
     handler: Option<Handler<S>>,
+    batch: Option<BatchHandler<S>>,
     subcommands: Vec<Command<S>>,
 }
 
@@ -328,7 +334,7 @@ impl<S> fmt::Debug for Command<S> {
 impl<S> Command<S> {
     /// A command with a handler.
     pub fn new(spec: CommandSpec, handler: Handler<S>) -> Command<S> {
-        Command { spec, handler: Some(handler), subcommands: Vec::new() }
+        Command { spec, handler: Some(handler), batch: None, subcommands: Vec::new() }
     }
 
     /// A command with a synchronous handler.
@@ -344,7 +350,14 @@ impl<S> Command<S> {
     /// A container (such as `CLIENT`) that only dispatches to subcommands. Give it an arity of
     /// `-2` so that the bare name is a wrong-arity error, like Redis.
     pub fn container(spec: CommandSpec) -> Command<S> {
-        Command { spec, handler: None, subcommands: Vec::new() }
+        Command { spec, handler: None, batch: None, subcommands: Vec::new() }
+    }
+
+    /// Also runs consecutive pipelined calls of this command as one batch with `handler`
+    /// (a top-level command only; the connection collects at most [`MAX_BATCH`] of them).
+    pub fn batched(mut self, handler: BatchHandler<S>) -> Command<S> {
+        self.batch = Some(handler);
+        self
     }
 
     /// Adds a subcommand, whose spec name is `parent|sub`.
@@ -362,6 +375,7 @@ impl<S> Command<S> {
 struct Entry<S> {
     spec: CommandSpec,
     handler: Option<Handler<S>>,
+    batch: Option<BatchHandler<S>>,
     subs: HashMap<Box<[u8]>, usize>,
     sub_order: Vec<usize>,
     is_sub: bool,
@@ -475,6 +489,7 @@ impl<S> Dispatch<S> {
         self.entries.push(Entry {
             spec: command.spec,
             handler: command.handler,
+            batch: if is_sub { None } else { command.batch },
             subs: HashMap::new(),
             sub_order: Vec::new(),
             is_sub,
@@ -630,6 +645,83 @@ impl<S> Dispatch<S> {
             metrics.error_replies.fetch_add(1, Relaxed);
         }
         Outcome::Reply(reply)
+    }
+}
+
+/// Most pipelined calls of one command a connection runs as one batch.
+pub const MAX_BATCH: usize = 512;
+
+impl<S> Dispatch<S> {
+    /// The table index of `argv`'s command if it has a [`BatchHandler`]: requests with the same
+    /// index may be run together by [`Dispatch::execute_batch`].
+    pub(crate) fn batch_index(&self, argv: &[Bytes]) -> Option<usize> {
+        let mut buf = [0; MAX_NAME];
+        let index = lowercase(argv.first()?, &mut buf).and_then(|k| self.top.get(k)).copied()?;
+        self.entries.get(index)?.batch.map(|_| index)
+    }
+
+    /// Runs pipelined requests of the batchable command at `index`, with the same checks,
+    /// replies and counts as [`Dispatch::execute`] one by one. Each call's latency is recorded
+    /// as the batch's time divided by the calls in it.
+    pub(crate) fn execute_batch(
+        &self,
+        server: &ServerState,
+        conn: &mut ConnState,
+        index: usize,
+        argvs: Vec<Vec<Bytes>>,
+    ) -> Vec<Frame> {
+        let metrics = &*self.metrics;
+        let Some((entry, batch)) = self.entries.get(index).and_then(|e| Some((e, e.batch?))) else {
+            return argvs.iter().map(|argv| unknown_command(argv).to_frame()).collect();
+        };
+        conn.info().set_last_command(index);
+        let mut replies: Vec<Option<Frame>> = Vec::with_capacity(argvs.len());
+        let mut parses = Vec::with_capacity(argvs.len());
+        let mut positions = Vec::with_capacity(argvs.len());
+        for argv in argvs {
+            let rejection = if !entry.spec.arity_ok(argv.len()) {
+                Some(CommandError::WrongArity { command: entry.spec.name.into() })
+            } else if !conn.is_authenticated() && !entry.no_auth {
+                Some(CommandError::NoAuth)
+            } else {
+                None
+            };
+            if let Some(err) = rejection {
+                entry.stats.record_rejected();
+                metrics.error_replies.fetch_add(1, Relaxed);
+                replies.push(Some(err.to_frame()));
+                continue;
+            }
+            let mut args = Parse::new(entry.spec.name, argv);
+            args.next();
+            positions.push(replies.len());
+            replies.push(None);
+            parses.push(args);
+        }
+        if !parses.is_empty() {
+            let ran = parses.len();
+            let ctx = Ctx { app: &self.app, conn, server, dispatch: self };
+            let start = Instant::now();
+            let results = batch(ctx, parses);
+            let each = start.elapsed() / u32::try_from(ran).unwrap_or(u32::MAX);
+            let mut results = results.into_iter();
+            for &pos in &positions {
+                let reply = match results.next() {
+                    Some(result) => result.unwrap_or_else(|e| e.to_frame()),
+                    None => CommandError::custom("ERR internal error: no reply").to_frame(),
+                };
+                let failed = reply.is_error();
+                entry.stats.record(each, failed);
+                metrics.commands_total.fetch_add(1, Relaxed);
+                if failed {
+                    metrics.error_replies.fetch_add(1, Relaxed);
+                }
+                if let Some(slot) = replies.get_mut(pos) {
+                    *slot = Some(reply);
+                }
+            }
+        }
+        replies.into_iter().map(|r| r.unwrap_or(Frame::Null)).collect()
     }
 }
 

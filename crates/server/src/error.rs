@@ -40,6 +40,104 @@ pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const BAD_CLIENT_NAME: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
+/// Redis' reply to a command run on a key of another type. urlseen answers it when a `BF.*`
+/// command names a namespace that canonicalizes URLs (see [`KeyKind`](crate::app::KeyKind)).
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+// RedisBloom's error replies, verbatim (checked against RedisBloom's `src/rebloom.c` and its
+// `tests/flow` suite). Some carry no error code because RedisBloom sends them without one
+// (`RedisModule_ReplyWithError(ctx, "Bad capacity")` puts only the `-` in front).
+
+/// `BF.RESERVE` on a key that exists.
+pub const BF_ITEM_EXISTS: &str = "ERR item exists";
+/// `BF.INFO`, `BF.INSERT … NOCREATE` on a key that does not exist.
+pub const BF_NOT_FOUND: &str = "ERR not found";
+/// `BF.RESERVE` with an error rate that is not a number.
+pub const BF_BAD_ERROR_RATE: &str = "ERR bad error rate";
+/// `BF.RESERVE` with an error rate outside (0, 1). The trailing space is RedisBloom's.
+pub const BF_ERROR_RATE_RANGE: &str = "ERR (0 < error rate range < 1) ";
+/// `BF.RESERVE` with a capacity that is not an integer (or is absurdly large).
+pub const BF_BAD_CAPACITY: &str = "ERR bad capacity";
+/// `BF.RESERVE` with a capacity below 1.
+pub const BF_CAPACITY_RANGE: &str = "ERR (capacity should be larger than 0)";
+/// `BF.RESERVE … EXPANSION` with no value after it.
+pub const BF_NO_EXPANSION: &str = "ERR no expansion";
+/// `BF.RESERVE … EXPANSION x` with `x` not an integer.
+pub const BF_BAD_EXPANSION: &str = "ERR bad expansion";
+/// `BF.RESERVE … EXPANSION x` with `x` below 1.
+pub const BF_EXPANSION_RANGE: &str = "ERR expansion should be greater or equal to 1";
+/// `BF.RESERVE … NONSCALING EXPANSION x`.
+pub const BF_NONSCALING_EXPANSION: &str = "Nonscaling filters cannot expand";
+/// An insert into a `NONSCALING` filter that holds its capacity.
+pub const BF_FULL: &str = "ERR non scaling filter is full";
+/// `BF.INSERT … ERROR x` with `x` not a number.
+pub const BF_INSERT_BAD_ERROR_RATE: &str = "Bad error rate";
+/// `BF.INSERT … EXPANSION x` with `x` not an integer.
+pub const BF_INSERT_BAD_EXPANSION: &str = "Bad expansion";
+/// `BF.INSERT … CAPACITY x` with `x` not an integer.
+pub const BF_INSERT_BAD_CAPACITY: &str = "Bad capacity";
+/// `BF.INSERT` with an option it does not know.
+pub const BF_INSERT_UNKNOWN_ARGUMENT: &str = "Unknown argument received";
+/// `BF.INSERT` with an error rate outside (0, 1), a capacity below 1 or an expansion below 1.
+pub const BF_INSERT_BAD_ARGUMENT: &str = "Bad argument received";
+/// `BF.INFO key FIELD` with an unknown field.
+pub const BF_INFO_INVALID_VALUE: &str = "Invalid information value";
+/// A filter whose initial size would exceed the server's per-namespace memory limit (RedisBloom
+/// answers this for absurd capacities too).
+pub const INSUFFICIENT_MEMORY: &str = "ERR Insufficient memory to create filter";
+
+// urlseen's own error replies.
+
+/// A key that cannot name a namespace because it is not UTF-8.
+pub const NAMESPACE_NOT_UTF8: &str = "ERR invalid namespace name: it is not valid UTF-8";
+/// A URL argument that is not UTF-8.
+pub const URL_NOT_UTF8: &str = "ERR invalid URL: it is not valid UTF-8";
+/// `URL.RESERVE … PROFILE x` with an unknown profile.
+pub const UNKNOWN_PROFILE: &str =
+    "ERR unknown profile (expected one of crawler, w3lib, safebrowsing, none)";
+/// `URL.RESERVE … CAPACITY x` with `x` not a positive integer.
+pub const URL_BAD_CAPACITY: &str = "ERR bad capacity: expected a positive integer";
+/// `URL.RESERVE … ERROR x` with `x` not a number.
+pub const URL_BAD_ERROR_RATE: &str = "ERR bad error rate: expected a number between 0 and 1";
+/// `URL.INFO` on a namespace that does not exist.
+pub const NO_SUCH_NAMESPACE: &str = "ERR not found";
+/// `URL.FORGET` on a namespace without counting filters.
+pub const FORGET_UNSUPPORTED: &str = "ERR this namespace cannot forget URLs: create it with \
+     URL.RESERVE <ns> EXACT COUNTING";
+/// `SCAN` with a cursor that is not an unsigned integer.
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+
+/// Maps an engine error to its reply: the one place where [`urlseen_engine::Error`] becomes
+/// wire text.
+///
+/// A write refused after a failed write or fsync answers `MISCONF`, the code Redis uses when
+/// it cannot persist.
+pub fn engine_error(e: &urlseen_engine::Error) -> CommandError {
+    use urlseen_engine::Error as E;
+    let text = match e {
+        E::InvalidUrl(c) | E::InvalidUrlInBatch { source: c, .. } => return canon_error(c),
+        E::NamespaceExists(_) => return CommandError::custom(BF_ITEM_EXISTS),
+        E::NoSuchNamespace(_) => return CommandError::custom(NO_SUCH_NAMESPACE),
+        E::ForgetUnsupported(_) => return CommandError::custom(FORGET_UNSUPPORTED),
+        E::InvalidOption { name, reason } => format!("ERR invalid option {name}: {reason}"),
+        E::InvalidName { reason, .. } => format!("ERR invalid namespace name: {reason}"),
+        E::Poisoned { reason } => format!("MISCONF writes refused after a failed write: {reason}"),
+        other => format!("ERR {other}"),
+    };
+    CommandError::Custom(Cow::Owned(text))
+}
+
+/// The error element of a URL that cannot be canonicalized: `ERR invalid URL: …`.
+pub fn canon_error(e: &urlseen_canon::CanonError) -> CommandError {
+    let reason = e.to_string();
+    let text = if reason.starts_with("invalid URL") {
+        format!("ERR {reason}")
+    } else {
+        format!("ERR invalid URL: {reason}")
+    };
+    CommandError::Custom(Cow::Owned(text))
+}
+
 /// An error reply from a command. Its [`to_frame`](CommandError::to_frame) is the reply.
 ///
 /// Engine-backed commands map their domain errors to this type in one place (a `From` impl),

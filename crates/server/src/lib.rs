@@ -19,26 +19,34 @@
 //! - [`run`]: the accept loop with `maxclients`, idle timeout, query-buffer limit and graceful
 //!   shutdown.
 //! - [`Metrics`]: atomic counters and per-command latency histograms.
+//! - [`App`]: the engine's `Db` behind the `BF.*`, `URL.*` and keyspace commands
+//!   ([`dispatch()`] builds the full command table), where a namespace is a key.
+//! - [`http`]: `/healthz`, `/metrics` and a JSON API, with axum.
 //!
 //! # Serving
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use urlseen_server::{Config, Dispatch, run};
+//! use urlseen_server::{App, Config, dispatch, run};
 //!
-//! # async fn serve() -> std::io::Result<()> {
+//! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::default(); // 127.0.0.1:6380, no password, 10 000 clients
 //! let listener = tokio::net::TcpListener::bind(config.resp_addr).await?;
-//! let dispatch = Arc::new(Dispatch::new(())); // `()`: no engine, connection commands only
+//! let app = Arc::new(App::in_memory()); // or App::new(db, AppConfig { … })
+//! let dispatch = Arc::new(dispatch(app.clone()));
 //! let (_stop, stopped) = tokio::sync::oneshot::channel::<()>(); // fire `_stop` on SIGTERM
-//! run(listener, config, dispatch, async { let _ = stopped.await; }).await
+//! run(listener, config, dispatch, async { let _ = stopped.await; }).await?;
+//! app.shutdown()?; // every connection is drained: flush the engine
+//! # Ok(())
 //! # }
 //! ```
+//!
+//! `Dispatch::new(())` gives a server with the connection commands only.
 //!
 //! # Adding a command
 //!
 //! One file per command with a `const` [`CommandSpec`], a handler taking [`Ctx`] and
-//! [`Parse`], and one [`Dispatch::register`] call; see [`dispatch`] for a complete example. The
+//! [`Parse`], and one [`Dispatch::register`] call; see [`mod@dispatch`] for a complete example. The
 //! dispatcher checks the name, the arity and authentication before the handler runs, and counts
 //! the call; the handler parses its arguments, ends with [`Parse::finish`], and returns a
 //! [`Frame`] or a [`CommandError`], which becomes the exact Redis error reply.
@@ -53,6 +61,7 @@
 //! - Bulk data must be followed by CRLF: Redis skips two bytes blindly there, urlseen replies
 //!   `-ERR Protocol error: expected CRLF after bulk data` and closes.
 
+pub mod app;
 pub mod client;
 pub mod cmd;
 pub mod config;
@@ -61,19 +70,30 @@ pub mod dispatch;
 pub mod error;
 pub mod frame;
 pub mod glob;
+pub mod http;
 pub mod metrics;
 pub mod parse;
 pub mod request;
 pub mod server;
 
+pub use app::{App, AppConfig, BloomParams, KeyKind};
 pub use client::ConnState;
 pub use cmd::info::InfoSection;
 pub use config::{Config, Limits};
 pub use dispatch::{
-    ArgKind, ArgSpec, BoxFuture, Command, CommandResult, CommandSpec, Ctx, Dispatch, Handler,
+    ArgKind, ArgSpec, BatchHandler, BoxFuture, Command, CommandResult, CommandSpec, Ctx, Dispatch,
+    Handler,
 };
 pub use error::{CommandError, ProtocolError};
 pub use frame::{Frame, FrameError, Protocol};
 pub use metrics::{CommandStats, Metrics};
 pub use parse::Parse;
 pub use server::{ServerState, run};
+
+/// The full command table over `app`: the connection commands, `BF.*`, `URL.*` and the
+/// keyspace commands, with the engine's `INFO` sections.
+pub fn dispatch(app: std::sync::Arc<App>) -> Dispatch<std::sync::Arc<App>> {
+    let mut d = Dispatch::new(app);
+    cmd::register_engine(&mut d);
+    d
+}

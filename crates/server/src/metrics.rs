@@ -292,7 +292,7 @@ impl Metrics {
     }
 }
 
-fn escape(label: &str) -> String {
+pub(crate) fn escape(label: &str) -> String {
     label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 

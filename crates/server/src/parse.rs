@@ -91,14 +91,7 @@ impl Parse {
     /// # Errors
     /// As [`Parse::next_bytes`], and `ERR value is not a valid float`.
     pub fn next_f64(&mut self) -> Result<f64, CommandError> {
-        let arg = self.next_bytes()?;
-        std::str::from_utf8(&arg)
-            .ok()
-            .filter(|s| !s.is_empty() && !s.starts_with(char::is_whitespace))
-            .filter(|s| !s.ends_with(char::is_whitespace))
-            .and_then(|s| s.parse::<f64>().ok())
-            .filter(|x| !x.is_nan())
-            .ok_or(CommandError::NotFloat)
+        parse_f64(&self.next_bytes()?).ok_or(CommandError::NotFloat)
     }
 
     /// Takes the next argument if it is `keyword`, compared ASCII case-insensitively.
@@ -122,6 +115,16 @@ impl Parse {
     pub fn finish(self) -> Result<(), CommandError> {
         if self.is_empty() { Ok(()) } else { Err(CommandError::Syntax) }
     }
+}
+
+/// A float argument as Redis reads one: finite or infinite, not NaN, no surrounding spaces.
+pub fn parse_f64(arg: &[u8]) -> Option<f64> {
+    std::str::from_utf8(arg)
+        .ok()
+        .filter(|s| !s.is_empty() && !s.starts_with(char::is_whitespace))
+        .filter(|s| !s.ends_with(char::is_whitespace))
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|x| !x.is_nan())
 }
 
 impl Iterator for Parse {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -16,7 +17,7 @@ use tracing::{debug, error, info, warn};
 use crate::client::{ClientInfo, ClientRegistry, ConnState};
 use crate::config::{Config, UNAUTHENTICATED_MAX_QUERY_BUFFER};
 use crate::connection::{Connection, WRITE_CHUNK};
-use crate::dispatch::{Dispatch, Outcome};
+use crate::dispatch::{Dispatch, MAX_BATCH, Outcome};
 use crate::error::{MAX_CLIENTS, ProtocolError};
 use crate::metrics::Metrics;
 
@@ -263,25 +264,60 @@ where
     let config = &server.config;
     let metrics = &*server.metrics;
     let idle = config.idle_timeout.filter(|d| !d.is_zero());
+    // A request read ahead while collecting a batch, to run after it.
+    let mut pending: Option<Vec<Bytes>> = None;
     loop {
         loop {
-            match conn.next_request(&config.limits, state.is_authenticated()) {
-                Ok(Some(argv)) if argv.is_empty() => {}
-                Ok(Some(argv)) => {
-                    match dispatch.execute(server, state, argv).await {
-                        Outcome::Reply(reply) => conn.write_frame(&reply, state.protocol()),
-                        Outcome::Drop => return Ok(End::Drop),
-                    }
-                    if state.closing() {
-                        flush(conn, metrics, idle).await?;
-                        return Ok(End::Close);
-                    }
-                    if conn.pending_output() >= WRITE_CHUNK {
-                        flush(conn, metrics, idle).await?;
+            let argv = match pending.take() {
+                Some(argv) => argv,
+                None => match conn.next_request(&config.limits, state.is_authenticated()) {
+                    Ok(Some(argv)) if argv.is_empty() => continue,
+                    Ok(Some(argv)) => argv,
+                    Ok(None) => break,
+                    Err(e) => return fail(conn, state, metrics, idle, &e).await,
+                },
+            };
+            if let Some(index) = dispatch.batch_index(&argv) {
+                // Consecutive pipelined calls of a batchable command run as one batch. They
+                // change no connection state, so the requests after them parse as they would
+                // have one by one.
+                let mut batch = vec![argv];
+                let mut framing_error = None;
+                while batch.len() < MAX_BATCH {
+                    match conn.next_request(&config.limits, state.is_authenticated()) {
+                        Ok(Some(next)) if next.is_empty() => {}
+                        Ok(Some(next)) if dispatch.batch_index(&next) == Some(index) => {
+                            batch.push(next)
+                        }
+                        Ok(Some(next)) => {
+                            pending = Some(next);
+                            break;
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            framing_error = Some(e);
+                            break;
+                        }
                     }
                 }
-                Ok(None) => break,
-                Err(e) => return fail(conn, state, metrics, idle, &e).await,
+                for reply in dispatch.execute_batch(server, state, index, batch) {
+                    conn.write_frame(&reply, state.protocol());
+                }
+                if let Some(e) = framing_error {
+                    return fail(conn, state, metrics, idle, &e).await;
+                }
+            } else {
+                match dispatch.execute(server, state, argv).await {
+                    Outcome::Reply(reply) => conn.write_frame(&reply, state.protocol()),
+                    Outcome::Drop => return Ok(End::Drop),
+                }
+                if state.closing() {
+                    flush(conn, metrics, idle).await?;
+                    return Ok(End::Close);
+                }
+            }
+            if conn.pending_output() >= WRITE_CHUNK {
+                flush(conn, metrics, idle).await?;
             }
         }
         flush(conn, metrics, idle).await?;

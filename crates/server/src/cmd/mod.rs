@@ -1,19 +1,101 @@
-//! The built-in commands, one file each: the connection commands real clients send.
+//! The commands, one file each: the connection commands real clients send (built in to every
+//! [`Dispatch`]), and the engine's commands over an [`App`]: RedisBloom's `BF.*`, urlseen's
+//! `URL.*`, and the keyspace commands that make a namespace a key.
 //!
 //! Each file holds the command's `SPEC` (name, arity, flags, docs), its handler, and a
-//! `command()` constructor; `register_builtins` in this module is the one place that lists them.
+//! `command()` constructor; `register_builtins` and [`register_engine`] in this module are the
+//! places that list them.
 
 pub mod auth;
+pub mod bf_add;
+pub mod bf_card;
+pub mod bf_exists;
+pub mod bf_info;
+pub mod bf_insert;
+pub mod bf_madd;
+pub mod bf_mexists;
+pub mod bf_reserve;
 pub mod client;
 pub mod command;
+pub mod dbsize;
+pub mod del;
 pub mod echo;
+pub mod exists;
+pub mod flushall;
 pub mod hello;
 pub mod info;
+pub mod key_type;
+pub mod keys;
 pub mod ping;
 pub mod quit;
+pub mod scan;
 pub mod select;
+pub mod url_check;
+pub mod url_forget;
+pub mod url_info;
+pub mod url_reserve;
+pub mod url_seen;
 
+use std::sync::Arc;
+
+use crate::app::{App, rss_bytes};
 use crate::dispatch::Dispatch;
+use crate::server::ServerState;
+
+/// Adds the engine's commands and `INFO` sections (`keyspace`, `memory`) to `d`.
+pub fn register_engine(d: &mut Dispatch<Arc<App>>) {
+    d.register(bf_reserve::command())
+        .register(bf_add::command())
+        .register(bf_madd::command())
+        .register(bf_insert::command())
+        .register(bf_exists::command())
+        .register(bf_mexists::command())
+        .register(bf_info::command())
+        .register(bf_card::command())
+        .register(url_reserve::command())
+        .register(url_seen::command())
+        .register(url_check::command())
+        .register(url_forget::command())
+        .register(url_info::command())
+        .register(del::command())
+        .register(exists::command())
+        .register(keys::command())
+        .register(scan::command())
+        .register(key_type::command())
+        .register(dbsize::command())
+        .register(flushall::flushall())
+        .register(flushall::flushdb());
+    d.info_section("keyspace", true, keyspace);
+    d.info_section("memory", true, memory);
+}
+
+fn keyspace(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
+    let keys = app.db().namespace_names().len();
+    if keys > 0 {
+        out.field("db0", format_args!("keys={keys},expires=0,avg_ttl=0"));
+    }
+}
+
+fn memory(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
+    let used = app.memory_bytes();
+    out.field("used_memory", used)
+        .field("used_memory_human", human(used))
+        .field("used_memory_rss", rss_bytes().unwrap_or(0))
+        .field("maxmemory", 0)
+        .field("maxmemory_policy", "noeviction");
+}
+
+/// Bytes the way Redis' `used_memory_human` writes them: `1.50M`.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes}B") } else { format!("{value:.2}{}", UNITS[unit]) }
+}
 
 /// Adds every built-in command and `INFO` section to `d`.
 pub(crate) fn register_builtins<S>(d: &mut Dispatch<S>) {

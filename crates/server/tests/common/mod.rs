@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use urlseen_server::{Config, Dispatch, Frame, FrameError, Metrics, run};
+use urlseen_server::{App, Config, Dispatch, Frame, FrameError, Metrics, dispatch, run};
 
 /// How long any single wait in a test may take before it fails instead of hanging.
 pub const WAIT: Duration = Duration::from_secs(5);
@@ -29,6 +29,16 @@ impl TestServer {
     /// A server with the built-in commands only.
     pub async fn start(config: Config) -> TestServer {
         TestServer::start_with(config, Dispatch::new(())).await
+    }
+
+    /// A server with every command, over an in-memory engine.
+    pub async fn start_engine(config: Config) -> TestServer {
+        TestServer::start_with(config, dispatch(Arc::new(App::in_memory()))).await
+    }
+
+    /// A server with every command over `app`.
+    pub async fn start_app(config: Config, app: Arc<App>) -> TestServer {
+        TestServer::start_with(config, dispatch(app)).await
     }
 
     pub async fn start_with<S: Send + Sync + 'static>(
@@ -170,6 +180,13 @@ impl Client {
         self.send_cmd(args).await;
         let got = self.read_reply().await;
         assert_eq!(show(&got), show(reply), "reply to {args:?}");
+    }
+
+    /// Sends a command as a RESP array (binary-safe arguments) and asserts its exact reply.
+    pub async fn expect_bytes(&mut self, args: &[&[u8]], reply: &[u8]) {
+        self.send(&resp(args)).await;
+        let got = self.read_reply().await;
+        assert_eq!(show(&got), show(reply), "reply to {:?}", args);
     }
 
     /// Sends a command and returns its parsed reply.

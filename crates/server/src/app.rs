@@ -1,0 +1,703 @@
+//! [`App`]: the engine behind the commands, and the rules that make a namespace a Redis key.
+//!
+//! Every namespace of the engine's [`Db`] is a key. What a key *is* follows from the options
+//! stored with its namespace, so that nothing beside the engine's own state needs to be saved:
+//!
+//! | [`KeyKind`] | how it is made | items | `TYPE` |
+//! |---|---|---|---|
+//! | [`KeyKind::Bloom`] | `BF.RESERVE`, `BF.ADD`, `BF.INSERT`, or `URL.RESERVE … PROFILE none` | raw bytes (profile `none`) | `MBbloom--` (RedisBloom's type name) |
+//! | [`KeyKind::Url`] | `URL.RESERVE`, or `URL.SEEN` on a new key | URLs, canonicalized with the namespace's profile | `urlseen` |
+//!
+//! `URL.*` commands work on both kinds (a `Bloom` key simply does not canonicalize); `BF.*`
+//! commands on a `Url` key answer `WRONGTYPE`, because the same bytes would be hashed
+//! differently.
+//!
+//! A `NONSCALING` filter is a namespace whose split mode is [`SplitMode::Never`]; it refuses new
+//! items once it holds its capacity, like RedisBloom's. `EXPANSION` is the split fanout.
+//!
+//! # Durability
+//!
+//! The engine calls are synchronous and, in memory, take microseconds, so every command runs
+//! them on its connection's task. The seams for a durable `Db`:
+//!
+//! - the `Db` is built by the caller (`urlseen serve` opens it) and handed to [`App::new`];
+//! - write paths all go through [`App::insert`] (and [`App::forget`]): when an engine write
+//!   waits for a group commit, register the write commands with
+//!   [`Command::new_async`](crate::Command::new_async) and await the commit there (every App
+//!   method takes owned or `'static` data, so the call can also move into `spawn_blocking`);
+//! - [`App::shutdown`] is called once every connection is drained: flush and sync go there;
+//! - `/metrics` takes extra sources ([`crate::http::MetricsSource`]) for fsync latency.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use parking_lot::Mutex;
+use urlseen_canon::Canonicalizer;
+use urlseen_engine::tree::TreeParams;
+use urlseen_engine::{
+    CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, SplitMode, SplitPolicy,
+};
+
+use crate::error::{
+    BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, URL_NOT_UTF8, WRONGTYPE,
+    canon_error, engine_error,
+};
+
+/// What kind of value a key holds. See the [module docs](self).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// A RedisBloom-compatible filter of raw items (profile `none`).
+    Bloom,
+    /// A URL namespace that canonicalizes what it is given.
+    Url,
+}
+
+impl KeyKind {
+    /// The kind of a namespace, from its options.
+    pub fn of(ns: &Namespace) -> KeyKind {
+        if ns.options().canon.profile == Profile::None { KeyKind::Bloom } else { KeyKind::Url }
+    }
+
+    /// What `TYPE` answers: `MBbloom--` (RedisBloom's module type name, which clients and
+    /// tools recognise) or `urlseen`.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            KeyKind::Bloom => "MBbloom--",
+            KeyKind::Url => "urlseen",
+        }
+    }
+
+    /// The kind `SCAN … TYPE name` asks for (case-insensitive).
+    pub fn from_type_name(name: &[u8]) -> Option<KeyKind> {
+        [KeyKind::Bloom, KeyKind::Url]
+            .into_iter()
+            .find(|k| k.type_name().as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// The parameters of a RedisBloom filter: `BF.RESERVE key error_rate capacity [EXPANSION e]
+/// [NONSCALING]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BloomParams {
+    /// The false-positive bound.
+    pub error_rate: f64,
+    /// Items before the filter scales (or, non-scaling, refuses more).
+    pub capacity: u64,
+    /// RedisBloom's expansion; `None` for a `NONSCALING` filter.
+    pub expansion: Option<u32>,
+}
+
+impl Default for BloomParams {
+    /// RedisBloom's defaults for a filter `BF.ADD` creates: capacity 100, error rate 0.01,
+    /// expansion 2.
+    fn default() -> Self {
+        BloomParams { error_rate: 0.01, capacity: 100, expansion: Some(2) }
+    }
+}
+
+impl BloomParams {
+    /// The largest split fanout an expansion maps to.
+    pub const MAX_FANOUT: u32 = 1024;
+
+    /// The namespace options of such a filter: raw items (profile `none`), the expansion as the
+    /// split fanout (at least 2: a DSBF leaf splits into at least two children), and no splits
+    /// at all for `NONSCALING`.
+    pub fn options(&self) -> NamespaceOptions {
+        let fanout = self.expansion.unwrap_or(2).clamp(2, Self::MAX_FANOUT);
+        let mode = if self.expansion.is_some() { SplitMode::Background } else { SplitMode::Never };
+        NamespaceOptions {
+            capacity: self.capacity,
+            fpr: self.error_rate,
+            canon: CanonOptions::new(Profile::None),
+            split: SplitPolicy { fanout, mode, ..SplitPolicy::default() },
+            ..NamespaceOptions::default()
+        }
+    }
+}
+
+/// What the server's engine is configured with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppConfig {
+    /// The options of a namespace `URL.SEEN` (or the HTTP API) creates on first use, and the
+    /// base that `URL.RESERVE`'s arguments override.
+    pub url_defaults: NamespaceOptions,
+    /// The filter `BF.ADD`, `BF.MADD` and `BF.INSERT` create on first use.
+    pub bloom_defaults: BloomParams,
+    /// Most bytes of filters a namespace may take when it is created; a bigger one is refused
+    /// with `ERR Insufficient memory to create filter` (default 4 GiB). A namespace still grows
+    /// past it by splitting as it fills.
+    pub max_namespace_bytes: u64,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        AppConfig {
+            url_defaults: NamespaceOptions::default(),
+            bloom_defaults: BloomParams::default(),
+            max_namespace_bytes: 4 << 30,
+        }
+    }
+}
+
+/// What [`App::insert`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Inserted {
+    /// How many fingerprints were answered; less than all when a non-scaling filter filled up
+    /// and the caller asked to stop there.
+    pub done: usize,
+    /// Positions refused because a non-scaling filter is full (their answer is meaningless).
+    pub refused: Vec<usize>,
+}
+
+/// The engine state every command works on: the [`Db`] and the server's namespace defaults.
+/// Shared as `Arc<App>` by the RESP commands and the HTTP API.
+#[derive(Debug)]
+pub struct App {
+    db: Db,
+    config: AppConfig,
+    default_canon: Canonicalizer,
+    /// Serializes inserts into non-scaling filters, so that the capacity check and the insert
+    /// are one step and a full filter never takes one item too many.
+    nonscaling: Mutex<()>,
+    /// Bumped after every drop of a namespace: invalidates every [`NamespaceCache`].
+    generation: AtomicU64,
+}
+
+/// The namespace a connection used last (keyed by its name), so that a pipeline of commands on
+/// one namespace skips the `Db`'s lookup (a lock, a map search, a reference count). Kept in the
+/// connection's [`ConnState::extension`](crate::ConnState::extension); valid while no namespace
+/// was dropped since.
+#[derive(Debug, Default)]
+pub struct NamespaceCache {
+    entry: Option<(Bytes, u64, Arc<Namespace>)>,
+}
+
+impl App {
+    /// An app serving `db`.
+    pub fn new(db: Db, config: AppConfig) -> App {
+        let default_canon = Canonicalizer::new(config.url_defaults.canon.clone());
+        App { db, config, default_canon, nonscaling: Mutex::new(()), generation: AtomicU64::new(0) }
+    }
+
+    /// Runs an engine write that may wait for an fsync (a persistent `Db` under
+    /// `fsync = always`) without stalling the runtime: on a multi-threaded runtime the worker
+    /// hands its other tasks to another thread meanwhile, so other connections' writes keep
+    /// coming and share the next group commit. Anything else runs inline.
+    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        let waits_for_disk = self.db.path().is_some() && self.db.fsync() == Fsync::Always;
+        let multi_thread =
+            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if waits_for_disk && multi_thread { tokio::task::block_in_place(f) } else { f() }
+    }
+
+    /// An app over an in-memory `Db` with default settings (for tests and examples).
+    pub fn in_memory() -> App {
+        App::new(Db::in_memory(), AppConfig::default())
+    }
+
+    /// The `Db`.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AppConfig {
+        &self.config
+    }
+
+    /// The namespace a key names, if it exists (a key that is not UTF-8 names none).
+    pub fn namespace(&self, key: &[u8]) -> Option<Arc<Namespace>> {
+        std::str::from_utf8(key).ok().and_then(|name| self.db.namespace(name))
+    }
+
+    /// The namespace `key` through a connection's cache: on a miss, `lookup` finds (or
+    /// creates) it and the cache keeps it.
+    ///
+    /// # Errors
+    /// Whatever `lookup` returns.
+    pub fn cached<'c>(
+        &self,
+        cache: &'c mut NamespaceCache,
+        key: &Bytes,
+        lookup: impl FnOnce() -> Result<Option<Arc<Namespace>>, CommandError>,
+    ) -> Result<Option<&'c Arc<Namespace>>, CommandError> {
+        let generation = self.generation.load(Ordering::Acquire);
+        let hit = matches!(&cache.entry, Some((k, g, _)) if *g == generation && k == key);
+        if !hit {
+            cache.entry = lookup()?.map(|ns| (key.clone(), generation, ns));
+        }
+        Ok(cache.entry.as_ref().map(|(_, _, ns)| ns))
+    }
+
+    /// Marks every [`NamespaceCache`] stale; called after a namespace is dropped (never before:
+    /// a connection that reads the new generation must not find the dropped namespace).
+    fn invalidate_caches(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Creates the namespace `key` with `options`.
+    ///
+    /// # Errors
+    /// `ERR item exists`, an invalid name or option, or a namespace too big to create.
+    pub fn create(
+        &self,
+        key: &[u8],
+        options: NamespaceOptions,
+    ) -> Result<Arc<Namespace>, CommandError> {
+        let name =
+            std::str::from_utf8(key).map_err(|_| CommandError::custom(NAMESPACE_NOT_UTF8))?;
+        self.check_size(&options)?;
+        self.db.create_namespace(name, options).map_err(|e| engine_error(&e))
+    }
+
+    /// The namespace `key`, created with `options` if it does not exist.
+    ///
+    /// # Errors
+    /// As [`App::create`].
+    pub fn namespace_or_create(
+        &self,
+        key: &[u8],
+        options: impl FnOnce() -> NamespaceOptions,
+    ) -> Result<Arc<Namespace>, CommandError> {
+        if let Some(ns) = self.namespace(key) {
+            return Ok(ns);
+        }
+        match self.create(key, options()) {
+            // Another client created it in between: use theirs.
+            Err(e) if e == CommandError::custom(crate::error::BF_ITEM_EXISTS) => {
+                self.namespace(key).ok_or(e)
+            }
+            other => other,
+        }
+    }
+
+    /// The RedisBloom filter `key`: `None` if it does not exist and `create` is `None`.
+    ///
+    /// # Errors
+    /// `WRONGTYPE` if `key` is a URL namespace; as [`App::create`].
+    pub fn bloom(
+        &self,
+        key: &[u8],
+        create: Option<&BloomParams>,
+    ) -> Result<Option<Arc<Namespace>>, CommandError> {
+        let ns = match (self.namespace(key), create) {
+            (Some(ns), _) => ns,
+            (None, None) => return Ok(None),
+            (None, Some(params)) => self.namespace_or_create(key, || params.options())?,
+        };
+        if KeyKind::of(&ns) == KeyKind::Bloom {
+            Ok(Some(ns))
+        } else {
+            Err(CommandError::custom(WRONGTYPE))
+        }
+    }
+
+    /// The URL namespace `key`, created with [`AppConfig::url_defaults`] if it does not exist.
+    ///
+    /// # Errors
+    /// As [`App::create`].
+    pub fn url_namespace(&self, key: &[u8]) -> Result<Arc<Namespace>, CommandError> {
+        self.namespace_or_create(key, || self.config.url_defaults.clone())
+    }
+
+    fn check_size(&self, options: &NamespaceOptions) -> Result<(), CommandError> {
+        options.validate().map_err(|e| engine_error(&e))?;
+        let p = TreeParams::new(
+            options.capacity,
+            options.fpr,
+            options.effective_leaf_bits(),
+            options.seed,
+            options.split,
+        );
+        let bytes = u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8);
+        if bytes > self.config.max_namespace_bytes {
+            return Err(CommandError::custom(INSUFFICIENT_MEMORY));
+        }
+        Ok(())
+    }
+
+    /// Check-and-insert of fingerprints: `out[i]` is whether `fps[i]` was (maybe) seen.
+    ///
+    /// A scaling namespace takes the whole batch in one engine call. A non-scaling one refuses
+    /// a new item once it holds its capacity (an item it already holds still answers `true`);
+    /// with `stop_when_full` the batch ends at the first refusal, as RedisBloom's `BF.MADD` does.
+    ///
+    /// This is the write path of every command: in a persistent `Db` the engine call returns
+    /// once the records are as durable as the fsync policy says (under `always`, after the
+    /// group commit's fsync).
+    ///
+    /// # Errors
+    /// A failed write or fsync (`MISCONF …`): then no answer of the batch is an
+    /// acknowledgement, and the command fails as a whole.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn insert(
+        &self,
+        ns: &Namespace,
+        fps: &[u64],
+        out: &mut [bool],
+        stop_when_full: bool,
+    ) -> Result<Inserted, CommandError> {
+        assert_eq!(fps.len(), out.len(), "App::insert: one answer per fingerprint");
+        if ns.options().split.mode != SplitMode::Never {
+            if let ([fp], [answer]) = (fps, &mut *out) {
+                // One item (the common pipelined `URL.SEEN ns url`): the engine's single
+                // insert allocates nothing.
+                *answer = self.write(|| ns.seen_fingerprint(*fp)).map_err(|e| engine_error(&e))?;
+            } else {
+                self.write(|| ns.seen_fingerprints(fps, out)).map_err(|e| engine_error(&e))?;
+            }
+            return Ok(Inserted { done: fps.len(), refused: Vec::new() });
+        }
+        let capacity = ns.options().capacity;
+        let _one_at_a_time = self.nonscaling.lock();
+        let mut refused = Vec::new();
+        for (i, (&fp, answer)) in fps.iter().zip(out.iter_mut()).enumerate() {
+            if ns.contains_fingerprint(fp).map_err(|e| engine_error(&e))? {
+                *answer = true;
+            } else if ns.len() >= capacity {
+                refused.push(i);
+                if stop_when_full {
+                    return Ok(Inserted { done: i, refused });
+                }
+            } else {
+                *answer = self.write(|| ns.seen_fingerprint(fp)).map_err(|e| engine_error(&e))?;
+            }
+        }
+        Ok(Inserted { done: fps.len(), refused })
+    }
+
+    /// `URL.SEEN` (`write`) or `URL.CHECK`: one answer per URL, `Ok(seen)` or the error element
+    /// of a URL that cannot be canonicalized (the others go on). The valid URLs go to the
+    /// engine in one batch call.
+    ///
+    /// # Errors
+    /// As [`App::insert`]: a failed write fails the whole batch.
+    pub fn seen_urls<U: AsRef<[u8]>>(
+        &self,
+        ns: &Namespace,
+        urls: &[U],
+        write: bool,
+    ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
+        let fingerprint = |url: &[u8]| {
+            std::str::from_utf8(url)
+                .map_err(|_| CommandError::custom(URL_NOT_UTF8))
+                .and_then(|url| ns.fingerprint(url).map_err(|e| engine_error(&e)))
+        };
+        if let [url] = urls {
+            // One URL (the common pipelined `URL.SEEN ns url`): no batch bookkeeping.
+            let answer = match fingerprint(url.as_ref()) {
+                Err(e) => Err(e),
+                Ok(fp) if !write => ns.contains_fingerprint(fp).map_err(|e| engine_error(&e)),
+                Ok(fp) => {
+                    let mut seen = [false];
+                    if self.insert(ns, &[fp], &mut seen, false)?.refused.is_empty() {
+                        Ok(seen[0])
+                    } else {
+                        Err(CommandError::custom(BF_FULL))
+                    }
+                }
+            };
+            return Ok(vec![answer]);
+        }
+        let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
+        let mut fps = Vec::with_capacity(urls.len());
+        let mut positions = Vec::with_capacity(urls.len());
+        for (i, url) in urls.iter().enumerate() {
+            match fingerprint(url.as_ref()) {
+                Ok(fp) => {
+                    fps.push(fp);
+                    positions.push(i);
+                    answers.push(Ok(false));
+                }
+                Err(e) => answers.push(Err(e)),
+            }
+        }
+        let mut seen = vec![false; fps.len()];
+        if write {
+            for r in self.insert(ns, &fps, &mut seen, false)?.refused {
+                if let Some(&i) = positions.get(r)
+                    && let Some(answer) = answers.get_mut(i)
+                {
+                    *answer = Err(CommandError::custom(BF_FULL));
+                }
+            }
+        } else {
+            ns.contains_fingerprints(&fps, &mut seen).map_err(|e| engine_error(&e))?;
+        }
+        for (&i, &s) in positions.iter().zip(&seen) {
+            if let Some(Ok(answer)) = answers.get_mut(i) {
+                *answer = s;
+            }
+        }
+        Ok(answers)
+    }
+
+    /// `URL.CHECK` on a namespace that does not exist: nothing is seen, but URLs are still
+    /// validated, with the default profile.
+    pub fn check_urls_absent<U: AsRef<[u8]>>(&self, urls: &[U]) -> Vec<Result<bool, CommandError>> {
+        urls.iter()
+            .map(|url| {
+                let url = std::str::from_utf8(url.as_ref())
+                    .map_err(|_| CommandError::custom(URL_NOT_UTF8))?;
+                self.default_canon.canonicalize(url).map_err(|e| canon_error(&e))?;
+                Ok(false)
+            })
+            .collect()
+    }
+
+    /// `URL.FORGET`: one answer per URL (whether it was recorded), or the error element of an
+    /// invalid URL.
+    ///
+    /// # Errors
+    /// The namespace cannot forget (it has no counting filters), or a failed write: the whole
+    /// command fails.
+    pub fn forget<U: AsRef<[u8]>>(
+        &self,
+        ns: &Namespace,
+        urls: &[U],
+    ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
+        let mut answers = Vec::with_capacity(urls.len());
+        for url in urls {
+            let fp = std::str::from_utf8(url.as_ref())
+                .map_err(|_| CommandError::custom(URL_NOT_UTF8))
+                .and_then(|url| ns.fingerprint(url).map_err(|e| engine_error(&e)));
+            match fp {
+                Ok(fp) => {
+                    answers.push(Ok(ns.forget_fingerprint(fp).map_err(|e| engine_error(&e))?))
+                }
+                Err(e) => answers.push(Err(e)),
+            }
+        }
+        Ok(answers)
+    }
+
+    /// Drops the namespace `key` (`DEL`); whether it existed.
+    ///
+    /// # Errors
+    /// In a persistent `Db`, its files could not be removed.
+    pub fn drop_key(&self, key: &[u8]) -> Result<bool, CommandError> {
+        let Ok(name) = std::str::from_utf8(key) else { return Ok(false) };
+        let dropped = self.db.drop_namespace(name).map_err(|e| engine_error(&e));
+        self.invalidate_caches();
+        dropped
+    }
+
+    /// Drops every namespace (`FLUSHALL`); returns how many there were.
+    ///
+    /// # Errors
+    /// As [`App::drop_key`], for the first namespace that fails.
+    pub fn flush(&self) -> Result<usize, CommandError> {
+        let mut dropped = 0;
+        let mut result = Ok(());
+        for name in self.db.namespace_names() {
+            match self.db.drop_namespace(&name) {
+                Ok(true) => dropped += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    result = Err(engine_error(&e));
+                    break;
+                }
+            }
+        }
+        self.invalidate_caches();
+        result.map(|()| dropped)
+    }
+
+    /// Called once, after every connection is drained and before the process exits: writes a
+    /// snapshot of every namespace and syncs everything (a no-op in memory). It runs after the
+    /// RESP and HTTP servers have stopped, so no write can race it.
+    ///
+    /// # Errors
+    /// The engine's, e.g. a failed fsync; the caller exits non-zero then, since some
+    /// acknowledged writes under `everysec` may not be on disk.
+    pub fn shutdown(&self) -> Result<(), urlseen_engine::Error> {
+        self.db.wait_for_splits();
+        self.db.checkpoint()?;
+        self.db.sync()?;
+        tracing::info!(namespaces = self.db.namespace_names().len(), "engine flushed and synced");
+        Ok(())
+    }
+
+    /// Bytes of filters and logs over every namespace.
+    pub fn memory_bytes(&self) -> u64 {
+        self.db
+            .namespace_names()
+            .iter()
+            .filter_map(|name| self.db.namespace(name))
+            .map(|ns| ns.stats().memory_bytes)
+            .sum()
+    }
+
+    /// Appends the per-namespace gauges to `out`, in the Prometheus text format.
+    pub fn write_prometheus(&self, out: &mut String) {
+        let stats: Vec<_> = self
+            .db
+            .namespace_names()
+            .iter()
+            .filter_map(|name| self.db.namespace(name))
+            .map(|ns| (KeyKind::of(&ns), ns.stats()))
+            .collect();
+        let _ = writeln!(out, "# HELP urlseen_namespaces Namespaces (keys) in the database.");
+        let _ = writeln!(out, "# TYPE urlseen_namespaces gauge");
+        let _ = writeln!(out, "urlseen_namespaces {}", stats.len());
+        type Getter = fn(&urlseen_engine::NamespaceStats) -> f64;
+        let series: [(&str, &str, &str, Getter); 9] = [
+            ("urls", "gauge", "Distinct URLs (items) recorded.", |s| s.count as f64),
+            ("memory_bytes", "gauge", "Bytes of filters and fingerprint logs.", |s| {
+                s.memory_bytes as f64
+            }),
+            ("fpr_bound", "gauge", "The configured false-positive bound.", |s| s.fpr_bound),
+            (
+                "estimated_fpr",
+                "gauge",
+                "Estimated false-positive rate of a random query (mean over leaves).",
+                |s| s.mean_leaf_fpr,
+            ),
+            (
+                "worst_leaf_fpr",
+                "gauge",
+                "Estimated false-positive rate of the fullest leaf.",
+                |s| s.worst_leaf_fpr,
+            ),
+            ("leaves", "gauge", "Leaf filters.", |s| s.leaf_count as f64),
+            ("height", "gauge", "Depth of the deepest leaf.", |s| f64::from(s.height)),
+            ("splits_started_total", "counter", "Leaf splits begun.", |s| s.splits_started as f64),
+            ("splits_total", "counter", "Leaf splits completed.", |s| s.splits_done as f64),
+        ];
+        for (name, kind, help, get) in series {
+            let _ = writeln!(out, "# HELP urlseen_namespace_{name} {help}");
+            let _ = writeln!(out, "# TYPE urlseen_namespace_{name} {kind}");
+            for (key_kind, s) in &stats {
+                let _ = writeln!(
+                    out,
+                    "urlseen_namespace_{name}{{namespace=\"{}\",type=\"{}\"}} {}",
+                    crate::metrics::escape(&s.name),
+                    key_kind.type_name(),
+                    get(s)
+                );
+            }
+        }
+        type PGetter = fn(&urlseen_engine::PersistenceStats) -> f64;
+        let durable: [(&str, &str, &str, PGetter); 3] = [
+            ("log_bytes", "gauge", "Bytes in the fingerprint log.", |p| p.log_bytes as f64),
+            ("fsyncs_total", "counter", "Log fsyncs since open.", |p| p.syncs as f64),
+            ("fsync_seconds_total", "counter", "Time spent in log fsyncs since open.", |p| {
+                p.sync_micros as f64 / 1e6
+            }),
+        ];
+        if stats.iter().any(|(_, s)| s.persistence.is_some()) {
+            for (name, kind, help, get) in durable {
+                let _ = writeln!(out, "# HELP urlseen_namespace_{name} {help}");
+                let _ = writeln!(out, "# TYPE urlseen_namespace_{name} {kind}");
+                for (_, s) in &stats {
+                    if let Some(p) = &s.persistence {
+                        let _ = writeln!(
+                            out,
+                            "urlseen_namespace_{name}{{namespace=\"{}\",fsync=\"{}\"}} {}",
+                            crate::metrics::escape(&s.name),
+                            p.fsync,
+                            get(p)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The resident set size of this process in bytes, from `/proc/self/status` (Linux), or
+/// `None` elsewhere.
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bloom_params_map_to_namespace_options() {
+        let o = BloomParams { error_rate: 0.001, capacity: 500, expansion: Some(4) }.options();
+        assert_eq!((o.capacity, o.fpr, o.canon.profile), (500, 0.001, Profile::None));
+        assert_eq!((o.split.fanout, o.split.mode), (4, SplitMode::Background));
+        let o = BloomParams { expansion: Some(1), ..BloomParams::default() }.options();
+        assert_eq!(o.split.fanout, 2, "a DSBF splits into at least two children");
+        let o = BloomParams { expansion: Some(1 << 20), ..BloomParams::default() }.options();
+        assert_eq!(o.split.fanout, BloomParams::MAX_FANOUT);
+        let o = BloomParams { expansion: None, ..BloomParams::default() }.options();
+        assert_eq!(o.split.mode, SplitMode::Never);
+    }
+
+    #[test]
+    fn a_nonscaling_filter_refuses_past_its_capacity() {
+        let app = App::in_memory();
+        let params = BloomParams { error_rate: 0.01, capacity: 3, expansion: None };
+        let ns = app.bloom(b"f", Some(&params)).unwrap().unwrap();
+        let fps: Vec<u64> = (0..5).map(|i| ns.fingerprint_bytes(&[i])).collect();
+        let mut out = [false; 5];
+        let r = app.insert(&ns, &fps, &mut out, true).unwrap();
+        assert_eq!(r, Inserted { done: 3, refused: vec![3] });
+        assert_eq!(out, [false, false, false, false, false]);
+        let mut out = [false; 5];
+        let r = app.insert(&ns, &fps, &mut out, false).unwrap();
+        assert_eq!(r, Inserted { done: 5, refused: vec![3, 4] });
+        assert_eq!(&out[..3], &[true, true, true]);
+        assert_eq!(ns.len(), 3);
+    }
+
+    #[test]
+    fn kinds_and_wrongtype() {
+        let app = App::in_memory();
+        app.url_namespace(b"jobs").unwrap();
+        assert_eq!(app.bloom(b"jobs", None).unwrap_err(), CommandError::custom(WRONGTYPE));
+        assert!(app.bloom(b"nope", None).unwrap().is_none());
+        let bf = app.bloom(b"bf", Some(&BloomParams::default())).unwrap().unwrap();
+        assert_eq!(KeyKind::of(&bf), KeyKind::Bloom);
+        assert_eq!(KeyKind::from_type_name(b"mbbloom--"), Some(KeyKind::Bloom));
+        assert_eq!(KeyKind::from_type_name(b"URLSEEN"), Some(KeyKind::Url));
+        assert_eq!(
+            app.create(&[0xff], NamespaceOptions::default()).unwrap_err(),
+            CommandError::custom(NAMESPACE_NOT_UTF8)
+        );
+    }
+
+    #[test]
+    fn the_namespace_cache_forgets_dropped_namespaces() {
+        let app = App::in_memory();
+        let key = Bytes::from_static(b"jobs");
+        let mut cache = NamespaceCache::default();
+        let first = app
+            .cached(&mut cache, &key, || app.url_namespace(&key).map(Some))
+            .unwrap()
+            .unwrap()
+            .clone();
+        let again = app.cached(&mut cache, &key, || panic!("a hit")).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, again));
+        assert!(app.drop_key(&key).unwrap());
+        let fresh =
+            app.cached(&mut cache, &key, || app.url_namespace(&key).map(Some)).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&first, fresh));
+        app.flush().unwrap();
+        assert!(app.cached(&mut cache, &key, || Ok(app.namespace(&key))).unwrap().is_none());
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused() {
+        let app = App::in_memory();
+        let params = BloomParams { capacity: 1 << 50, ..BloomParams::default() };
+        assert_eq!(
+            app.bloom(b"huge", Some(&params)).unwrap_err(),
+            CommandError::custom(INSUFFICIENT_MEMORY)
+        );
+        assert!(app.db().namespace("huge").is_none());
+    }
+}

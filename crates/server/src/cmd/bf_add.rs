@@ -1,0 +1,53 @@
+//! `BF.ADD key item`: adds an item, creating the filter with the defaults (capacity 100, error
+//! rate 0.01, expansion 2) if the key does not exist.
+//!
+//! ```text
+//! > BF.ADD seen item1
+//! :1                 (#t in RESP3: the item is new)
+//! > BF.ADD seen item1
+//! :0                 (#f: it was (maybe) there already)
+//! > BF.ADD fixed one-too-many
+//! -ERR non scaling filter is full
+//! ```
+
+use std::sync::Arc;
+
+use crate::app::{App, KeyKind, NamespaceCache};
+use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
+use crate::error::{BF_FULL, BF_NOT_FOUND, CommandError, WRONGTYPE};
+use crate::frame::Frame;
+use crate::parse::Parse;
+
+/// The spec of `BF.ADD`.
+pub const SPEC: CommandSpec = CommandSpec::new("bf.add", 3)
+    .flags(&["write", "denyoom"])
+    .keys(1, 1, 1)
+    .acl(&["@write", "@bloom"])
+    .group("bf")
+    .summary("Adds an item to a Bloom Filter")
+    .since("1.0.0")
+    .args(&[ArgSpec::new("key", ArgKind::Key), ArgSpec::new("item", ArgKind::String)]);
+
+/// The `BF.ADD` command.
+pub fn command() -> Command<Arc<App>> {
+    Command::sync(SPEC, bf_add)
+}
+
+fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
+    let key = args.next_bytes()?;
+    let item = args.next_bytes()?;
+    args.finish()?;
+    let app = ctx.app;
+    let cache = ctx.conn.extension::<NamespaceCache>();
+    let ns = app
+        .cached(cache, &key, || app.bloom(&key, Some(&app.config().bloom_defaults)))?
+        .ok_or(CommandError::custom(BF_NOT_FOUND))?;
+    if KeyKind::of(ns) != KeyKind::Bloom {
+        return Err(CommandError::custom(WRONGTYPE));
+    }
+    let mut seen = [false];
+    if app.insert(ns, &[ns.fingerprint_bytes(&item)], &mut seen, true)?.done == 0 {
+        return Err(CommandError::custom(BF_FULL));
+    }
+    Ok(Frame::Boolean(!seen[0]))
+}

@@ -1,0 +1,119 @@
+//! `URL.INFO ns`: the namespace's statistics: what it holds, its memory, its measured fill and
+//! estimated false-positive rate, the shape of its tree. A map in RESP3, a flat array of
+//! name/value pairs in RESP2.
+//!
+//! ```text
+//! > URL.INFO jobs
+//!  1) "name"             "jobs"
+//!  3) "type"             "urlseen"           (MBbloom-- for a raw, RedisBloom-style filter)
+//!  5) "profile"          "crawler"
+//!  7) "count"            (integer) 3          distinct URLs recorded
+//!  9) "capacity"         (integer) 1000000    as created (not a cap)
+//! 11) "memory_bytes"     (integer) 2097288    filters + fingerprint logs
+//! 13) "fpr_bound"        "0.01"               the error bound every leaf is kept under
+//! 15) "estimated_fpr"    "1.31e-15"           FPR of a random query (mean over leaves)
+//! 17) "worst_leaf_fpr"   "1.75e-15"           FPR of the fullest leaf
+//! 19) "fill_ratio"       "1.07e-6"            measured fraction of bits set (mean over leaves)
+//! 21) "leaves"           (integer) 2
+//! 23) "height"           (integer) 1
+//! 25) "inner_nodes" … "splitting_nodes" … "splits_started" … "splits_done" … "split_fanout"
+//!     … "split_mode" … "initial_leaves" … "leaf_bits" … "leaf_hashes" … "leaf_capacity"
+//!     … "exact" … "counting" … "seed" … "leaves_per_depth" (array, index = depth)
+//!     … "persistence" (null in memory; else a map: fsync, log_bytes, fsyncs, fsync_micros,
+//!     snapshot_offset)
+//! > URL.INFO nope
+//! -ERR not found
+//! ```
+//!
+//! Doubles are RESP3 doubles (bulk strings in RESP2); `exact` and `counting` are booleans
+//! (`:1`/`:0` in RESP2).
+
+use std::sync::Arc;
+
+use urlseen_engine::SplitMode;
+
+use crate::app::{App, KeyKind};
+use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
+use crate::error::{CommandError, NO_SUCH_NAMESPACE};
+use crate::frame::Frame;
+use crate::parse::Parse;
+
+/// The spec of `URL.INFO`.
+pub const SPEC: CommandSpec = CommandSpec::new("url.info", 2)
+    .flags(&["readonly"])
+    .keys(1, 1, 1)
+    .acl(&["@read"])
+    .group("url")
+    .summary("Returns a namespace's count, memory, fill, estimated error rate and tree shape")
+    .since("0.1.0")
+    .args(&[ArgSpec::new("ns", ArgKind::Key)]);
+
+/// The `URL.INFO` command.
+pub fn command() -> Command<Arc<App>> {
+    Command::sync(SPEC, url_info)
+}
+
+fn int(n: impl TryInto<i64>) -> Frame {
+    n.try_into().map_or(Frame::Integer(i64::MAX), Frame::Integer)
+}
+
+fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
+    let key = args.next_bytes()?;
+    args.finish()?;
+    let ns = ctx.app.namespace(&key).ok_or(CommandError::custom(NO_SUCH_NAMESPACE))?;
+    let s = ns.stats();
+    let o = ns.options();
+    let fill = if s.leaves.is_empty() {
+        0.0
+    } else {
+        s.leaves.iter().map(|l| l.fill_ratio).sum::<f64>() / s.leaves.len() as f64
+    };
+    let mode = match o.split.mode {
+        SplitMode::Background => "background",
+        SplitMode::Inline => "inline",
+        SplitMode::Never => "never",
+    };
+    let seed = i64::try_from(s.seed)
+        .map_or_else(|_| Frame::BigNumber(s.seed.to_string().into()), Frame::Integer);
+    let fields: Vec<(&'static str, Frame)> = vec![
+        ("name", Frame::bulk(s.name.clone())),
+        ("type", Frame::bulk(KeyKind::of(&ns).type_name())),
+        ("profile", Frame::bulk(s.profile)),
+        ("count", int(s.count)),
+        ("capacity", int(o.capacity)),
+        ("memory_bytes", int(s.memory_bytes)),
+        ("fpr_bound", Frame::Double(s.fpr_bound)),
+        ("estimated_fpr", Frame::Double(s.mean_leaf_fpr)),
+        ("worst_leaf_fpr", Frame::Double(s.worst_leaf_fpr)),
+        ("fill_ratio", Frame::Double(fill)),
+        ("leaves", int(s.leaf_count)),
+        ("height", int(s.height)),
+        ("inner_nodes", int(s.inner_nodes)),
+        ("splitting_nodes", int(s.splitting_nodes)),
+        ("splits_started", int(s.splits_started)),
+        ("splits_done", int(s.splits_done)),
+        ("split_fanout", int(s.split_fanout)),
+        ("split_mode", Frame::bulk(mode)),
+        ("initial_leaves", int(s.initial_leaves)),
+        ("leaf_bits", int(s.leaf_bits)),
+        ("leaf_hashes", int(s.leaf_hashes)),
+        ("leaf_capacity", int(s.leaf_capacity)),
+        ("exact", Frame::Boolean(o.exact)),
+        ("counting", Frame::Boolean(o.counting)),
+        ("seed", seed),
+        ("leaves_per_depth", Frame::Array(s.leaves_per_depth.iter().map(|&n| int(n)).collect())),
+        (
+            "persistence",
+            s.persistence.as_ref().map_or(Frame::Null, |p| {
+                Frame::Map(vec![
+                    (Frame::bulk("fsync"), Frame::bulk(p.fsync)),
+                    (Frame::bulk("log_bytes"), int(p.log_bytes)),
+                    (Frame::bulk("fsyncs"), int(p.syncs)),
+                    (Frame::bulk("fsync_micros"), int(p.sync_micros)),
+                    (Frame::bulk("snapshot_offset"), int(p.snapshot_offset)),
+                ])
+            }),
+        ),
+    ];
+    Ok(Frame::Map(fields.into_iter().map(|(k, v)| (Frame::bulk(k), v)).collect()))
+}

@@ -1,0 +1,85 @@
+//! `URL.RESERVE ns [CAPACITY n] [ERROR p] [PROFILE name] [EXACT] [COUNTING]`: creates a URL
+//! namespace.
+//!
+//! ```text
+//! > URL.RESERVE jobs CAPACITY 10000000 ERROR 0.001 PROFILE w3lib
+//! +OK
+//! > URL.RESERVE jobs
+//! -ERR item exists
+//! > URL.RESERVE x PROFILE nope
+//! -ERR unknown profile (expected one of crawler, w3lib, safebrowsing, none)
+//! > URL.RESERVE x ERROR 2
+//! -ERR invalid option fpr: must be between 0 and 1 (exclusive), got 2
+//! ```
+//!
+//! Options may come in any order; what is left out comes from the server's defaults (capacity
+//! 1 000 000, error 0.01, profile `crawler` unless configured otherwise). `CAPACITY` sizes the
+//! namespace, it is not a cap: the DSBF splits past it and keeps the error bound. `PROFILE`
+//! picks the canonicalization (`crawler`, `w3lib`, `safebrowsing`, `none`: raw bytes, which
+//! makes the key a RedisBloom-compatible filter). `EXACT` confirms every positive against a
+//! fingerprint store (no false positives beyond 64-bit fingerprint collisions); `COUNTING`
+//! (implies `EXACT`) lets `URL.FORGET` work.
+
+use std::sync::Arc;
+
+use urlseen_engine::Profile;
+
+use crate::app::App;
+use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
+use crate::error::{CommandError, UNKNOWN_PROFILE, URL_BAD_CAPACITY, URL_BAD_ERROR_RATE};
+use crate::frame::Frame;
+use crate::parse::Parse;
+
+/// The spec of `URL.RESERVE`.
+pub const SPEC: CommandSpec = CommandSpec::new("url.reserve", -2)
+    .flags(&["write", "denyoom", "fast"])
+    .keys(1, 1, 1)
+    .acl(&["@write", "@fast"])
+    .group("url")
+    .summary("Creates a URL namespace with its size, error bound and canonicalization profile")
+    .since("0.1.0")
+    .args(&[
+        ArgSpec::new("ns", ArgKind::Key),
+        ArgSpec::new("capacity", ArgKind::Integer).token("CAPACITY").optional(),
+        ArgSpec::new("error", ArgKind::Double).token("ERROR").optional(),
+        ArgSpec::new("profile", ArgKind::String).token("PROFILE").optional(),
+        ArgSpec::new("exact", ArgKind::PureToken).token("EXACT").optional(),
+        ArgSpec::new("counting", ArgKind::PureToken).token("COUNTING").optional(),
+    ]);
+
+/// The `URL.RESERVE` command.
+pub fn command() -> Command<Arc<App>> {
+    Command::sync(SPEC, url_reserve)
+}
+
+fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
+    let key = args.next_bytes()?;
+    let mut options = ctx.app.config().url_defaults.clone();
+    while let Some(arg) = args.next() {
+        let is = |kw: &str| arg.eq_ignore_ascii_case(kw.as_bytes());
+        if is("CAPACITY") {
+            let n = args.next_int().map_err(|_| CommandError::custom(URL_BAD_CAPACITY))?;
+            options.capacity = u64::try_from(n)
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or(CommandError::custom(URL_BAD_CAPACITY))?;
+        } else if is("ERROR") {
+            options.fpr = args.next_f64().map_err(|_| CommandError::custom(URL_BAD_ERROR_RATE))?;
+        } else if is("PROFILE") {
+            let name = args.next_bytes()?;
+            options.canon.profile = std::str::from_utf8(&name)
+                .ok()
+                .and_then(|name| name.parse::<Profile>().ok())
+                .ok_or(CommandError::custom(UNKNOWN_PROFILE))?;
+        } else if is("EXACT") {
+            options.exact = true;
+        } else if is("COUNTING") {
+            options.counting = true;
+            options.exact = true;
+        } else {
+            return Err(CommandError::Syntax);
+        }
+    }
+    ctx.app.create(&key, options)?;
+    Ok(Frame::ok())
+}

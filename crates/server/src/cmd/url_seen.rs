@@ -1,0 +1,113 @@
+//! `URL.SEEN ns url [url …]`: check-and-insert, the crawler's question. One integer per URL:
+//! `1` seen before (or a false positive, with probability at most the namespace's error
+//! bound), `0` new and now recorded.
+//!
+//! ```text
+//! > URL.SEEN jobs https://a.example/x HTTPS://A.EXAMPLE:443/x#top /relative
+//! *3
+//! :0
+//! :1                          (the same page, spelled differently)
+//! -ERR invalid URL: relative URL (no scheme such as "https:"): resolve it against …
+//! ```
+//!
+//! Each URL is canonicalized with the namespace's profile. An invalid URL gets an error
+//! element in its position and the others go on; the valid ones go to the engine in one batch.
+//! A namespace that does not exist is created with the server's defaults. The reply is an
+//! array of integers in RESP3 too. On a full `NONSCALING` filter each new URL gets
+//! `-ERR non scaling filter is full`.
+//!
+//! Pipelined `URL.SEEN` calls on one connection run as one engine batch (up to 512 calls), with
+//! the same answers as one by one: a pipeline of single-URL calls costs about what one call with
+//! all the URLs costs.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::app::{App, NamespaceCache};
+use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
+use crate::error::{CommandError, NO_SUCH_NAMESPACE};
+use crate::frame::Frame;
+use crate::parse::Parse;
+
+/// The spec of `URL.SEEN`.
+pub const SPEC: CommandSpec = CommandSpec::new("url.seen", -3)
+    .flags(&["write", "denyoom", "fast"])
+    .keys(1, 1, 1)
+    .acl(&["@write", "@fast"])
+    .group("url")
+    .summary("Checks and records URLs: 1 for each seen before, 0 for each new")
+    .since("0.1.0")
+    .args(&[ArgSpec::new("ns", ArgKind::Key), ArgSpec::new("url", ArgKind::String).multiple()]);
+
+/// The `URL.SEEN` command.
+pub fn command() -> Command<Arc<App>> {
+    Command::sync(SPEC, url_seen).batched(url_seen_batch)
+}
+
+fn url_seen(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
+    let key = args.next_bytes()?;
+    let rest = args.into_rest();
+    let urls = rest.as_slice();
+    let app = ctx.app;
+    let cache = ctx.conn.extension::<NamespaceCache>();
+    let Some(ns) = app.cached(cache, &key, || app.url_namespace(&key).map(Some))? else {
+        return Err(CommandError::custom(NO_SUCH_NAMESPACE));
+    };
+    Ok(answers(app.seen_urls(ns, urls, true)?))
+}
+
+/// Pipelined `URL.SEEN` calls: each run of calls on the same namespace is one engine batch,
+/// which answers exactly as the calls one by one would (a URL repeated in a later call of the
+/// run is seen).
+fn url_seen_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult> {
+    let app = ctx.app;
+    let cache = ctx.conn.extension::<NamespaceCache>();
+    let mut results = Vec::with_capacity(calls.len());
+    let mut calls = calls.into_iter().peekable();
+    while let Some(mut call) = calls.next() {
+        let key = match call.next_bytes() {
+            Ok(key) => key,
+            Err(e) => {
+                results.push(Err(e));
+                continue;
+            }
+        };
+        let mut urls: Vec<Bytes> = call.into_rest().collect();
+        let mut counts = vec![urls.len()];
+        while let Some(mut next) = calls.next_if(|next| next.peek() == Some(&key)) {
+            next.next();
+            let before = urls.len();
+            urls.extend(next.into_rest());
+            counts.push(urls.len() - before);
+        }
+        let answered = match app.cached(cache, &key, || app.url_namespace(&key).map(Some)) {
+            Ok(Some(ns)) => app.seen_urls(ns, &urls, true),
+            Ok(None) => Err(CommandError::custom(NO_SUCH_NAMESPACE)),
+            Err(e) => Err(e),
+        };
+        match answered {
+            Ok(all) => {
+                let mut all = all.into_iter();
+                for count in counts {
+                    results.push(Ok(answers(all.by_ref().take(count).collect())));
+                }
+            }
+            Err(e) => results.extend(counts.iter().map(|_| Err(e.clone()))),
+        }
+    }
+    results
+}
+
+/// The reply of `URL.SEEN`, `URL.CHECK` and `URL.FORGET`: an integer or an error per URL.
+pub(crate) fn answers(answers: Vec<Result<bool, CommandError>>) -> Frame {
+    Frame::Array(
+        answers
+            .into_iter()
+            .map(|a| match a {
+                Ok(yes) => Frame::Integer(i64::from(yes)),
+                Err(e) => e.to_frame(),
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,336 @@
+//! RedisBloom-compatible `BF.*` commands, byte for byte: replies, RedisBloom's error strings,
+//! RESP3 shapes, pipelining.
+
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestServer, resp};
+use urlseen_server::{Config, Frame};
+
+const WRONGTYPE: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+
+#[tokio::test]
+async fn reserve_and_its_errors() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.RESERVE", "bf", "0.01", "1000"], b"+OK\r\n").await;
+    c.expect(&["bf.reserve", "bf", "0.01", "1000"], b"-ERR item exists\r\n").await;
+    let arity = b"-ERR wrong number of arguments for 'bf.reserve' command\r\n";
+    c.expect(&["BF.RESERVE", "x"], arity).await;
+    c.expect(&["BF.RESERVE", "x", "0.01"], arity).await;
+    c.expect(&["BF.RESERVE", "x", "0.01", "10", "a", "b", "c", "d"], arity).await;
+    c.expect(&["BF.RESERVE", "x", "abc", "10"], b"-ERR bad error rate\r\n").await;
+    for rate in ["0", "1", "7.7", "-0.01"] {
+        c.expect(&["BF.RESERVE", "x", rate, "10"], b"-ERR (0 < error rate range < 1) \r\n").await;
+    }
+    c.expect(&["BF.RESERVE", "x", "0.01", "abc"], b"-ERR bad capacity\r\n").await;
+    c.expect(&["BF.RESERVE", "x", "0.01", "1.5"], b"-ERR bad capacity\r\n").await;
+    for cap in ["0", "-5"] {
+        c.expect(&["BF.RESERVE", "x", "0.01", cap], b"-ERR (capacity should be larger than 0)\r\n")
+            .await;
+    }
+    c.expect(&["BF.RESERVE", "x", "0.01", "10", "EXPANSION"], b"-ERR no expansion\r\n").await;
+    c.expect(&["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "abc"], b"-ERR bad expansion\r\n")
+        .await;
+    c.expect(
+        &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "0"],
+        b"-ERR expansion should be greater or equal to 1\r\n",
+    )
+    .await;
+    c.expect(
+        &["BF.RESERVE", "x", "0.01", "10", "NONSCALING", "EXPANSION", "2"],
+        b"-Nonscaling filters cannot expand\r\n",
+    )
+    .await;
+    c.expect(&["BF.RESERVE", "x", "0.01", "10", "NOPE"], b"-ERR syntax error\r\n").await;
+    c.expect(
+        &["BF.RESERVE", "huge", "0.01", "1000000000000000"],
+        b"-ERR Insufficient memory to create filter\r\n",
+    )
+    .await;
+    c.expect(&["BF.RESERVE", "exp", "0.01", "10", "expansion", "4"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "exp", "EXPANSION"], b"*1\r\n:4\r\n").await;
+    c.expect(&["BF.RESERVE", "fixed", "0.01", "10", "nonscaling"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "fixed", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    // None of the failed ones exists.
+    c.expect(&["EXISTS", "x", "huge"], b":0\r\n").await;
+}
+
+#[tokio::test]
+async fn add_madd_exists_mexists_card() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.ADD", "test", "foo"], b":1\r\n").await;
+    c.expect(&["BF.ADD", "test", "foo"], b":0\r\n").await;
+    c.expect(&["BF.EXISTS", "test", "foo"], b":1\r\n").await;
+    c.expect(&["BF.EXISTS", "test", "bar"], b":0\r\n").await;
+    c.expect(&["BF.MADD", "test", "foo", "bar", "baz", "bar"], b"*4\r\n:0\r\n:1\r\n:1\r\n:0\r\n")
+        .await;
+    c.expect(&["BF.MEXISTS", "test", "nonexist", "foo", "baz"], b"*3\r\n:0\r\n:1\r\n:1\r\n").await;
+    c.expect(&["BF.CARD", "test"], b":3\r\n").await;
+    // A key that does not exist holds nothing.
+    c.expect(&["BF.EXISTS", "nokey", "foo"], b":0\r\n").await;
+    c.expect(&["BF.MEXISTS", "nokey", "foo", "bar"], b"*2\r\n:0\r\n:0\r\n").await;
+    c.expect(&["BF.CARD", "nokey"], b":0\r\n").await;
+    c.expect(&["EXISTS", "nokey"], b":0\r\n").await;
+    // BF.ADD creates a filter with RedisBloom's defaults.
+    c.expect(&["BF.INFO", "test", "CAPACITY"], b"*1\r\n:100\r\n").await;
+    c.expect(&["BF.INFO", "test", "expansion"], b"*1\r\n:2\r\n").await;
+    // Arity.
+    for (cmd, args) in [
+        ("bf.add", &["BF.ADD", "test"][..]),
+        ("bf.add", &["BF.ADD", "test", "a", "b"][..]),
+        ("bf.madd", &["BF.MADD", "test"][..]),
+        ("bf.exists", &["BF.EXISTS", "test", "a", "b"][..]),
+        ("bf.mexists", &["BF.MEXISTS", "test"][..]),
+        ("bf.card", &["BF.CARD"][..]),
+    ] {
+        c.expect(
+            args,
+            format!("-ERR wrong number of arguments for '{cmd}' command\r\n").as_bytes(),
+        )
+        .await;
+    }
+    // Items are binary-safe bytes, not URLs.
+    c.expect_bytes(&[b"BF.ADD", b"test", b"\x00\xff\r\n"], b":1\r\n").await;
+    c.expect_bytes(&[b"BF.EXISTS", b"test", b"\x00\xff\r\n"], b":1\r\n").await;
+    c.expect_bytes(&[b"BF.EXISTS", b"test", b"\x00\xff\r"], b":0\r\n").await;
+    c.expect(&["BF.ADD", "test", ""], b":1\r\n").await;
+    c.expect(&["BF.EXISTS", "test", ""], b":1\r\n").await;
+    // A key must be UTF-8 to name a namespace.
+    c.expect_bytes(
+        &[b"BF.ADD", b"\xff", b"x"],
+        b"-ERR invalid namespace name: it is not valid UTF-8\r\n",
+    )
+    .await;
+    c.expect_bytes(&[b"BF.EXISTS", b"\xff", b"x"], b":0\r\n").await;
+}
+
+#[tokio::test]
+async fn info_fields() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.RESERVE", "bf", "0.001", "100"], b"+OK\r\n").await;
+    c.expect(&["BF.MADD", "bf", "a", "b"], b"*2\r\n:1\r\n:1\r\n").await;
+    let Frame::Array(info) = c.call(&["BF.INFO", "bf"]).await else { panic!("not an array") };
+    assert_eq!(info.len(), 10);
+    let names: Vec<&Frame> = info.iter().step_by(2).collect();
+    assert_eq!(
+        names,
+        [
+            &Frame::simple("Capacity"),
+            &Frame::simple("Size"),
+            &Frame::simple("Number of filters"),
+            &Frame::simple("Number of items inserted"),
+            &Frame::simple("Expansion rate")
+        ]
+    );
+    assert_eq!(info[1], Frame::Integer(100));
+    let Frame::Integer(size) = info[3] else { panic!("size") };
+    assert!(size > 0);
+    assert_eq!(info[5], Frame::Integer(1));
+    assert_eq!(info[7], Frame::Integer(2));
+    assert_eq!(info[9], Frame::Integer(2));
+    c.expect(&["BF.INFO", "bf", "SIZE"], format!("*1\r\n:{size}\r\n").as_bytes()).await;
+    c.expect(&["BF.INFO", "bf", "filters"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.INFO", "bf", "Items"], b"*1\r\n:2\r\n").await;
+    c.expect(&["BF.INFO", "bf", "wrong_value"], b"-Invalid information value\r\n").await;
+    c.expect(
+        &["BF.INFO", "bf", "capacity", "size"],
+        b"-ERR wrong number of arguments for 'bf.info' command\r\n",
+    )
+    .await;
+    c.expect(&["BF.INFO", "nokey"], b"-ERR not found\r\n").await;
+    c.expect(&["BF.INFO"], b"-ERR wrong number of arguments for 'bf.info' command\r\n").await;
+}
+
+#[tokio::test]
+async fn nonscaling_filters_fill_up_like_redisbloom() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(
+        &["BF.INSERT", "ns", "CAPACITY", "3", "NONSCALING", "ITEMS", "a", "b", "c"],
+        b"*3\r\n:1\r\n:1\r\n:1\r\n",
+    )
+    .await;
+    // Items it holds still answer 0; the first new one ends the reply with the error.
+    c.expect(
+        &["BF.INSERT", "ns", "ITEMS", "a", "b", "c", "d", "d"],
+        b"*4\r\n:0\r\n:0\r\n:0\r\n-ERR non scaling filter is full\r\n",
+    )
+    .await;
+    c.expect(&["BF.MADD", "ns", "a", "e"], b"*2\r\n:0\r\n-ERR non scaling filter is full\r\n")
+        .await;
+    c.expect(&["BF.ADD", "ns", "e"], b"-ERR non scaling filter is full\r\n").await;
+    c.expect(&["BF.ADD", "ns", "a"], b":0\r\n").await;
+    c.expect(&["BF.EXISTS", "ns", "d"], b":0\r\n").await;
+    c.expect(&["BF.CARD", "ns"], b":3\r\n").await;
+    let Frame::Array(info) = c.call(&["BF.INFO", "ns"]).await else { panic!("not an array") };
+    assert_eq!(info[1], Frame::Integer(3));
+    assert_eq!(info[7], Frame::Integer(3));
+    assert_eq!(info[9], Frame::Null);
+}
+
+#[tokio::test]
+async fn insert_options_and_errors() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.INSERT", "m", "NOCREATE", "ITEMS", "foo", "bar"], b"-ERR not found\r\n").await;
+    // As in RedisBloom (not its documentation), NOCREATE with CAPACITY is not an error.
+    c.expect(
+        &["BF.INSERT", "m", "NOCREATE", "CAPACITY", "10", "ITEMS", "a"],
+        b"-ERR not found\r\n",
+    )
+    .await;
+    let arity = b"-ERR wrong number of arguments for 'bf.insert' command\r\n";
+    c.expect(&["BF.INSERT", "m"], arity).await;
+    c.expect(&["BF.INSERT", "m", "ITEMS"], arity).await;
+    c.expect(&["BF.INSERT", "m", "NOCREATE", "ITEMS"], arity).await;
+    c.expect(&["BF.INSERT", "m", "NOCREATE", "CAPACITY"], arity).await;
+    c.expect(&["BF.INSERT", "m", "NOCREATE", "NONSCALING"], arity).await;
+    c.expect(&["BF.INSERT", "m", "CAPACITY", "0.3", "ITEMS", "a"], b"-Bad capacity\r\n").await;
+    c.expect(&["BF.INSERT", "m", "ERROR", "big", "ITEMS", "a"], b"-Bad error rate\r\n").await;
+    c.expect(&["BF.INSERT", "m", "EXPANSION", "big", "ITEMS", "a"], b"-Bad expansion\r\n").await;
+    for bad in [
+        &["EXPANSION", "0"][..],
+        &["CAPACITY", "0"][..],
+        &["CAPACITY", "-3"][..],
+        &["ERROR", "1"][..],
+        &["ERROR", "0"][..],
+    ] {
+        let mut args = vec!["BF.INSERT", "m"];
+        args.extend_from_slice(bad);
+        args.extend_from_slice(&["ITEMS", "a"]);
+        c.expect(&args, b"-Bad argument received\r\n").await;
+    }
+    c.expect(&["BF.INSERT", "m", "DONTEXIST", "ITEMS", "a"], b"-Unknown argument received\r\n")
+        .await;
+    c.expect(&["EXISTS", "m"], b":0\r\n").await;
+
+    c.expect(
+        &[
+            "BF.INSERT",
+            "m",
+            "ERROR",
+            "0.001",
+            "CAPACITY",
+            "50000",
+            "EXPANSION",
+            "2",
+            "ITEMS",
+            "foo",
+        ],
+        b"*1\r\n:1\r\n",
+    )
+    .await;
+    c.expect(&["BF.INFO", "m", "CAPACITY"], b"*1\r\n:50000\r\n").await;
+    // Parameters only matter at creation.
+    c.expect(
+        &["BF.INSERT", "m", "ERROR", "0.1", "ITEMS", "foo", "bar", "baz"],
+        b"*3\r\n:0\r\n:1\r\n:1\r\n",
+    )
+    .await;
+    c.expect(&["BF.INFO", "m", "CAPACITY"], b"*1\r\n:50000\r\n").await;
+    c.expect(&["BF.INSERT", "m", "NOCREATE", "ITEMS", "qux"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.CARD", "m"], b":4\r\n").await;
+}
+
+#[tokio::test]
+async fn resp3_replies_are_booleans_and_a_map() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.send_cmd(&["HELLO", "3"]).await;
+    c.read_reply().await;
+    c.expect(&["BF.ADD", "t", "item"], b"#t\r\n").await;
+    c.expect(&["BF.ADD", "t", "item"], b"#f\r\n").await;
+    c.expect(&["BF.EXISTS", "t", "item"], b"#t\r\n").await;
+    c.expect(&["BF.EXISTS", "t", "other"], b"#f\r\n").await;
+    c.expect(&["BF.MADD", "t", "a", "item"], b"*2\r\n#t\r\n#f\r\n").await;
+    c.expect(&["BF.INSERT", "t", "ITEMS", "b", "a"], b"*2\r\n#t\r\n#f\r\n").await;
+    c.expect(&["BF.MEXISTS", "t", "a", "zz"], b"*2\r\n#t\r\n#f\r\n").await;
+    c.expect(&["BF.CARD", "t"], b":3\r\n").await;
+    let Frame::Map(info) = c.call(&["BF.INFO", "t"]).await else { panic!("not a map") };
+    assert_eq!(info.len(), 5);
+    assert_eq!(info[0], (Frame::simple("Capacity"), Frame::Integer(100)));
+    c.expect(&["BF.RESERVE", "f", "0.01", "5", "NONSCALING"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "f", "EXPANSION"], b"*1\r\n_\r\n").await;
+}
+
+#[tokio::test]
+async fn bf_on_a_url_namespace_is_wrongtype() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["URL.SEEN", "jobs", "https://a.example/"], b"*1\r\n:0\r\n").await;
+    c.expect(&["BF.ADD", "jobs", "x"], WRONGTYPE).await;
+    c.expect(&["BF.MADD", "jobs", "x"], WRONGTYPE).await;
+    c.expect(&["BF.INSERT", "jobs", "ITEMS", "x"], WRONGTYPE).await;
+    c.expect(&["BF.RESERVE", "jobs", "0.01", "10"], WRONGTYPE).await;
+    c.expect(&["BF.EXISTS", "jobs", "x"], WRONGTYPE).await;
+    c.expect(&["BF.MEXISTS", "jobs", "x"], WRONGTYPE).await;
+    c.expect(&["BF.INFO", "jobs"], WRONGTYPE).await;
+    c.expect(&["BF.CARD", "jobs"], WRONGTYPE).await;
+    // A raw namespace made by URL.RESERVE … PROFILE none is a Bloom filter.
+    c.expect(&["URL.RESERVE", "raw", "PROFILE", "none"], b"+OK\r\n").await;
+    c.expect(&["BF.ADD", "raw", "x"], b":1\r\n").await;
+    c.expect(&["URL.CHECK", "raw", "x"], b"*1\r\n:1\r\n").await;
+}
+
+#[tokio::test]
+async fn pipelined_and_split_requests() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    let mut pipeline = Vec::new();
+    for args in [
+        &[&b"BF.RESERVE"[..], b"p", b"0.01", b"100"][..],
+        &[b"BF.ADD", b"p", b"a"],
+        &[b"BF.MADD", b"p", b"a", b"b"],
+        &[b"BF.EXISTS", b"p", b"b"],
+        &[b"BF.RESERVE", b"p", b"0.01", b"100"],
+        &[b"BF.CARD", b"p"],
+    ] {
+        pipeline.extend_from_slice(&resp(args));
+    }
+    c.send(&pipeline).await;
+    assert_eq!(
+        common::show(&c.read_frames(6).await),
+        common::show(b"+OK\r\n:1\r\n*2\r\n:0\r\n:1\r\n:1\r\n-ERR item exists\r\n:2\r\n")
+    );
+    // The same bytes, a few at a time: a partial frame is no error.
+    let request = resp(&[b"BF.MEXISTS", b"p", b"a", b"zzz"]);
+    for piece in request.chunks(3) {
+        c.send(piece).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert_eq!(c.read_reply().await, b"*2\r\n:1\r\n:0\r\n");
+    // Inline, as telnet sends it.
+    c.expect_raw(b"BF.ADD p \"with space\"\r\n", b":1\r\n").await;
+    c.expect_raw(b"BF.EXISTS p 'with space'\r\n", b":1\r\n").await;
+}
+
+#[tokio::test]
+async fn no_false_negatives_and_fpr_near_the_bound() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.RESERVE", "acc", "0.01", "1000"], b"+OK\r\n").await;
+    c.expect(&["BF.RESERVE", "grow", "0.01", "4", "EXPANSION", "2"], b"+OK\r\n").await;
+    let items: Vec<String> = (0..1000).map(|i| format!("item-{i}")).collect();
+    for key in ["acc", "grow"] {
+        let mut args = vec!["BF.MADD", key];
+        args.extend(items.iter().map(String::as_str));
+        let Frame::Array(added) = c.call(&args).await else { panic!("madd") };
+        assert_eq!(added.len(), items.len());
+        let mut args = vec!["BF.MEXISTS", key];
+        args.extend(items.iter().map(String::as_str));
+        let Frame::Array(found) = c.call(&args).await else { panic!("mexists") };
+        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "{key}: a false negative");
+    }
+    let others: Vec<String> = (0..10_000).map(|i| format!("other-{i}")).collect();
+    let mut args = vec!["BF.MEXISTS", "acc"];
+    args.extend(others.iter().map(String::as_str));
+    let Frame::Array(found) = c.call(&args).await else { panic!("mexists") };
+    let fp = found.iter().filter(|f| **f == Frame::Integer(1)).count();
+    assert!(fp <= 200, "{fp} false positives in 10 000 at error rate 0.01");
+}
