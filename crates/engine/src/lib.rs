@@ -39,6 +39,7 @@
 //! - Each leaf keeps the fingerprints it recorded (8 bytes per URL) so it can be re-hashed into
 //!   children: the filter alone cannot be split.
 
+mod backend;
 mod db;
 mod error;
 pub mod exact;
@@ -46,9 +47,12 @@ pub mod log;
 mod namespace;
 mod options;
 mod persist;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod storage;
 pub mod tree;
 
+pub use backend::SeenSet;
 pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
 pub use error::{Error, Result};
 pub use log::Fsync;

@@ -1,0 +1,113 @@
+//! One trait over every place a namespace's leaves can live: in this process ([`Namespace`]) or
+//! in Redis ([`RedisNamespace`](crate::redis::RedisNamespace), feature `redis`).
+//!
+//! Code that only asks "seen?" (the `filter` command, a crawler's frontier, a benchmark) takes a
+//! `&dyn SeenSet<Error = E>` or a generic `S: SeenSet` and runs unchanged on either backend.
+//!
+//! ```
+//! use urlseen_engine::{Db, NamespaceOptions, SeenSet};
+//!
+//! fn dedup<S: SeenSet>(set: &S, urls: &[&str]) -> Result<Vec<bool>, S::Error> {
+//!     set.seen_batch(urls)
+//! }
+//! let db = Db::in_memory();
+//! let ns = db.create_namespace("jobs", NamespaceOptions::default())?;
+//! let seen = dedup(&*ns, &["https://a.example/", "https://A.example/", "https://b.example/"])?;
+//! assert_eq!(seen, [false, true, false]);
+//! # Ok::<(), urlseen_engine::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::namespace::Namespace;
+
+/// A URL-seen set: check-and-insert and read-only lookups over 64-bit fingerprints, plus the
+/// URL-level conveniences built on them.
+///
+/// Every implementation keeps the engine's invariants: a fingerprint answered "new" once is
+/// never answered "new" again (no false negatives), and concurrent check-and-inserts of one
+/// fingerprint give "new" to exactly one caller. An error is never an answer: when a call fails,
+/// `out` must not be read.
+pub trait SeenSet: Send + Sync {
+    /// The backend's error.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Canonicalizes `url` and hashes it with the namespace's seed (see
+    /// [`Namespace::fingerprint`]).
+    ///
+    /// # Errors
+    /// An invalid URL.
+    fn fingerprint(&self, url: &str) -> Result<u64, Self::Error>;
+
+    /// Check-and-insert: `out[i]` is `true` if `fps[i]` was (maybe) recorded before, `false` if
+    /// it is new and now recorded. A fingerprint repeated within `fps` is new at most once.
+    ///
+    /// # Errors
+    /// A backend failure; then some fingerprints of the batch may be recorded and others not.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<(), Self::Error>;
+
+    /// Read-only lookup: `out[i]` is `true` if `fps[i]` was (maybe) recorded.
+    ///
+    /// # Errors
+    /// A backend failure.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<(), Self::Error>;
+
+    /// Check-and-insert of one URL: `true` if it was seen before.
+    ///
+    /// # Errors
+    /// An invalid URL (nothing recorded) or a backend failure.
+    fn seen(&self, url: &str) -> Result<bool, Self::Error> {
+        let fp = [self.fingerprint(url)?];
+        let mut out = [false];
+        self.seen_fingerprints(&fp, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// Read-only lookup of one URL.
+    ///
+    /// # Errors
+    /// An invalid URL or a backend failure.
+    fn contains(&self, url: &str) -> Result<bool, Self::Error> {
+        let fp = [self.fingerprint(url)?];
+        let mut out = [false];
+        self.contains_fingerprints(&fp, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// Check-and-insert of a batch of URLs. All are canonicalized first; if one is invalid,
+    /// nothing is recorded.
+    ///
+    /// # Errors
+    /// The first invalid URL, or a backend failure.
+    fn seen_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>, Self::Error>
+    where
+        Self: Sized,
+    {
+        let fps =
+            urls.iter().map(|u| self.fingerprint(u.as_ref())).collect::<Result<Vec<_>, _>>()?;
+        let mut out = vec![false; fps.len()];
+        self.seen_fingerprints(&fps, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl SeenSet for Namespace {
+    type Error = Error;
+
+    fn fingerprint(&self, url: &str) -> Result<u64> {
+        Namespace::fingerprint(self, url)
+    }
+
+    fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        Namespace::seen_fingerprints(self, fps, out)
+    }
+
+    fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        Namespace::contains_fingerprints(self, fps, out)
+    }
+}

@@ -1,0 +1,227 @@
+//! The tree's metadata as stored in Redis: one hash per namespace, `urlseen:{<ns>}:meta`.
+//!
+//! ```text
+//! format  1
+//! params  "v1 bits=… k=… split_at=… …"     (fixed at creation; every client checks it)
+//! version 7                                (bumped by every change of shape)
+//! next    12                               (the next unused node id)
+//! n0      I0:1,2,3                         (inner node at depth 0, children 1 2 3)
+//! n1      L1                               (leaf at depth 1)
+//! n2      S1:10,11                         (splitting: frozen parent, children 10 11)
+//! ```
+//! Clients cache it and re-read it when a leaf refuses a write (frozen or retired); it only
+//! ever changes by the scripts `CREATE`, `MARK_SPLITTING` and `MARK_INNER`.
+
+use ::redis::Value;
+
+use crate::tree::NodeId;
+
+/// A node's role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum State {
+    Leaf,
+    /// Frozen parent whose log is being re-hashed into `children`.
+    Splitting(Vec<NodeId>),
+    Inner(Vec<NodeId>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub depth: u32,
+    pub state: State,
+}
+
+/// One consistent read of the metadata hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub version: u64,
+    pub params: String,
+    /// Indexed by node id; `None` for ids not (yet) in use.
+    pub nodes: Vec<Option<Node>>,
+}
+
+impl Meta {
+    pub(crate) fn node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// The node whose children include `id`.
+    pub(crate) fn parent(&self, id: NodeId) -> Option<NodeId> {
+        self.nodes.iter().enumerate().find_map(|(p, n)| match n.as_ref().map(|n| &n.state) {
+            Some(State::Splitting(c) | State::Inner(c)) if c.contains(&id) => Some(p as NodeId),
+            _ => None,
+        })
+    }
+
+    /// Every node that is a leaf now.
+    pub(crate) fn leaves(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes.iter().enumerate().filter_map(|(id, n)| {
+            matches!(n.as_ref().map(|n| &n.state), Some(State::Leaf)).then_some(id as NodeId)
+        })
+    }
+
+    /// Every node that is splitting now.
+    pub(crate) fn splitting(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes.iter().enumerate().filter_map(|(id, n)| {
+            matches!(n.as_ref().map(|n| &n.state), Some(State::Splitting(_)))
+                .then_some(id as NodeId)
+        })
+    }
+
+    /// Parses an `HGETALL` reply, checking the shape: a root inner node at depth 0, every child
+    /// present, one level deeper than its parent, reached once.
+    pub(crate) fn parse(reply: &Value) -> Result<Meta, String> {
+        let pairs: Vec<(&[u8], &[u8])> = match reply {
+            Value::Array(items) => {
+                let mut out = Vec::new();
+                for pair in items.chunks(2) {
+                    match pair {
+                        [Value::BulkString(k), Value::BulkString(v)] => out.push((&k[..], &v[..])),
+                        _ => return Err("HGETALL reply is not field/value strings".into()),
+                    }
+                }
+                out
+            }
+            Value::Map(items) => {
+                let mut out = Vec::new();
+                for (k, v) in items {
+                    match (k, v) {
+                        (Value::BulkString(k), Value::BulkString(v)) => out.push((&k[..], &v[..])),
+                        _ => return Err("HGETALL reply is not field/value strings".into()),
+                    }
+                }
+                out
+            }
+            other => return Err(format!("HGETALL reply is not an array: {other:?}")),
+        };
+        if pairs.is_empty() {
+            return Err("no such namespace".into());
+        }
+        let mut meta = Meta { version: 0, params: String::new(), nodes: Vec::new() };
+        let text =
+            |v: &[u8]| String::from_utf8(v.to_vec()).map_err(|_| "non-UTF-8 value".to_owned());
+        for (k, v) in pairs {
+            match k {
+                b"format" if v != b"1" => {
+                    return Err(format!("metadata format {:?}, this build reads 1", text(v)?));
+                }
+                b"format" => {}
+                b"params" => meta.params = text(v)?,
+                b"version" => meta.version = text(v)?.parse().map_err(|_| "bad version")?,
+                b"next" => {}
+                [b'n', id @ ..] => {
+                    let id: usize = text(id)?.parse().map_err(|_| "bad node id")?;
+                    if id > 1 << 24 {
+                        return Err(format!("node id {id} out of range"));
+                    }
+                    if meta.nodes.len() <= id {
+                        meta.nodes.resize(id + 1, None);
+                    }
+                    meta.nodes[id] = Some(parse_node(&text(v)?)?);
+                }
+                _ => {}
+            }
+        }
+        meta.check()?;
+        Ok(meta)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match self.node(0) {
+            Some(Node { depth: 0, state: State::Inner(_) }) => {}
+            _ => return Err("the root is not an inner node at depth 0".into()),
+        }
+        let mut reached = vec![false; self.nodes.len()];
+        let mut stack = vec![0u32];
+        while let Some(id) = stack.pop() {
+            let node = self.node(id).ok_or(format!("node {id} is missing"))?;
+            let seen = reached.get_mut(id as usize).ok_or(format!("node {id} out of range"))?;
+            if std::mem::replace(seen, true) {
+                return Err(format!("node {id} is reached twice"));
+            }
+            if let State::Splitting(c) | State::Inner(c) = &node.state {
+                if c.is_empty() {
+                    return Err(format!("node {id} has no children"));
+                }
+                for &child in c {
+                    let n = self.node(child).ok_or(format!("child {child} of {id} is missing"))?;
+                    if n.depth != node.depth + 1 {
+                        return Err(format!("child {child} of {id} has depth {}", n.depth));
+                    }
+                    stack.push(child);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `L<depth>`, `S<depth>:<child>,…` or `I<depth>:<child>,…`.
+pub(crate) fn parse_node(rec: &str) -> Result<Node, String> {
+    let bad = || format!("bad node record {rec:?}");
+    let (kind, rest) = rec.split_at_checked(1).ok_or_else(bad)?;
+    let (depth, children) = match rest.split_once(':') {
+        Some((d, c)) => (d, Some(c)),
+        None => (rest, None),
+    };
+    let depth: u32 = depth.parse().map_err(|_| bad())?;
+    let children = || -> Result<Vec<NodeId>, String> {
+        children
+            .ok_or_else(bad)?
+            .split(',')
+            .map(|c| c.parse::<NodeId>().map_err(|_| bad()))
+            .collect()
+    };
+    let state = match kind {
+        "L" if rest.parse::<u32>().is_ok() => State::Leaf,
+        "S" => State::Splitting(children()?),
+        "I" => State::Inner(children()?),
+        _ => return Err(bad()),
+    };
+    Ok(Node { depth, state })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn parses_and_checks_a_tree() {
+        let reply = Value::Array(
+            [
+                "format", "1", "params", "p", "version", "3", "next", "6", "n0", "I0:1,2", "n1",
+                "L1", "n2", "S1:4,5", "n4", "L2", "n5", "L2",
+            ]
+            .iter()
+            .map(|s| bulk(s))
+            .collect(),
+        );
+        let meta = Meta::parse(&reply).unwrap();
+        assert_eq!(meta.version, 3);
+        assert_eq!(meta.node(2).unwrap().state, State::Splitting(vec![4, 5]));
+        assert_eq!(meta.parent(5), Some(2));
+        assert_eq!(meta.leaves().collect::<Vec<_>>(), [1, 4, 5]);
+        assert_eq!(meta.splitting().collect::<Vec<_>>(), [2]);
+    }
+
+    #[test]
+    fn rejects_bad_shapes_without_panicking() {
+        for fields in [
+            vec!["format", "1", "n0", "L0"],
+            vec!["format", "1", "n0", "I0:1"],
+            vec!["format", "1", "n0", "I0:1", "n1", "L2"],
+            vec!["format", "1", "n0", "I0:0"],
+            vec!["format", "2", "n0", "I0:1", "n1", "L1"],
+            vec!["format", "1", "n0", "X"],
+            vec!["format", "1", "n0", ""],
+            vec!["format", "1", "n99999999", "L1"],
+        ] {
+            let reply = Value::Array(fields.iter().map(|s| bulk(s)).collect());
+            assert!(Meta::parse(&reply).is_err(), "{fields:?}");
+        }
+    }
+}

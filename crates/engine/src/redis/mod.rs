@@ -1,0 +1,1450 @@
+//! The DSBF with its leaves in Redis or Redis Cluster (feature `redis`): one URL-seen set shared
+//! by any number of crawler processes on any number of machines (seed 000).
+//!
+//! ```no_run
+//! use urlseen_engine::{Db, NamespaceOptions, SeenSet};
+//!
+//! // One server; or "redis://a:6379/,redis://b:6379/" (independent servers or cluster seeds),
+//! // or a `RedisOptions` with timeouts and the mode set.
+//! let db = Db::open_redis("redis://127.0.0.1:6379/")?;
+//! let ns = db.namespace("crawl", NamespaceOptions::default())?;
+//! assert!(!ns.seen("https://example.com/a")?); // new, now recorded for every process
+//! assert!(ns.seen("https://EXAMPLE.com/a")?); // the same canonical URL
+//! # Ok::<(), urlseen_engine::redis::Error>(())
+//! ```
+//!
+//! # Design, in one paragraph
+//! A leaf is stored in Redis as its **fingerprint log** (a string of 8-byte fingerprints, append
+//! only) and a **state** key, under one hash tag `{ns:id}`, so one Lua script can work on both
+//! atomically. Each client keeps a **replica** of the leaf's blocked Bloom filter built from the
+//! log prefix it has read (`synced` entries). A check-and-insert tests the replica first (a hit
+//! is a hit: the replica's bits are a subset of the leaf's); the misses go to Redis in one
+//! `EVALSHA` per leaf, pipelined per node, which refuses if the leaf is frozen, compares the
+//! candidates *exactly* with the log entries the replica has not seen yet, appends the new ones
+//! and returns those entries. So the Bloom test runs in the client at memory speed and Redis
+//! does one `APPEND` per leaf per batch: see `docs/distributed.md` for why this beats a bitmap
+//! in Redis (`SETBIT`/`BITFIELD` cost about 1 µs per bit inside Redis, 7 bits per URL), for the
+//! split protocol, and for the argument that no recorded URL is ever answered "new".
+//!
+//! # Quirks
+//! - Every client holds the filter of every leaf it touches: memory per client equals the
+//!   in-process engine's filters (about 1.2 bytes per URL at 1%), not its logs.
+//! - A client joining a large namespace first reads the logs (8 bytes per URL).
+//! - Durability is Redis's: `appendonly yes` + `appendfsync` decide what a crash of Redis loses.
+//! - A failed call may have recorded part of its batch; a retry then answers "seen" for those
+//!   URLs. A crawler that must not lose URLs treats the URLs of a failed batch as new.
+
+mod meta;
+mod router;
+mod scripts;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use ::redis::Value;
+use parking_lot::{Mutex, RwLock};
+use urlseen_canon::Canonicalizer;
+use urlseen_filter::{BlockedBloom, hash};
+
+use crate::options::{NamespaceOptions, SplitMode};
+use crate::tree::{NodeId, TreeParams};
+use meta::{Meta, State};
+use router::{Layout, Place, Req, Router};
+use scripts::Script;
+
+thread_local! {
+    static CANON_BUF: RefCell<String> = RefCell::new(String::with_capacity(256));
+}
+
+/// Rounds of re-routing (frozen leaves, stale metadata) one call may take.
+const MAX_ROUNDS: usize = 64;
+
+/// What the Redis backend can refuse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An engine error (an invalid URL, an invalid option).
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+    /// A connection to a Redis node failed (refused, reset, timed out).
+    #[error("redis {node}: {source}")]
+    Redis {
+        /// The node's URL.
+        node: String,
+        /// What the client saw.
+        source: ::redis::RedisError,
+    },
+    /// Redis answered with an error.
+    #[error("redis {node} answered: {message}")]
+    Server {
+        /// The node's URL.
+        node: String,
+        /// The error line.
+        message: String,
+    },
+    /// Redis answered something a script never returns.
+    #[error("unexpected reply from redis {node} to {what}: {reply}")]
+    Protocol {
+        /// The node's URL.
+        node: String,
+        /// The request.
+        what: &'static str,
+        /// What came back.
+        reply: String,
+    },
+    /// The namespace exists in Redis with other parameters (seed, sizes, canonicalization):
+    /// using it with ours would compute other fingerprints or bits.
+    #[error(
+        "namespace {name:?} exists in redis with other parameters:\n  stored: {stored}\n  ours:   {ours}"
+    )]
+    ParamsMismatch {
+        /// The namespace.
+        name: String,
+        /// What Redis holds.
+        stored: String,
+        /// What these options make.
+        ours: String,
+    },
+    /// The namespace's metadata in Redis is damaged.
+    #[error("namespace {name:?}: bad metadata in redis: {reason}")]
+    BadMeta {
+        /// The namespace.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A call kept being redirected (frozen leaves, a stuck split) and gave up.
+    #[error("gave up after {rounds} rounds of re-routing: {why}")]
+    TooManyRetries {
+        /// Rounds taken.
+        rounds: usize,
+        /// The last reason.
+        why: String,
+    },
+    /// The configuration is unusable.
+    #[error("redis backend configuration: {0}")]
+    Config(String),
+}
+
+/// The backend's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How the URLs given to [`RedisDb::open`] are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RedisMode {
+    /// Ask the first server (`INFO cluster`): a cluster node means [`RedisMode::Cluster`];
+    /// otherwise one URL means [`RedisMode::Single`] and several mean [`RedisMode::Nodes`].
+    #[default]
+    Auto,
+    /// One standalone server holds everything.
+    Single,
+    /// Independent standalone servers (seed 000, Fig. 9): leaf `id` lives on server
+    /// `(id - 1) % n`, the metadata on the first. Every client must list them in one order.
+    Nodes,
+    /// A Redis Cluster; the URLs are seed nodes.
+    Cluster,
+}
+
+/// Where and how to reach Redis.
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    /// Server URLs (`redis://host:port/`).
+    pub urls: Vec<String>,
+    /// How to use them.
+    pub mode: RedisMode,
+    /// Connect, read and write timeout of every request.
+    pub timeout: Duration,
+    /// Connection attempts (with exponential backoff from 20 ms) before a call fails.
+    pub connect_attempts: u32,
+    /// Expiry of a split lock: a worker that dies holding it delays the split this long.
+    pub lock_ttl: Duration,
+    /// Parent-log entries re-hashed per migration step.
+    pub migrate_chunk: u64,
+    /// Log entries one reply may carry (catch-up is chunked by this).
+    pub max_delta: u64,
+    /// Insert round trips one process keeps in flight per leaf (at least 1). 1 is best on a
+    /// fast network; more hide a slow one, at some Redis CPU per call (see the module docs).
+    pub inflight_per_leaf: usize,
+}
+
+impl RedisOptions {
+    /// Defaults for `urls`: auto-detected mode, 5 s timeout, 4 connection attempts, 10 s lock.
+    pub fn new<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Self {
+        RedisOptions {
+            urls: urls.into_iter().map(Into::into).collect(),
+            mode: RedisMode::Auto,
+            timeout: Duration::from_secs(5),
+            connect_attempts: 4,
+            lock_ttl: Duration::from_secs(10),
+            migrate_chunk: 65_536,
+            max_delta: 131_072,
+            inflight_per_leaf: 1,
+        }
+    }
+}
+
+impl From<&str> for RedisOptions {
+    /// Defaults for a comma-separated list of URLs.
+    fn from(urls: &str) -> Self {
+        RedisOptions::new(urls.split(',').map(str::trim).filter(|u| !u.is_empty()))
+    }
+}
+
+impl From<Vec<String>> for RedisOptions {
+    /// Defaults for these URLs.
+    fn from(urls: Vec<String>) -> Self {
+        RedisOptions::new(urls)
+    }
+}
+
+/// A connection to the Redis servers that hold namespaces. Cheap to share.
+#[derive(Debug, Clone)]
+pub struct RedisDb {
+    router: Arc<Router>,
+    options: Arc<RedisOptions>,
+}
+
+impl crate::Db {
+    /// Opens the Redis backend (see [`RedisDb::open`]).
+    ///
+    /// # Errors
+    /// See [`RedisDb::open`].
+    pub fn open_redis(options: impl Into<RedisOptions>) -> Result<RedisDb> {
+        RedisDb::open(options.into())
+    }
+}
+
+impl RedisDb {
+    /// Connects to the servers (detecting a cluster if asked) and loads the cluster's slot map.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for no URL or an unusable option; [`Error::Redis`] if the first server
+    /// cannot be reached.
+    pub fn open(options: RedisOptions) -> Result<Self> {
+        let urls: Vec<String> = options
+            .urls
+            .iter()
+            .map(|u| if u.contains("://") { u.clone() } else { format!("redis://{u}/") })
+            .collect();
+        if urls.is_empty() {
+            return Err(Error::Config("no redis URL given".into()));
+        }
+        if options.migrate_chunk == 0 || options.max_delta == 0 {
+            return Err(Error::Config("migrate_chunk and max_delta must be at least 1".into()));
+        }
+        let mode = match options.mode {
+            RedisMode::Auto => {
+                let probe = Router::new(&urls[..1], Layout::Single, options.timeout, 1)?;
+                let info = probe.one(Place { key: Vec::new(), index: 0 }, {
+                    let mut c = ::redis::cmd("INFO");
+                    c.arg("cluster");
+                    c
+                })?;
+                let text = match info {
+                    Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Value::VerbatimString { text, .. } => text,
+                    _ => String::new(),
+                };
+                if text.contains("cluster_enabled:1") {
+                    RedisMode::Cluster
+                } else if urls.len() == 1 {
+                    RedisMode::Single
+                } else {
+                    RedisMode::Nodes
+                }
+            }
+            m => m,
+        };
+        let layout = match mode {
+            RedisMode::Single if urls.len() == 1 => Layout::Single,
+            RedisMode::Single => {
+                return Err(Error::Config("single mode takes one URL".into()));
+            }
+            RedisMode::Nodes => Layout::Nodes(urls.len()),
+            _ => Layout::Cluster,
+        };
+        let router = Router::new(&urls, layout, options.timeout, options.connect_attempts)?;
+        Ok(RedisDb {
+            router: Arc::new(router),
+            options: Arc::new(RedisOptions { urls, mode, ..options }),
+        })
+    }
+
+    /// The layout in use: `single`, `nodes` or `cluster`.
+    pub fn mode(&self) -> RedisMode {
+        self.options.mode
+    }
+
+    /// Opens namespace `name`, creating it with `options` if Redis does not have it.
+    ///
+    /// # Errors
+    /// [`Error::ParamsMismatch`] if it exists with other parameters; [`Error::Config`] for a
+    /// name that cannot be a hash tag; connection errors.
+    pub fn namespace(&self, name: &str, options: NamespaceOptions) -> Result<Arc<RedisNamespace>> {
+        if name.is_empty()
+            || name.len() > 128
+            || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        {
+            return Err(Error::Config(format!(
+                "namespace name {name:?}: use 1 to 128 of [A-Za-z0-9_.-]"
+            )));
+        }
+        options.validate()?;
+        let params = TreeParams::new(
+            options.capacity,
+            options.fpr,
+            options.effective_leaf_bits(),
+            options.seed,
+            options.split,
+        );
+        let layout = match self.router.layout() {
+            Layout::Single => "single".to_owned(),
+            Layout::Nodes(n) => format!("nodes={n}"),
+            Layout::Cluster => "cluster".to_owned(),
+        };
+        let params_text = format!(
+            "v1 bits={} k={} split_at={} cap={} c={} fanout={} seed={:#x} fpr={} canon_v={} canon={:?} layout={layout}",
+            params.leaf_bits,
+            params.leaf_hashes,
+            params.split_at,
+            params.leaf_capacity,
+            params.initial_leaves,
+            params.split.fanout,
+            params.seed,
+            params.fpr,
+            urlseen_canon::CANON_VERSION,
+            options.canon,
+        );
+        let split_point =
+            ((params.leaf_capacity as f64 * params.split.threshold).floor() as u64).max(1);
+        let ns = RedisNamespace {
+            split_point,
+            name: name.to_owned(),
+            canon: Canonicalizer::new(options.canon.clone()),
+            options,
+            params,
+            router: Arc::clone(&self.router),
+            config: Arc::clone(&self.options),
+            meta: RwLock::new(Arc::new(Meta {
+                version: 0,
+                params: String::new(),
+                nodes: Vec::new(),
+            })),
+            leaves: RwLock::new(HashMap::new()),
+            counters: Counters::default(),
+            last_error: Mutex::new(None),
+            epoch: Instant::now(),
+        };
+        let mut create = self.router.scripts.call(Script::Create, &[&ns.meta_key()]);
+        create.arg(params_text.as_str()).arg(params.initial_leaves);
+        let stored = ns.router.one(ns.meta_place(), create)?;
+        let stored = match stored {
+            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => return Err(ns.protocol(0, "CREATE", &other)),
+        };
+        if stored != params_text {
+            return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours: params_text });
+        }
+        ns.refresh_meta()?;
+        Ok(Arc::new(ns))
+    }
+
+    /// Deletes namespace `name` from Redis: its metadata and every node's keys. Other clients
+    /// that still use it get errors (no metadata) rather than answers.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub fn drop_namespace(&self, name: &str) -> Result<()> {
+        let meta_key = format!("urlseen:{{{name}}}:meta").into_bytes();
+        let place = Place { key: meta_key.clone(), index: 0 };
+        let reply = self.router.one(place.clone(), {
+            let mut c = ::redis::cmd("HGETALL");
+            c.arg(&meta_key[..]);
+            c
+        })?;
+        let Ok(meta) = Meta::parse(&reply) else { return Ok(()) };
+        let mut reqs = Vec::new();
+        for id in 1..meta.nodes.len() as NodeId {
+            let keys: Vec<Vec<u8>> = ["log", "st", "mig", "lock"]
+                .iter()
+                .map(|s| format!("urlseen:{{{name}:{id}}}:{s}").into_bytes())
+                .collect();
+            let mut del = ::redis::cmd("DEL");
+            for k in &keys {
+                del.arg(&k[..]);
+            }
+            reqs.push(Req { place: Place { key: keys[0].clone(), index: id - 1 }, cmd: del });
+        }
+        self.router.exec(reqs)?;
+        let mut del = ::redis::cmd("DEL");
+        del.arg(&meta_key[..]);
+        self.router.one(place, del)?;
+        Ok(())
+    }
+
+    /// Round-trip times of `PING` to every node (`samples` each), for reports.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub fn ping(&self, samples: usize) -> Result<Vec<(String, Vec<Duration>)>> {
+        (0..self.router.node_count())
+            .map(|i| Ok((self.router.node_name(i), self.router.ping(i, samples)?)))
+            .collect()
+    }
+
+    /// Drops every pooled connection; the next call reconnects.
+    pub fn reconnect(&self) {
+        self.router.reset();
+    }
+}
+
+/// A client-side copy of one node's filter, built from its log.
+#[derive(Debug)]
+struct Replica {
+    filter: BlockedBloom,
+    /// Log entries applied to `filter`.
+    synced: u64,
+    /// What the last read of the node's state said.
+    state: LeafState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeafState {
+    /// Taking writes (or not read yet).
+    Active,
+    /// Frozen, and `synced` is the whole (immutable) log.
+    Final,
+    /// Split finished: its entries are in the children.
+    Retired,
+}
+
+#[derive(Debug)]
+struct LeafCell {
+    replica: RwLock<Replica>,
+    /// Bounds this process's insert round trips in flight on this leaf. With one, threads
+    /// never race each other on a leaf: each checks its candidates against the others'
+    /// results in the replica, and Redis always takes the cheap path (no entries to compare).
+    /// More overlap round trips at the price of that comparison (correct either way).
+    gate: Gate,
+}
+
+/// A counting semaphore.
+#[derive(Debug, Default)]
+struct Gate {
+    busy: Mutex<usize>,
+    free: parking_lot::Condvar,
+}
+
+impl Gate {
+    fn enter(&self, limit: usize) -> GateGuard<'_> {
+        let mut busy = self.busy.lock();
+        while *busy >= limit.max(1) {
+            self.free.wait(&mut busy);
+        }
+        *busy += 1;
+        GateGuard(self)
+    }
+}
+
+struct GateGuard<'a>(&'a Gate);
+
+impl Drop for GateGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.busy.lock() -= 1;
+        self.0.free.notify_one();
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    round_trips: AtomicU64,
+    candidates: AtomicU64,
+    rerouted: AtomicU64,
+    splits_done: AtomicU64,
+    split_errors: AtomicU64,
+    last_help_ms: AtomicU64,
+}
+
+/// Statistics of a Redis-backed namespace, from [`RedisNamespace::stats`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RedisStats {
+    /// Fingerprints in the leaves' logs (every distinct URL recorded).
+    pub count: u64,
+    /// `(node id, entries)` of every leaf.
+    pub leaves: Vec<(NodeId, u64)>,
+    /// Nodes splitting now.
+    pub splitting: usize,
+    /// Depth of the deepest leaf.
+    pub height: u32,
+    /// Metadata version.
+    pub version: u64,
+    /// Insert scripts this client ran.
+    pub round_trips: u64,
+    /// Fingerprints this client sent to Redis (replica misses).
+    pub candidates: u64,
+    /// Batches re-routed after a frozen or retired leaf refused them.
+    pub rerouted: u64,
+    /// Splits this client completed.
+    pub splits_done: u64,
+    /// Splits this client tried and failed (retried later); see [`RedisNamespace::last_split_error`].
+    pub split_errors: u64,
+    /// Commands this client's connections re-sent after `MOVED`, `ASK`, `TRYAGAIN` or
+    /// `NOSCRIPT` (shared by the namespaces of one [`RedisDb`]).
+    pub redirects: u64,
+}
+
+/// Where [`RedisNamespace::split_until`] stops, simulating a worker that dies.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitStop {
+    /// After freezing the leaf, before publishing the split in the metadata.
+    AfterFreeze,
+    /// After migrating this many chunks.
+    AfterChunks(u64),
+}
+
+/// What one split attempt did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitOutcome {
+    /// The node is now inner (by us or by someone before us).
+    Done,
+    /// The leaf is below its split point.
+    NotFull,
+    /// Another worker holds the node's lock.
+    Busy,
+    /// The leaf's parent is still splitting; it splits after its parent is done.
+    WaitingForParent,
+    /// Stopped on purpose by [`RedisNamespace::split_until`], lock kept.
+    Stopped,
+}
+
+/// One namespace whose leaves live in Redis. `Send + Sync`; share it between threads (each
+/// call takes its own connections from a pool).
+#[derive(Debug)]
+pub struct RedisNamespace {
+    name: String,
+    options: NamespaceOptions,
+    params: TreeParams,
+    /// Entries at which a leaf splits (kept even under [`SplitMode::Never`], whose `params`
+    /// say never, so explicit splits still know when a leaf is full).
+    split_point: u64,
+    canon: Canonicalizer,
+    router: Arc<Router>,
+    config: Arc<RedisOptions>,
+    meta: RwLock<Arc<Meta>>,
+    leaves: RwLock<HashMap<NodeId, Arc<LeafCell>>>,
+    counters: Counters,
+    last_error: Mutex<Option<String>>,
+    epoch: Instant,
+}
+
+/// One leaf's share of a batch round.
+struct Group {
+    leaf: NodeId,
+    cell: Arc<LeafCell>,
+    /// Batch positions routed here that the replica missed.
+    idx: Vec<u32>,
+    /// Distinct candidates sent, and the batch position that owns each.
+    cands: Vec<u64>,
+    owner: Vec<u32>,
+    /// Later positions with a fingerprint already among `cands`: seen.
+    dups: Vec<u32>,
+}
+
+impl RedisNamespace {
+    /// The namespace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &NamespaceOptions {
+        &self.options
+    }
+
+    /// Sizes and seeds of the tree.
+    pub fn params(&self) -> &TreeParams {
+        &self.params
+    }
+
+    /// Entries at which a leaf splits (also under [`SplitMode::Never`], for explicit splits).
+    pub fn split_point(&self) -> u64 {
+        self.split_point
+    }
+
+    fn meta_key(&self) -> Vec<u8> {
+        format!("urlseen:{{{}}}:meta", self.name).into_bytes()
+    }
+
+    fn meta_place(&self) -> Place {
+        Place { key: self.meta_key(), index: 0 }
+    }
+
+    fn key(&self, id: NodeId, what: &str) -> Vec<u8> {
+        format!("urlseen:{{{}:{id}}}:{what}", self.name).into_bytes()
+    }
+
+    fn place(&self, id: NodeId) -> Place {
+        Place { key: self.key(id, "log"), index: id.saturating_sub(1) }
+    }
+
+    fn protocol(&self, id: NodeId, what: &'static str, reply: &Value) -> Error {
+        let node = match self.router.layout() {
+            Layout::Single => self.router.node_name(0),
+            _ => format!("(leaf {id} of {})", self.name),
+        };
+        Error::Protocol { node, what, reply: format!("{reply:?}") }
+    }
+
+    fn bad_meta(&self, reason: impl Into<String>) -> Error {
+        Error::BadMeta { name: self.name.clone(), reason: reason.into() }
+    }
+
+    fn meta(&self) -> Arc<Meta> {
+        Arc::clone(&self.meta.read())
+    }
+
+    /// Re-reads the metadata; drops replicas of nodes that are gone.
+    fn refresh_meta(&self) -> Result<Arc<Meta>> {
+        let mut cmd = ::redis::cmd("HGETALL");
+        cmd.arg(self.meta_key());
+        let reply = self.router.one(self.meta_place(), cmd)?;
+        let meta = Arc::new(Meta::parse(&reply).map_err(|r| self.bad_meta(r))?);
+        if meta.params != *self.meta.read().params && !self.meta.read().params.is_empty() {
+            return Err(self.bad_meta("the namespace was re-created with other parameters"));
+        }
+        {
+            let mut current = self.meta.write();
+            if meta.version >= current.version {
+                *current = Arc::clone(&meta);
+            }
+        }
+        self.leaves.write().retain(|id, _| {
+            matches!(meta.node(*id).map(|n| &n.state), Some(State::Leaf | State::Splitting(_)))
+        });
+        Ok(meta)
+    }
+
+    fn cell(&self, id: NodeId) -> Arc<LeafCell> {
+        if let Some(c) = self.leaves.read().get(&id) {
+            return Arc::clone(c);
+        }
+        let mut leaves = self.leaves.write();
+        Arc::clone(leaves.entry(id).or_insert_with(|| {
+            Arc::new(LeafCell {
+                replica: RwLock::new(Replica {
+                    filter: BlockedBloom::new(
+                        self.params.leaf_bits,
+                        self.params.leaf_hashes,
+                        probe_seed(self.params.seed),
+                    ),
+                    synced: 0,
+                    state: LeafState::Active,
+                }),
+                gate: Gate::default(),
+            })
+        }))
+    }
+
+    /// The leaf that owns `fp`, pushing the splitting nodes on the way to `parents`.
+    fn route(&self, meta: &Meta, fp: u64, parents: &mut Vec<NodeId>) -> Result<NodeId> {
+        let mut id = 0;
+        loop {
+            let node = meta.node(id).ok_or_else(|| self.bad_meta(format!("no node {id}")))?;
+            let children = match &node.state {
+                State::Leaf => return Ok(id),
+                State::Splitting(c) => {
+                    parents.push(id);
+                    c
+                }
+                State::Inner(c) => c,
+            };
+            let seed = level_seed(self.params.seed, node.depth);
+            let at = hash::reduce(hash::mix64(fp ^ seed), children.len() as u64) as usize;
+            id = children[at];
+        }
+    }
+
+    /// Reads node `id`'s log from its replica's `synced` on, up to `max` entries, into the
+    /// replica. Returns the node's state string and log length.
+    fn sync_step(&self, id: NodeId, cell: &LeafCell, max: u64) -> Result<(String, u64)> {
+        let from = cell.replica.read().synced;
+        let mut cmd =
+            self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
+        cmd.arg(from).arg(max);
+        let reply = self.router.one(self.place(id), cmd)?;
+        let (state, len, data) = match &reply {
+            Value::Array(v) => match &v[..] {
+                [Value::BulkString(s), Value::Int(len), Value::BulkString(d)] => {
+                    (String::from_utf8_lossy(s).into_owned(), *len as u64, d)
+                }
+                _ => return Err(self.protocol(id, "SYNC", &reply)),
+            },
+            _ => return Err(self.protocol(id, "SYNC", &reply)),
+        };
+        if data.len() % 8 != 0 || (from < len && data.is_empty()) {
+            return Err(self.protocol(id, "SYNC", &reply));
+        }
+        let mut r = cell.replica.write();
+        if len < r.synced && state.is_empty() {
+            // The log is shorter than what we hold: it was deleted and re-created.
+            r.filter.clear();
+            r.synced = 0;
+            return Ok((state, len));
+        }
+        for c in data.chunks_exact(8) {
+            r.filter.insert(u64_le(c));
+        }
+        if r.synced == from {
+            r.synced = from + (data.len() / 8) as u64;
+        } else {
+            r.synced = r.synced.max(from + (data.len() / 8) as u64);
+        }
+        Ok((state, len))
+    }
+
+    /// Brings node `id`'s replica up to the log's current end. Returns its state string.
+    fn sync_node(&self, id: NodeId) -> Result<String> {
+        let cell = self.cell(id);
+        loop {
+            let (state, len) = self.sync_step(id, &cell, self.config.max_delta)?;
+            let synced = cell.replica.read().synced;
+            if synced >= len || state == "I" {
+                let mut r = cell.replica.write();
+                r.state = match state.as_str() {
+                    "F" => LeafState::Final,
+                    "I" => LeafState::Retired,
+                    _ => LeafState::Active,
+                };
+                return Ok(state);
+            }
+        }
+    }
+
+    /// Makes the replicas of every splitting node final (their logs are frozen, so one full
+    /// read suffices).
+    fn ensure_parents(&self, meta: &Meta) -> Result<()> {
+        for id in meta.splitting() {
+            let cell = self.cell(id);
+            if cell.replica.read().state == LeafState::Active {
+                let state = self.sync_node(id)?;
+                if state.is_empty() {
+                    return Err(self.bad_meta(format!("node {id} is splitting but not frozen")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a splitting parent's frozen filter holds `fp` (false once it is retired: its
+    /// entries are in the children then).
+    fn parent_holds(&self, id: NodeId, fp: u64) -> bool {
+        let cell = self.cell(id);
+        let r = cell.replica.read();
+        r.state == LeafState::Final && r.filter.contains(fp)
+    }
+
+    /// Check-and-insert of many fingerprints; see [`SeenSet::seen_fingerprints`].
+    fn insert_batch(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        assert_eq!(fps.len(), out.len(), "seen_fingerprints: output slice length must match input");
+        let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
+        let mut full: Vec<NodeId> = Vec::new();
+        let mut parents = Vec::new();
+        let mut rounds = 0;
+        let mut why = String::new();
+        while !pending.is_empty() {
+            rounds += 1;
+            if rounds > MAX_ROUNDS {
+                return Err(Error::TooManyRetries { rounds, why });
+            }
+            let meta = self.meta();
+            self.ensure_parents(&meta)?;
+            let mut by_leaf: BTreeMap<NodeId, Vec<u32>> = BTreeMap::new();
+            for &i in &pending {
+                let fp = fps[i as usize];
+                parents.clear();
+                let leaf = self.route(&meta, fp, &mut parents)?;
+                if parents.iter().any(|&p| self.parent_holds(p, fp)) {
+                    out[i as usize] = true;
+                    continue;
+                }
+                by_leaf.entry(leaf).or_default().push(i);
+            }
+            pending.clear();
+            // First pass against the replicas, without holding the send locks.
+            let mut groups: Vec<Group> = Vec::with_capacity(by_leaf.len());
+            for (leaf, mut idx) in by_leaf {
+                let cell = self.cell(leaf);
+                {
+                    let r = cell.replica.read();
+                    idx.retain(|&i| {
+                        let hit = r.filter.contains(fps[i as usize]);
+                        out[i as usize] = hit;
+                        !hit
+                    });
+                }
+                if !idx.is_empty() {
+                    groups.push(Group {
+                        leaf,
+                        cell,
+                        idx,
+                        cands: Vec::new(),
+                        owner: Vec::new(),
+                        dups: Vec::new(),
+                    });
+                }
+            }
+            if groups.is_empty() {
+                break;
+            }
+            // Through the gates (in leaf order, so no two batches wait on each other in a
+            // cycle): check again, take `synced`, send.
+            let cells: Vec<Arc<LeafCell>> = groups.iter().map(|g| Arc::clone(&g.cell)).collect();
+            let limit = self.config.inflight_per_leaf;
+            let guards: Vec<_> = cells.iter().map(|c| c.gate.enter(limit)).collect();
+            let mut reqs = Vec::with_capacity(groups.len());
+            let mut seen_here: HashMap<u64, ()> = HashMap::new();
+            for g in &mut groups {
+                let r = g.cell.replica.read();
+                seen_here.clear();
+                for &i in &g.idx {
+                    let fp = fps[i as usize];
+                    if r.filter.contains(fp) {
+                        out[i as usize] = true;
+                    } else if seen_here.insert(fp, ()).is_some() {
+                        g.dups.push(i);
+                    } else {
+                        g.cands.push(fp);
+                        g.owner.push(i);
+                    }
+                }
+                let synced = r.synced;
+                drop(r);
+                let mut blob = Vec::with_capacity(g.cands.len() * 8);
+                for fp in &g.cands {
+                    blob.extend_from_slice(&fp.to_le_bytes());
+                }
+                let mut cmd = self
+                    .router
+                    .scripts
+                    .call(Script::Insert, &[&self.key(g.leaf, "log"), &self.key(g.leaf, "st")]);
+                cmd.arg(synced).arg(blob).arg(self.config.max_delta);
+                reqs.push(Req { place: self.place(g.leaf), cmd });
+            }
+            self.counters.round_trips.fetch_add(reqs.len() as u64, Ordering::Relaxed);
+            let replies = self.router.exec(reqs)?;
+            let mut refresh = false;
+            let mut stuck: Vec<NodeId> = Vec::new();
+            let mut behind: Vec<NodeId> = Vec::new();
+            for (g, reply) in groups.iter().zip(&replies) {
+                let items = match reply {
+                    Value::Array(v) => v,
+                    _ => return Err(self.protocol(g.leaf, "INSERT", reply)),
+                };
+                match items.first() {
+                    Some(Value::Int(0)) => {
+                        let [
+                            _,
+                            Value::Int(len),
+                            Value::BulkString(flags),
+                            Value::BulkString(delta),
+                        ] = &items[..]
+                        else {
+                            return Err(self.protocol(g.leaf, "INSERT", reply));
+                        };
+                        if delta.len() % 8 != 0
+                            || !(flags.is_empty() || flags.len() == g.cands.len())
+                        {
+                            return Err(self.protocol(g.leaf, "INSERT", reply));
+                        }
+                        self.counters.candidates.fetch_add(g.cands.len() as u64, Ordering::Relaxed);
+                        let mut r = g.cell.replica.write();
+                        for c in delta.chunks_exact(8) {
+                            r.filter.insert(u64_le(c));
+                        }
+                        let mut appended = 0u64;
+                        for (j, (&fp, &i)) in g.cands.iter().zip(&g.owner).enumerate() {
+                            let new = flags.get(j).is_none_or(|&f| f == b'0');
+                            out[i as usize] = !new;
+                            if new {
+                                r.filter.insert(fp);
+                                appended += 1;
+                            }
+                        }
+                        let end = *len as u64 + appended;
+                        r.synced = r.synced.max(end);
+                        for &i in &g.dups {
+                            out[i as usize] = true;
+                        }
+                        if end >= self.params.split_at && !full.contains(&g.leaf) {
+                            full.push(g.leaf);
+                        }
+                    }
+                    Some(Value::Int(1)) => {
+                        // Frozen or retired: nothing written; re-route after a metadata refresh.
+                        self.counters.rerouted.fetch_add(1, Ordering::Relaxed);
+                        refresh = true;
+                        if matches!(items.get(1), Some(Value::BulkString(s)) if s == b"F") {
+                            stuck.push(g.leaf);
+                        }
+                        why = format!("leaf {} refused writes", g.leaf);
+                        pending.extend(g.cands.iter().zip(&g.owner).map(|(_, &i)| i));
+                        pending.extend(&g.dups);
+                    }
+                    Some(Value::Int(2)) => {
+                        behind.push(g.leaf);
+                        why = format!("replica of leaf {} far behind", g.leaf);
+                        pending.extend(&g.owner);
+                        pending.extend(&g.dups);
+                    }
+                    Some(Value::Int(3)) => {
+                        let mut r = g.cell.replica.write();
+                        r.filter.clear();
+                        r.synced = 0;
+                        why = format!("log of leaf {} was re-created", g.leaf);
+                        pending.extend(&g.owner);
+                        pending.extend(&g.dups);
+                    }
+                    _ => return Err(self.protocol(g.leaf, "INSERT", reply)),
+                }
+            }
+            drop(guards);
+            for leaf in behind {
+                self.sync_node(leaf)?;
+            }
+            if refresh {
+                let meta = self.refresh_meta()?;
+                for leaf in stuck {
+                    if matches!(meta.node(leaf).map(|n| &n.state), Some(State::Leaf)) {
+                        // Frozen but not published: a split is starting, or its worker died
+                        // after freezing. Wait for it or roll it forward.
+                        self.help_split(leaf, false)?;
+                    }
+                }
+            }
+        }
+        if self.options.split.mode != SplitMode::Never {
+            for leaf in full {
+                self.split_quietly(leaf);
+            }
+            self.help_stalled_splits();
+        }
+        Ok(())
+    }
+
+    /// Read-only lookup of many fingerprints; see [`SeenSet::contains_fingerprints`].
+    fn contains_batch(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        assert_eq!(
+            fps.len(),
+            out.len(),
+            "contains_fingerprints: output slice length must match input"
+        );
+        let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
+        let mut parents = Vec::new();
+        let mut rounds = 0;
+        while !pending.is_empty() {
+            rounds += 1;
+            if rounds > MAX_ROUNDS {
+                return Err(Error::TooManyRetries { rounds, why: "lookups kept moving".into() });
+            }
+            let meta = self.meta();
+            self.ensure_parents(&meta)?;
+            let mut misses: BTreeMap<NodeId, Vec<u32>> = BTreeMap::new();
+            for &i in &pending {
+                let fp = fps[i as usize];
+                parents.clear();
+                let leaf = self.route(&meta, fp, &mut parents)?;
+                let hit = parents.iter().any(|&p| self.parent_holds(p, fp))
+                    || self.cell(leaf).replica.read().filter.contains(fp);
+                out[i as usize] = hit;
+                if !hit {
+                    misses.entry(leaf).or_default().push(i);
+                }
+            }
+            pending.clear();
+            // A miss is confirmed against the log as it is now.
+            let mut moved = Vec::new();
+            for (leaf, idx) in misses {
+                let state = self.sync_node(leaf)?;
+                if !state.is_empty() {
+                    moved.push((leaf, idx, state));
+                    continue;
+                }
+                let cell = self.cell(leaf);
+                let r = cell.replica.read();
+                for i in idx {
+                    out[i as usize] = r.filter.contains(fps[i as usize]);
+                }
+            }
+            if !moved.is_empty() {
+                let meta = self.refresh_meta()?;
+                for (leaf, idx, state) in moved {
+                    let still_leaf = matches!(meta.node(leaf).map(|n| &n.state), Some(State::Leaf));
+                    if state == "F" && still_leaf {
+                        // Frozen, split not yet published: nothing can have been written to its
+                        // children, and its log (read above, immutable now) is complete.
+                        let cell = self.cell(leaf);
+                        let r = cell.replica.read();
+                        for i in idx {
+                            out[i as usize] = r.filter.contains(fps[i as usize]);
+                        }
+                    } else {
+                        pending.extend(idx);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn split_quietly(&self, leaf: NodeId) {
+        let outcome = match self.try_split(leaf, None) {
+            Ok(SplitOutcome::WaitingForParent) => {
+                let parent = self.meta().parent(leaf);
+                match parent {
+                    Some(p) => self.try_split(p, None),
+                    None => Ok(SplitOutcome::Busy),
+                }
+            }
+            other => other,
+        };
+        if let Err(e) = outcome {
+            self.counters.split_errors.fetch_add(1, Ordering::Relaxed);
+            *self.last_error.lock() = Some(e.to_string());
+        }
+    }
+
+    /// At most every 200 ms: tries to finish splits whose worker may have died (a lock held by
+    /// a live worker just makes this a no-op).
+    fn help_stalled_splits(&self) {
+        let now = self.now_ms();
+        let last = self.counters.last_help_ms.load(Ordering::Relaxed);
+        if now < last + 200 {
+            return;
+        }
+        self.counters.last_help_ms.store(now, Ordering::Relaxed);
+        let stalled: Vec<NodeId> = self.meta().splitting().collect();
+        for id in stalled {
+            self.split_quietly(id);
+        }
+    }
+
+    /// Runs the split of `id` to its end, waiting for another worker's lock (or its expiry).
+    /// Without `strict`, it stops waiting as soon as the metadata shows `id` is no longer a leaf
+    /// (a live worker published the split; writers can route around it).
+    fn help_split(&self, id: NodeId, strict: bool) -> Result<()> {
+        let deadline = Instant::now() + self.config.lock_ttl * 2 + self.config.timeout;
+        loop {
+            match self.try_split(id, None)? {
+                SplitOutcome::Done | SplitOutcome::NotFull | SplitOutcome::Stopped => return Ok(()),
+                SplitOutcome::WaitingForParent => {
+                    if let Some(p) = self.meta().parent(id) {
+                        self.help_split(p, strict)?;
+                    }
+                }
+                SplitOutcome::Busy => {
+                    if Instant::now() > deadline {
+                        return Err(Error::TooManyRetries {
+                            rounds: 0,
+                            why: format!("the split of node {id} stayed locked past its expiry"),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                    let meta = self.refresh_meta()?;
+                    if !strict && !matches!(meta.node(id).map(|n| &n.state), Some(State::Leaf)) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Finishes every split in progress and splits every leaf past its split point, waiting
+    /// for other workers' locks (or their expiry). Returns when the tree has no splitting node.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::TooManyRetries`] if a lock outlives its expiry.
+    pub fn complete_splits(&self) -> Result<()> {
+        for _ in 0..MAX_ROUNDS {
+            let meta = self.refresh_meta()?;
+            let splitting: Vec<NodeId> = meta.splitting().collect();
+            let leaves: Vec<NodeId> = meta.leaves().collect();
+            let mut reqs = Vec::new();
+            for &id in &leaves {
+                let mut c = self
+                    .router
+                    .scripts
+                    .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
+                c.arg(0).arg(0);
+                reqs.push(Req { place: self.place(id), cmd: c });
+            }
+            let replies = self.router.exec(reqs)?;
+            let mut todo = splitting;
+            for (&id, reply) in leaves.iter().zip(&replies) {
+                let (state, len) =
+                    parse_sync_head(reply).ok_or_else(|| self.protocol(id, "SYNC", reply))?;
+                if !state.is_empty()
+                    || (len >= self.split_point && self.options.split.mode != SplitMode::Never)
+                {
+                    todo.push(id);
+                }
+            }
+            if todo.is_empty() {
+                return Ok(());
+            }
+            for id in todo {
+                self.help_split(id, true)?;
+            }
+        }
+        Err(Error::TooManyRetries { rounds: MAX_ROUNDS, why: "splits kept cascading".into() })
+    }
+
+    /// Splits leaf `id` if it is past its split point (or resumes its split), under the node's
+    /// lock. Does not wait for another worker.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::Protocol`] if the split finds the data inconsistent.
+    pub fn try_split(&self, id: NodeId, stop: Option<SplitStop>) -> Result<SplitOutcome> {
+        let token = format!("{:016x}", token());
+        let mut lock = ::redis::cmd("SET");
+        lock.arg(self.key(id, "lock"))
+            .arg(token.as_str())
+            .arg("NX")
+            .arg("PX")
+            .arg(self.config.lock_ttl.as_millis() as u64);
+        if self.router.one(self.place(id), lock)? == Value::Nil {
+            return Ok(SplitOutcome::Busy);
+        }
+        let result = self.split_locked(id, &token, stop);
+        if !matches!(result, Ok(SplitOutcome::Stopped)) {
+            let mut unlock = self.router.scripts.call(Script::Unlock, &[&self.key(id, "lock")]);
+            unlock.arg(token.as_str());
+            let unlocked = self.router.one(self.place(id), unlock);
+            if result.is_ok() {
+                unlocked?;
+            }
+        }
+        if matches!(result, Ok(SplitOutcome::Done)) {
+            self.counters.splits_done.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Runs a split of `id` and stops where `stop` says, keeping the lock as a worker that died
+    /// there would. For tests of crash recovery.
+    ///
+    /// # Errors
+    /// As [`Self::try_split`].
+    #[doc(hidden)]
+    pub fn split_until(&self, id: NodeId, stop: SplitStop) -> Result<SplitOutcome> {
+        self.try_split(id, Some(stop))
+    }
+
+    fn split_locked(
+        &self,
+        id: NodeId,
+        token: &str,
+        stop: Option<SplitStop>,
+    ) -> Result<SplitOutcome> {
+        let meta = self.refresh_meta()?;
+        let node = meta.node(id).cloned().ok_or_else(|| self.bad_meta(format!("no node {id}")))?;
+        let children = match node.state {
+            State::Inner(_) => {
+                self.retire(id)?;
+                return Ok(SplitOutcome::Done);
+            }
+            State::Splitting(c) => c,
+            State::Leaf => {
+                if let Some(p) = meta.parent(id)
+                    && matches!(meta.node(p).map(|n| &n.state), Some(State::Splitting(_)))
+                {
+                    return Ok(SplitOutcome::WaitingForParent);
+                }
+                let mut head = self
+                    .router
+                    .scripts
+                    .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
+                head.arg(0).arg(0);
+                let reply = self.router.one(self.place(id), head)?;
+                let (state, len) =
+                    parse_sync_head(&reply).ok_or_else(|| self.protocol(id, "SYNC", &reply))?;
+                match state.as_str() {
+                    "" if len < self.split_point => return Ok(SplitOutcome::NotFull),
+                    "I" => return Ok(SplitOutcome::Done),
+                    _ => {}
+                }
+                let freeze = self
+                    .router
+                    .scripts
+                    .call(Script::Freeze, &[&self.key(id, "st"), &self.key(id, "log")]);
+                self.router.one(self.place(id), freeze)?;
+                if stop == Some(SplitStop::AfterFreeze) {
+                    return Ok(SplitOutcome::Stopped);
+                }
+                let mut mark = self.router.scripts.call(Script::MarkSplitting, &[&self.meta_key()]);
+                mark.arg(id).arg(self.params.split.fanout);
+                let rec = match self.router.one(self.meta_place(), mark)? {
+                    Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                    other => return Err(self.protocol(id, "MARK_SPLITTING", &other)),
+                };
+                match meta::parse_node(&rec).map_err(|r| self.bad_meta(r))?.state {
+                    State::Splitting(c) => c,
+                    State::Inner(_) => {
+                        self.retire(id)?;
+                        return Ok(SplitOutcome::Done);
+                    }
+                    State::Leaf => return Err(self.bad_meta(format!("node {id} did not split"))),
+                }
+            }
+        };
+        self.refresh_meta()?;
+        if !self.migrate(id, node.depth, &children, token, stop)? {
+            return Ok(SplitOutcome::Stopped);
+        }
+        let mut mark = self.router.scripts.call(Script::MarkInner, &[&self.meta_key()]);
+        mark.arg(id);
+        self.router.one(self.meta_place(), mark)?;
+        self.retire(id)?;
+        self.refresh_meta()?;
+        Ok(SplitOutcome::Done)
+    }
+
+    fn retire(&self, id: NodeId) -> Result<()> {
+        let retire = self.router.scripts.call(
+            Script::Retire,
+            &[&self.key(id, "st"), &self.key(id, "log"), &self.key(id, "mig")],
+        );
+        self.router.one(self.place(id), retire)?;
+        Ok(())
+    }
+
+    /// Re-hashes frozen node `id`'s log into `children`, resuming from the children's cursors.
+    /// Returns `false` if stopped by `stop`.
+    fn migrate(
+        &self,
+        id: NodeId,
+        depth: u32,
+        children: &[NodeId],
+        token: &str,
+        stop: Option<SplitStop>,
+    ) -> Result<bool> {
+        let mut head =
+            self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
+        head.arg(0).arg(0);
+        let reply = self.router.one(self.place(id), head)?;
+        let (state, total) =
+            parse_sync_head(&reply).ok_or_else(|| self.protocol(id, "SYNC", &reply))?;
+        match state.as_str() {
+            "I" => return Ok(true),
+            "F" => {}
+            _ => return Err(self.protocol(id, "splitting node is not frozen", &reply)),
+        }
+        // Where each child's share stands.
+        let reqs = children
+            .iter()
+            .map(|&c| {
+                let mut get = ::redis::cmd("GET");
+                get.arg(self.key(c, "mig"));
+                Req { place: self.place(c), cmd: get }
+            })
+            .collect();
+        let mut cursors: Vec<u64> = self
+            .router
+            .exec(reqs)?
+            .iter()
+            .map(|v| match v {
+                Value::Nil => Some(0),
+                Value::BulkString(b) => std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()),
+                _ => None,
+            })
+            .collect::<Option<_>>()
+            .ok_or_else(|| self.bad_meta(format!("bad migration cursor under node {id}")))?;
+        let seed = level_seed(self.params.seed, depth);
+        let mut start = cursors.iter().copied().min().unwrap_or(total);
+        let mut chunks = 0;
+        let cell = self.cell(id);
+        while start < total {
+            let end = total.min(start + self.config.migrate_chunk);
+            let mut extend = self.router.scripts.call(Script::Extend, &[&self.key(id, "lock")]);
+            extend.arg(token).arg(self.config.lock_ttl.as_millis() as u64);
+            self.router.one(self.place(id), extend)?;
+            let mut read = self
+                .router
+                .scripts
+                .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
+            read.arg(start).arg(end - start);
+            let reply = self.router.one(self.place(id), read)?;
+            let data = match &reply {
+                Value::Array(v) => match &v[..] {
+                    [_, _, Value::BulkString(d)] if d.len() as u64 == (end - start) * 8 => d,
+                    _ => return Err(self.protocol(id, "SYNC (migration)", &reply)),
+                },
+                _ => return Err(self.protocol(id, "SYNC (migration)", &reply)),
+            };
+            let mut shares: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
+            {
+                // The parent's replica, made final on the way: readers of this process need it.
+                let mut r = cell.replica.write();
+                for (pos, c) in data.chunks_exact(8).enumerate() {
+                    let fp = u64_le(c);
+                    let at = hash::reduce(hash::mix64(fp ^ seed), children.len() as u64) as usize;
+                    if start + pos as u64 >= cursors[at] {
+                        shares[at].extend_from_slice(c);
+                    }
+                    if start + pos as u64 >= r.synced {
+                        r.filter.insert(fp);
+                    }
+                }
+                if r.synced >= start {
+                    r.synced = r.synced.max(end);
+                }
+            }
+            let mut reqs = Vec::new();
+            let mut which = Vec::new();
+            for (k, &child) in children.iter().enumerate() {
+                if cursors[k] >= end {
+                    continue;
+                }
+                let mut m = self.router.scripts.call(
+                    Script::Migrate,
+                    &[&self.key(child, "log"), &self.key(child, "mig"), &self.key(child, "st")],
+                );
+                m.arg(cursors[k].max(start)).arg(end).arg(std::mem::take(&mut shares[k]));
+                reqs.push(Req { place: self.place(child), cmd: m });
+                which.push(k);
+            }
+            for (k, reply) in which.into_iter().zip(self.router.exec(reqs)?) {
+                match reply {
+                    Value::Int(0 | 1) => cursors[k] = end,
+                    other => return Err(self.protocol(children[k], "MIGRATE", &other)),
+                }
+            }
+            start = end;
+            chunks += 1;
+            if stop == Some(SplitStop::AfterChunks(chunks)) && start < total {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Counts and shape, read from Redis now.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub fn stats(&self) -> Result<RedisStats> {
+        let meta = self.refresh_meta()?;
+        let leaves: Vec<NodeId> = meta.leaves().collect();
+        let reqs = leaves
+            .iter()
+            .map(|&id| {
+                let mut c = ::redis::cmd("STRLEN");
+                c.arg(self.key(id, "log"));
+                Req { place: self.place(id), cmd: c }
+            })
+            .collect();
+        let mut counts = Vec::new();
+        for (&id, v) in leaves.iter().zip(self.router.exec(reqs)?) {
+            match v {
+                Value::Int(n) => counts.push((id, n as u64 / 8)),
+                other => return Err(self.protocol(id, "STRLEN", &other)),
+            }
+        }
+        let c = &self.counters;
+        Ok(RedisStats {
+            count: counts.iter().map(|(_, n)| n).sum(),
+            height: leaves
+                .iter()
+                .filter_map(|&id| meta.node(id))
+                .map(|n| n.depth)
+                .max()
+                .unwrap_or(0),
+            leaves: counts,
+            splitting: meta.splitting().count(),
+            version: meta.version,
+            round_trips: c.round_trips.load(Ordering::Relaxed),
+            candidates: c.candidates.load(Ordering::Relaxed),
+            rerouted: c.rerouted.load(Ordering::Relaxed),
+            splits_done: c.splits_done.load(Ordering::Relaxed),
+            split_errors: c.split_errors.load(Ordering::Relaxed),
+            redirects: self.router.redirects.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The last error a background split attempt met (they are retried, not returned).
+    pub fn last_split_error(&self) -> Option<String> {
+        self.last_error.lock().clone()
+    }
+
+    /// Which node holds leaf `id`'s keys (`nodes` layout: `(id - 1) % n`).
+    pub fn leaf_key(&self, id: NodeId) -> String {
+        String::from_utf8_lossy(&self.key(id, "log")).into_owned()
+    }
+}
+
+impl crate::SeenSet for RedisNamespace {
+    type Error = Error;
+
+    fn fingerprint(&self, url: &str) -> Result<u64> {
+        CANON_BUF.with_borrow_mut(|buf| {
+            self.canon.canonicalize_into(url, buf).map_err(crate::Error::from)?;
+            Ok(hash::fingerprint(buf.as_bytes(), self.options.seed))
+        })
+    }
+
+    fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        self.insert_batch(fps, out)
+    }
+
+    fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        self.contains_batch(fps, out)
+    }
+}
+
+fn parse_sync_head(reply: &Value) -> Option<(String, u64)> {
+    match reply {
+        Value::Array(v) => match &v[..] {
+            [Value::BulkString(s), Value::Int(len), _] => {
+                Some((String::from_utf8_lossy(s).into_owned(), *len as u64))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn u64_le(c: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&c[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// The location hash seed of level `depth`: the same function as the in-process tree's, so one
+/// seed routes alike in both backends.
+fn level_seed(seed: u64, depth: u32) -> u64 {
+    hash::mix64(seed ^ u64::from(depth + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// The leaf filters' probe seed, as the in-process tree derives it.
+fn probe_seed(seed: u64) -> u64 {
+    hash::mix64(seed ^ 0x5052_4f42_4553_4545)
+}
+
+/// A lock token unique enough across processes and threads.
+fn token() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    hash::mix64(
+        nanos ^ (u64::from(std::process::id()) << 32) ^ COUNTER.fetch_add(1, Ordering::Relaxed),
+    )
+}

@@ -1,0 +1,327 @@
+//! The Redis backend against real `redis-server` processes: shared namespaces, splits under
+//! load, a split worker that dies, a Redis that dies and comes back, the Fig. 9 layout.
+
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+mod redis_support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use redis_support::{Server, open};
+use urlseen_corpus::distinct_urls;
+use urlseen_engine::redis::{RedisMode, SplitOutcome, SplitStop};
+use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
+
+/// Small leaves (16 Kibit, about 1,700 URLs each), so a few thousand URLs split many times.
+fn small(mode: SplitMode) -> NamespaceOptions {
+    NamespaceOptions {
+        capacity: 2_000,
+        fpr: 0.01,
+        leaf_bits: Some(1 << 14),
+        split: SplitPolicy { mode, ..SplitPolicy::default() },
+        ..NamespaceOptions::default()
+    }
+}
+
+/// Four "processes" (each its own client, so its own replicas and connections) feed the same
+/// URLs in different orders while leaves split: every URL is new for at most one of them, the
+/// news add up to the namespace's count, and nearly every URL is new for one.
+#[test]
+fn processes_sharing_a_namespace_get_one_new_per_url() {
+    let server = Server::start();
+    let urls = Arc::new(distinct_urls(7, 12_000));
+    const CLIENTS: usize = 4;
+    let barrier = Arc::new(Barrier::new(CLIENTS));
+    let handles: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (urls, barrier, url) = (Arc::clone(&urls), Arc::clone(&barrier), server.url());
+            thread::spawn(move || {
+                let db = open(vec![url], RedisMode::Auto);
+                let ns = db.namespace("shared", small(SplitMode::Inline)).unwrap();
+                let mut order: Vec<usize> = (0..urls.len()).collect();
+                order.rotate_left(c * urls.len() / CLIENTS);
+                if c % 2 == 1 {
+                    order.reverse();
+                }
+                barrier.wait();
+                let mut new = Vec::new();
+                for chunk in order.chunks(300 + 100 * c) {
+                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
+                    let seen = ns.seen_batch(&batch).unwrap();
+                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
+                }
+                new
+            })
+        })
+        .collect();
+    let mut news: HashMap<usize, usize> = HashMap::new();
+    for h in handles {
+        for i in h.join().unwrap() {
+            *news.entry(i).or_default() += 1;
+        }
+    }
+    let twice: Vec<_> = news.iter().filter(|p| *p.1 > 1).collect();
+    assert!(twice.is_empty(), "URLs answered new more than once: {}", twice.len());
+    assert!(
+        news.len() > urls.len() * 98 / 100,
+        "{} of {} URLs were new once",
+        news.len(),
+        urls.len()
+    );
+    let db = open(vec![server.url()], RedisMode::Single);
+    let ns = db.namespace("shared", small(SplitMode::Inline)).unwrap();
+    ns.complete_splits().unwrap();
+    let stats = ns.stats().unwrap();
+    assert_eq!(stats.count, news.len() as u64, "the logs hold exactly the URLs answered new");
+    assert!(stats.leaves.len() >= 6, "leaves split under the load: {stats:?}");
+    // A fresh client (empty replicas) sees every recorded URL. (A URL that every client took
+    // for a false positive was never recorded, and may read as unseen after a split.)
+    let all: Vec<&str> = news.keys().map(|&i| urls[i].as_str()).collect();
+    let fps: Vec<u64> = all.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
+    let mut hit = vec![false; fps.len()];
+    ns.contains_fingerprints(&fps, &mut hit).unwrap();
+    assert!(hit.iter().all(|&h| h), "a recorded URL is unseen");
+}
+
+/// Threads of one process with several round trips in flight per leaf: Redis compares their
+/// candidates with each other's appends, and each URL is still new exactly once.
+#[test]
+fn threads_with_overlapping_round_trips_get_one_new_per_url() {
+    let server = Server::start();
+    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        inflight_per_leaf: 4,
+        ..redis_support::options(vec![server.url()], RedisMode::Single)
+    })
+    .unwrap();
+    let ns = db.namespace("overlap", small(SplitMode::Inline)).unwrap();
+    let urls = Arc::new(distinct_urls(8, 10_000));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let (ns, urls) = (Arc::clone(&ns), Arc::clone(&urls));
+            thread::spawn(move || {
+                let mut new = Vec::new();
+                // Every thread feeds every URL, each from another starting point.
+                let mut order: Vec<usize> = (0..urls.len()).collect();
+                order.rotate_left(t * 2_500);
+                for chunk in order.chunks(200) {
+                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
+                    let seen = ns.seen_batch(&batch).unwrap();
+                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
+                }
+                new
+            })
+        })
+        .collect();
+    let mut news: HashMap<usize, usize> = HashMap::new();
+    for h in handles {
+        for i in h.join().unwrap() {
+            *news.entry(i).or_default() += 1;
+        }
+    }
+    assert!(news.values().all(|&n| n == 1), "a URL was new twice");
+    assert!(news.len() > urls.len() * 98 / 100, "{} of {} new", news.len(), urls.len());
+    ns.complete_splits().unwrap();
+    assert_eq!(ns.stats().unwrap().count, news.len() as u64);
+}
+
+/// Writers insert their own URLs while leaves split under them; after every batch each checks
+/// that everything it recorded so far is still seen, through its own client.
+#[test]
+fn splits_under_concurrent_inserts_lose_nothing() {
+    let server = Server::start();
+    const WRITERS: usize = 3;
+    let handles: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let url = server.url();
+            thread::spawn(move || {
+                let db = open(vec![url], RedisMode::Single);
+                let ns = db.namespace("grow", small(SplitMode::Background)).unwrap();
+                let urls = distinct_urls(100 + w as u64, 6_000);
+                let mut recorded: Vec<u64> = Vec::new();
+                for chunk in urls.chunks(400) {
+                    let fps: Vec<u64> = chunk.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
+                    let mut seen = vec![false; fps.len()];
+                    ns.seen_fingerprints(&fps, &mut seen).unwrap();
+                    recorded.extend(fps.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
+                    let mut hit = vec![false; recorded.len()];
+                    ns.contains_fingerprints(&recorded, &mut hit).unwrap();
+                    let lost = hit.iter().filter(|&&h| !h).count();
+                    assert_eq!(lost, 0, "writer {w}: {lost} recorded URLs unseen");
+                }
+                recorded.len() as u64
+            })
+        })
+        .collect();
+    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let db = open(vec![server.url()], RedisMode::Single);
+    let ns = db.namespace("grow", small(SplitMode::Background)).unwrap();
+    ns.complete_splits().unwrap();
+    let s = ns.stats().unwrap();
+    assert_eq!(s.count, total);
+    assert_eq!(s.splitting, 0);
+    assert!(s.leaves.len() >= 8, "{s:?}");
+    assert!(s.leaves.iter().all(|&(_, n)| n <= ns.split_point()), "no leaf past its split point");
+}
+
+/// A split worker dies (keeps its lock, never finishes) after freezing a leaf, and another
+/// after migrating one chunk. Other clients keep answering correctly, and roll both splits
+/// forward once the locks expire.
+#[test]
+fn a_worker_that_dies_mid_split_is_rolled_forward() {
+    let server = Server::start();
+    let db = open(vec![server.url()], RedisMode::Single);
+    // No automatic splits: this test decides when a split starts and where its worker dies.
+    let ns = db.namespace("crash", small(SplitMode::Never)).unwrap();
+    let urls = distinct_urls(3, 8_000);
+    let (first, second) = urls.split_at(5_000);
+    let answers = ns.seen_batch(first).unwrap();
+    let recorded: Vec<&String> = first.iter().zip(&answers).filter(|p| !p.1).map(|p| p.0).collect();
+    let full: Vec<u32> = ns
+        .stats()
+        .unwrap()
+        .leaves
+        .iter()
+        .filter(|&&(_, n)| n >= ns.split_point())
+        .map(|&(id, _)| id)
+        .collect();
+    assert!(full.len() >= 2, "two leaves past their split point: {full:?}");
+
+    // Worker 1 dies right after freezing leaf A; worker 2 after one migrated chunk of leaf B.
+    let dead = open(vec![server.url()], RedisMode::Single);
+    let dead_ns = dead.namespace("crash", small(SplitMode::Never)).unwrap();
+    assert_eq!(
+        dead_ns.split_until(full[0], SplitStop::AfterFreeze).unwrap(),
+        SplitOutcome::Stopped
+    );
+    assert_eq!(
+        dead_ns.split_until(full[1], SplitStop::AfterChunks(1)).unwrap(),
+        SplitOutcome::Stopped
+    );
+    assert_eq!(dead_ns.stats().unwrap().splitting, 1, "leaf B is published as splitting");
+
+    // Another process: everything recorded is still seen, new URLs are new, while both splits
+    // are stuck (its writes to leaf A wait for the dead worker's lock to expire, then it
+    // finishes A's split itself).
+    let other = open(vec![server.url()], RedisMode::Single);
+    let ons = other.namespace("crash", small(SplitMode::Never)).unwrap();
+    // Lookups first: leaf A is frozen but its split unpublished, leaf B half migrated.
+    let fps: Vec<u64> = recorded.iter().map(|u| ons.fingerprint(u).unwrap()).collect();
+    let mut hit = vec![false; fps.len()];
+    ons.contains_fingerprints(&fps, &mut hit).unwrap();
+    assert!(hit.iter().all(|&h| h), "a recorded URL unseen during a stuck split");
+    let again = ons.seen_batch(&recorded).unwrap();
+    assert!(again.iter().all(|&s| s), "a recorded URL answered new during a stuck split");
+    let fresh = ons.seen_batch(second).unwrap();
+    let fresh_new = fresh.iter().filter(|&&s| !s).count();
+    // (The leaves are far past their split point here, so their FPR is well above 1%.)
+    assert!(fresh_new > second.len() * 9 / 10, "{fresh_new} new of {}", second.len());
+    // Everything answered new is seen now. (A URL answered seen was a false positive, maybe of
+    // a frozen parent that a split since retired: it was never recorded, and may be new now.)
+    let again = ons.seen_batch(second).unwrap();
+    let lost = fresh.iter().zip(&again).filter(|(first, now)| !**first && !**now).count();
+    assert_eq!(lost, 0, "URLs answered new twice");
+    let late_new = fresh.iter().zip(&again).filter(|(first, now)| **first && !**now).count();
+    assert!(late_new < second.len() / 20, "{late_new} false positives turned new");
+    let fresh_new = fresh_new + late_new;
+
+    ons.complete_splits().unwrap();
+    let s = ons.stats().unwrap();
+    assert_eq!(s.splitting, 0);
+    assert_eq!(s.count, recorded.len() as u64 + fresh_new as u64);
+    // Both splits are done: neither leaf is a leaf any more.
+    assert!(s.leaves.iter().all(|&(id, _)| id != full[0] && id != full[1]), "{s:?}");
+    // And the first process, whose replicas are from before, still sees everything.
+    assert!(ns.seen_batch(&recorded).unwrap().iter().all(|&s| s));
+    let recorded_second: Vec<&String> = second
+        .iter()
+        .zip(fresh.iter().zip(&again))
+        .filter(|(_, (first, now))| !**first || !**now)
+        .map(|(u, _)| u)
+        .collect();
+    assert!(ns.seen_batch(&recorded_second).unwrap().iter().all(|&s| s));
+}
+
+/// A Redis that dies gives errors, never answers; once it is back (with its AOF), service
+/// resumes with everything recorded before still seen.
+#[test]
+fn a_dead_node_gives_errors_and_service_resumes_after_restart() {
+    let mut server = Server::start_durable();
+    let db = open(vec![server.url()], RedisMode::Single);
+    let ns = db
+        .namespace("faults", NamespaceOptions { capacity: 20_000, ..Default::default() })
+        .unwrap();
+    let urls = distinct_urls(11, 6_000);
+    let (before, after) = urls.split_at(3_000);
+    let answers = ns.seen_batch(before).unwrap();
+    let recorded: Vec<&String> =
+        before.iter().zip(&answers).filter(|p| !p.1).map(|p| p.0).collect();
+
+    server.kill();
+    let mixed: Vec<&String> = recorded.iter().copied().chain(after.iter().take(500)).collect();
+    for attempt in 0..3 {
+        // Anything that needs Redis fails: a new URL, a batch with one, a lookup that misses.
+        assert!(ns.seen_batch(after).is_err(), "attempt {attempt}: an answer from a dead Redis");
+        assert!(ns.seen_batch(&mixed).is_err(), "attempt {attempt}: an answer from a dead Redis");
+        let fps: Vec<u64> = after.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
+        let mut out = vec![false; fps.len()];
+        assert!(ns.contains_fingerprints(&fps, &mut out).is_err(), "a lookup answered");
+        // URLs this client's replicas already hold are answered "seen" without Redis: true
+        // whatever Redis says now (they were recorded), and never "new".
+        if let Ok(seen) = ns.seen_batch(&recorded) {
+            assert!(seen.iter().all(|&s| s), "a recorded URL answered new");
+        }
+    }
+
+    server.restart();
+    assert!(
+        ns.seen_batch(&recorded).unwrap().iter().all(|&s| s),
+        "recorded URLs unseen after restart"
+    );
+    let new = ns.seen_batch(after).unwrap().iter().filter(|&&s| !s).count();
+    assert!(new > after.len() * 98 / 100, "{new} of {} new after restart", after.len());
+    // A client that never saw the outage agrees.
+    let fresh = open(vec![server.url()], RedisMode::Single);
+    let fns = fresh
+        .namespace("faults", NamespaceOptions { capacity: 20_000, ..Default::default() })
+        .unwrap();
+    assert!(fns.seen_batch(&recorded).unwrap().iter().all(|&s| s));
+    assert_eq!(fns.stats().unwrap().count, recorded.len() as u64 + new as u64);
+}
+
+/// Seed 000's Fig. 9 layout: H = 1, c = 3, one leaf on each of three independent servers.
+#[test]
+fn three_servers_hold_one_leaf_each() {
+    let servers: Vec<Server> = (0..3).map(|_| Server::start()).collect();
+    let urls: Vec<String> = servers.iter().map(Server::url).collect();
+    let db = open(urls.clone(), RedisMode::Auto);
+    assert_eq!(db.mode(), RedisMode::Nodes);
+    let opts = NamespaceOptions {
+        capacity: 30_000,
+        leaf_bits: Some(100_000),
+        split: SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() },
+        ..NamespaceOptions::default()
+    };
+    let ns = db.namespace("fig9", opts.clone()).unwrap();
+    assert_eq!(ns.params().initial_leaves, 3);
+    let batch = distinct_urls(5, 20_000);
+    let new = ns.seen_batch(&batch).unwrap().iter().filter(|&&s| !s).count();
+    assert!(new > 19_000);
+    for (i, s) in servers.iter().enumerate() {
+        let mut c = s.conn();
+        let len: u64 = redis::cmd("STRLEN").arg(ns.leaf_key(i as u32 + 1)).query(&mut c).unwrap();
+        assert!(len / 8 > 5_000, "server {i} holds leaf {}: {} entries", i + 1, len / 8);
+        for other in (1..=3).filter(|&l| l != i as u32 + 1) {
+            let n: u64 = redis::cmd("EXISTS").arg(ns.leaf_key(other)).query(&mut c).unwrap();
+            assert_eq!(n, 0, "server {i} holds only its own leaf");
+        }
+    }
+    // Another client with the servers in the same order agrees; other parameters are refused.
+    let db2 = open(urls, RedisMode::Nodes);
+    let ns2 = db2.namespace("fig9", opts).unwrap();
+    assert!(ns2.seen_batch(&batch).unwrap().iter().all(|&s| s));
+    let err = db2.namespace("fig9", NamespaceOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("other parameters"), "{err}");
+}

@@ -1,0 +1,217 @@
+//! Real `redis-server` processes for the Redis backend's tests: each on free ports, in its own
+//! temporary directory, killed when dropped. No test skips when Redis is missing: it fails and
+//! says how to install it (scripts/check.sh installs it).
+
+#![allow(dead_code, reason = "each test file uses a part of the harness")]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
+
+/// Fails the test with an actionable message if the Redis binaries are not installed.
+pub fn require(binary: &str) -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|p| p.join(binary)).find(|p| p.is_file())
+    });
+    match found {
+        Some(p) => p,
+        None => panic!(
+            "{binary} is not installed, and the Redis backend's tests need real servers: \
+             install it (Debian/Ubuntu: apt-get install -y redis-server redis-tools; \
+             scripts/check.sh does this) and run the tests again"
+        ),
+    }
+}
+
+/// A port that is free now, whose cluster bus port (+10000) is free too.
+pub fn free_port() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = l.local_addr().expect("local addr").port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// One `redis-server` process.
+#[derive(Debug)]
+pub struct Server {
+    pub port: u16,
+    args: Vec<String>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// A throwaway server: no persistence.
+    pub fn start() -> Server {
+        Server::start_with(&["--save", "", "--appendonly", "no"])
+    }
+
+    /// A server whose writes survive `kill -9` (an fsync before every reply).
+    pub fn start_durable() -> Server {
+        Server::start_with(&["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+    }
+
+    pub fn start_with(extra: &[&str]) -> Server {
+        require("redis-server");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut s = Server {
+            port: free_port(),
+            args: extra.iter().map(|s| (*s).to_owned()).collect(),
+            dir,
+            child: None,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .arg("--port")
+            .arg(self.port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(self.dir.path().join("redis.log"))
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let ok = redis::Client::open(self.url().as_str())
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+            if ok.is_ok() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "redis-server on port {} did not start", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// `kill -9`: no shutdown, no final save.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and directory (it reloads its AOF, if any).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// A plain connection, for assertions on the raw keys.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url().as_str())
+            .and_then(|c| c.get_connection())
+            .expect("connect to the test redis")
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A Redis Cluster of `n` masters and no replicas, made with `redis-cli --cluster create`.
+#[derive(Debug)]
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn start(n: usize) -> Cluster {
+        require("redis-cli");
+        let nodes: Vec<Server> = (0..n)
+            .map(|_| {
+                Server::start_with(&[
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "2000",
+                ])
+            })
+            .collect();
+        let addrs: Vec<String> = nodes.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for s in &nodes {
+            loop {
+                let info: String =
+                    redis::cmd("CLUSTER").arg("INFO").query(&mut s.conn()).unwrap_or_default();
+                if info.contains("cluster_state:ok") {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "cluster did not converge: {info}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Cluster { nodes }
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(Server::url).collect()
+    }
+}
+
+/// Options for tests: short timeouts, a short lock so a "dead" worker's lock expires quickly.
+pub fn options(urls: Vec<String>, mode: RedisMode) -> RedisOptions {
+    RedisOptions {
+        mode,
+        timeout: Duration::from_secs(2),
+        connect_attempts: 2,
+        lock_ttl: Duration::from_millis(400),
+        migrate_chunk: 500,
+        ..RedisOptions::new(urls)
+    }
+}
+
+pub fn open(urls: Vec<String>, mode: RedisMode) -> RedisDb {
+    RedisDb::open(options(urls, mode)).expect("open the redis backend")
+}
