@@ -54,15 +54,35 @@ fn filter_e2e(c: &mut Criterion) {
             })
         });
     }
-    // Persistence: the same stream into a fresh data directory under each fsync policy.
-    for fsync in ["always", "everysec", "no"] {
-        group.bench_function(BenchmarkId::new(format!("data_fsync_{fsync}"), n), |b| {
+    // Persistence: the same stream into a fresh data directory under each fsync policy, Bloom-
+    // only and in exact mode (every Bloom positive confirmed by the LRU and the fjall store).
+    for (mode, extra) in [("", &[][..]), ("exact_", &["--exact"][..])] {
+        for fsync in ["always", "everysec", "no"] {
+            data_run(&mut group, n, &path, &format!("data_{mode}fsync_{fsync}"), fsync, extra);
+        }
+    }
+    group.finish();
+    let _ = std::fs::remove_file(&path);
+}
+
+fn data_run(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    n: u64,
+    path: &std::path::Path,
+    name: &str,
+    fsync: &str,
+    extra: &[&str],
+) {
+    {
+        group.bench_function(BenchmarkId::new(name, n), |b| {
             b.iter(|| {
                 let dir = tempfile::tempdir().expect("temp dir");
                 let status = Command::new(env!("CARGO_BIN_EXE_urlseen"))
-                    .args(["filter", "--capacity", "2000000", "--fsync", fsync, "--data"])
+                    .args(["filter", "--capacity", "2000000", "--fsync", fsync])
+                    .args(extra)
+                    .arg("--data")
                     .arg(dir.path())
-                    .stdin(File::open(&path).expect("open stream"))
+                    .stdin(File::open(path).expect("open stream"))
                     .stdout(Stdio::null())
                     .status()
                     .expect("run urlseen");
@@ -70,8 +90,6 @@ fn filter_e2e(c: &mut Criterion) {
             })
         });
     }
-    group.finish();
-    let _ = std::fs::remove_file(&path);
 }
 
 criterion_group!(benches, filter_e2e);

@@ -44,6 +44,8 @@ enum Command {
     Stats(cmd::store::StatsArgs),
     /// Forget URLs in a counting namespace of a data directory.
     Forget(cmd::store::ForgetArgs),
+    /// Serve the Redis protocol (BF.*, URL.*) and HTTP metrics, for crawlers in any language.
+    Serve(cmd::serve::Args),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::store::import(args),
         Command::Stats(args) => cmd::store::stats(args),
         Command::Forget(args) => cmd::store::forget(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

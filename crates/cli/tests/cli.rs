@@ -234,3 +234,56 @@ fn bench_fpr_and_balance_run_and_report_json() {
     assert!(report["dsbf_imbalance"].as_f64().unwrap() < 0.1);
     assert!(report["overflowing_domains"].as_u64().unwrap() >= 1);
 }
+
+#[test]
+fn exact_filter_remembers_and_forget_makes_urls_new_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let urls = urlseen_corpus::distinct_urls(5, 3_000);
+    let file = dir.path().join("urls.txt");
+    std::fs::write(&file, lines_of(&urls)).unwrap();
+    let (_, err, ok) = run(
+        &["import", file.to_str().unwrap(), "--data", data, "--ns", "jobs", "--counting", "-q"],
+        b"",
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("3000 new"), "{err}");
+
+    // Everything is remembered: nothing of it is printed again.
+    let (out, err, ok) = run(&["filter", "--data", data, "--ns", "jobs"], &lines_of(&urls));
+    assert!(ok && out.is_empty(), "{err}: {} printed", out.len());
+
+    let forgotten: Vec<String> = urls.iter().step_by(10).cloned().collect();
+    let (_, err, ok) = run(&["forget", "--data", data, "--ns", "jobs"], &lines_of(&forgotten));
+    assert!(ok, "{err}");
+    assert!(err.contains("forgot 300 URLs"), "{err}");
+
+    // The forgotten ones, and only they, are new again.
+    let (out, err, ok) = run(&["filter", "--data", data, "--ns", "jobs"], &lines_of(&urls));
+    assert!(ok, "{err}");
+    assert_eq!(out, forgotten);
+
+    let (out, _, ok) = run(&["stats", "--data", data, "--ns", "jobs", "--json"], b"");
+    assert!(ok);
+    let stats: serde_json::Value = serde_json::from_str(&out.join("\n")).unwrap();
+    assert_eq!(stats[0]["mode"], "counting");
+    assert_eq!(stats[0]["count"], 3000);
+
+    // A Bloom-only namespace refuses to forget, with a reason.
+    let (_, _, ok) = run(&["filter", "--data", data, "--ns", "plain"], &lines_of(&urls[..10]));
+    assert!(ok);
+    let (_, err, ok) = run(&["forget", "--data", data, "--ns", "plain", &urls[0]], b"");
+    assert!(!ok && err.contains("--counting"), "{err}");
+}
+
+#[test]
+fn exact_filter_in_memory_prints_every_distinct_url() {
+    // At a 30 % FPR a Bloom-only filter drops about a third of new URLs; exact mode none.
+    let urls = urlseen_corpus::distinct_urls(6, 20_000);
+    let (out, err, ok) =
+        run(&["filter", "--exact", "--capacity", "20000", "--fpr", "0.3"], &lines_of(&urls));
+    assert!(ok, "{err}");
+    assert_eq!(out.len(), urls.len());
+    let (out, _, _) = run(&["filter", "--capacity", "20000", "--fpr", "0.3"], &lines_of(&urls));
+    assert!(out.len() < urls.len() * 9 / 10, "Bloom-only printed {}", out.len());
+}

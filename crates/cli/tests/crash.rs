@@ -1,7 +1,8 @@
 //! Crash safety of `urlseen filter --data D --fsync always`: a URL it printed is durable. The
 //! process is killed with SIGKILL at random points (mid-batch, mid-split, mid-write) over many
 //! rounds; after each kill the directory is reopened and every URL printed so far must still be
-//! seen.
+//! seen. The same again in exact mode, where the fingerprint store must survive too (a URL
+//! the store lost would be answered "new" again after restart).
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
@@ -24,12 +25,20 @@ fn splitmix(state: &mut u64) -> u64 {
 
 #[test]
 fn sigkill_at_random_points_loses_no_printed_url() {
+    sigkill_rounds(&[], 12345);
+}
+
+#[test]
+fn sigkill_at_random_points_loses_no_printed_url_in_exact_mode() {
+    sigkill_rounds(&["--exact"], 54321);
+}
+
+fn sigkill_rounds(extra_args: &[&str], mut rng: u64) {
     let dir = tempfile::tempdir().unwrap();
     // 30% repeats, so later rounds also re-see earlier URLs.
     let stream: Vec<String> =
         urlseen_corpus::Generator::new(77).take(ROUNDS as usize * PER_ROUND).collect();
     let mut printed_total: Vec<String> = Vec::new();
-    let mut rng = 12345u64;
     let mut kills = 0;
     for round in 0..ROUNDS {
         let input = stream[round as usize * PER_ROUND..(round as usize + 1) * PER_ROUND].to_vec();
@@ -37,7 +46,9 @@ fn sigkill_at_random_points_loses_no_printed_url() {
         let kill_after =
             (splitmix(&mut rng) % (PER_ROUND as u64 / 2)) as usize * usize::from(round % 6 != 0);
         let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
-            .args(["filter", "--capacity", "2000", "--fsync", "always", "--data"])
+            .args(["filter", "--capacity", "2000", "--fsync", "always"])
+            .args(extra_args)
+            .arg("--data")
             .arg(dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -92,6 +103,7 @@ fn sigkill_at_random_points_loses_no_printed_url() {
             assert!(printed_total.is_empty(), "round {round}: URLs printed but no namespace");
             continue;
         };
+        assert_eq!(ns.options().exact, extra_args.contains(&"--exact"));
         let hits = ns.contains_batch(&printed_total).unwrap();
         let lost: Vec<&String> =
             printed_total.iter().zip(&hits).filter(|p| !p.1).map(|p| p.0).collect();

@@ -4,7 +4,9 @@ use std::io::{self, BufWriter, Write};
 use std::time::Instant;
 
 use anyhow::Context;
-use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, SplitPolicy};
+use urlseen_canon::Canonicalizer;
+use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
+use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, SeenSet, SplitPolicy};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
 use crate::lines::{Line, LineBatches, write_line};
@@ -43,18 +45,32 @@ pub struct Args {
     /// Remember across runs: keep the namespace in this data directory.
     #[arg(long, value_name = "DIR")]
     data: Option<std::path::PathBuf>,
-    /// Namespace to use in --data (created with the sizing options above if it is new; an
-    /// existing one keeps its own).
-    #[arg(long, default_value = "default", requires = "data")]
+    /// Namespace to use in --data or --redis (created with the sizing options above if it is
+    /// new; an existing one keeps its own in --data, and must match them in --redis).
+    #[arg(long, default_value = "default")]
     ns: String,
+    /// Share the set through Redis: a standalone server, a list of independent servers (one
+    /// leaf on each in turn; list them in the same order everywhere), or Redis Cluster seed
+    /// nodes (detected, or forced with --cluster). Any number of `urlseen filter --redis`
+    /// processes on any machines then print each URL once between them.
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with_all = ["data", "exact", "counting"])]
+    redis: Option<Vec<String>>,
+    /// With --redis: the URLs are Redis Cluster seed nodes.
+    #[arg(long, requires = "redis")]
+    cluster: bool,
     /// With --data: when a URL counts as recorded, as Redis's appendfsync. With `always` a URL
     /// is printed only once it is on disk.
     #[arg(long, default_value = "everysec", value_parser = parse_fsync, requires = "data")]
     fsync: Fsync,
-    /// Exact mode: confirm every filter positive against a fingerprint store (no false
-    /// positives but 64-bit fingerprint collisions). Needs --data.
-    #[arg(long, requires = "data")]
+    /// Exact mode, for a new namespace: confirm every filter positive against a fingerprint
+    /// store (an LSM in --data, a hash set in memory), so no false positives are left but
+    /// 64-bit fingerprint collisions.
+    #[arg(long)]
     exact: bool,
+    /// Counting filters, for a new namespace (implies --exact): URLs can later be forgotten
+    /// with `urlseen forget`.
+    #[arg(long)]
+    counting: bool,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -80,17 +96,50 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         canon: args.canon.options(),
         seed: args.seed,
         split: SplitPolicy::default(),
-        exact: args.exact,
-        ..NamespaceOptions::default()
+        exact: args.exact || args.counting,
+        counting: args.counting,
     };
+    if let Some(urls) = &args.redis {
+        return run_redis(&args, urls.clone(), options);
+    }
     let db = match &args.data {
         Some(dir) => Db::open_with(dir, DbOptions { fsync: args.fsync, ..DbOptions::default() })
             .with_context(|| format!("opening data directory {}", dir.display()))?,
         None => Db::in_memory(),
     };
     let ns = db.namespace_or_create(&args.ns, options)?;
-    let canon = urlseen_canon::Canonicalizer::new(ns.options().canon.clone());
+    let canon = Canonicalizer::new(ns.options().canon.clone());
 
+    let (lines, new, invalid, started) = stream(&*ns, &canon, &args)?;
+
+    if args.stats {
+        let elapsed = started.elapsed().as_secs_f64();
+        let s = ns.stats();
+        writeln!(
+            io::stderr().lock(),
+            "urlseen filter: {lines} lines, {new} new, {} repeats, {invalid} invalid in {elapsed:.2} s \
+             ({:.0} lines/s); {} leaves, height {}, {:.1} MiB, worst leaf FPR {:.4} (bound {})",
+            lines - new - invalid,
+            lines as f64 / elapsed.max(1e-9),
+            s.leaf_count,
+            s.height,
+            s.memory_bytes as f64 / (1 << 20) as f64,
+            s.worst_leaf_fpr,
+            s.fpr_bound,
+        )?;
+    }
+    drop(ns);
+    db.close()?;
+    Ok(())
+}
+
+/// Reads stdin in batches, answers each batch with one call to `set`, and prints the new
+/// lines in input order. Returns (lines, new, invalid, start time).
+fn stream<S: SeenSet>(
+    set: &S,
+    canon: &Canonicalizer,
+    args: &Args,
+) -> anyhow::Result<(u64, u64, u64, Instant)> {
     let stdin = io::stdin().lock();
     let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
@@ -116,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             lines += 1;
             let fp = std::str::from_utf8(&line.bytes)
                 .map_err(|_| "not valid UTF-8".to_owned())
-                .and_then(|url| ns.fingerprint(url).map_err(|e| e.to_string()));
+                .and_then(|url| set.fingerprint(url).map_err(|e| e.to_string()));
             match fp {
                 Ok(fp) => {
                     slots.push(Slot::Url(fps.len()));
@@ -133,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         seen.clear();
         seen.resize(fps.len(), false);
-        ns.seen_fingerprints(&fps, &mut seen)?;
+        set.seen_fingerprints(&fps, &mut seen)?;
         for (line, slot) in batch.iter().zip(&slots) {
             match *slot {
                 Slot::Skip => {}
@@ -159,24 +208,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     out.flush()?;
     drop(input);
+    Ok((lines, new, invalid, started))
+}
 
+/// `--redis`: the same stream against a namespace in Redis.
+fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyhow::Result<()> {
+    let mode = if args.cluster { RedisMode::Cluster } else { RedisMode::Auto };
+    let db = RedisDb::open(RedisOptions { mode, ..RedisOptions::new(urls) })
+        .context("connecting to redis")?;
+    let ns = db.namespace(&args.ns, options)?;
+    let canon = Canonicalizer::new(ns.options().canon.clone());
+    let (lines, new, invalid, started) = stream(&*ns, &canon, args)?;
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
-        let s = ns.stats();
-        writeln!(
-            err,
+        let s = ns.stats()?;
+        eprintln!(
             "urlseen filter: {lines} lines, {new} new, {} repeats, {invalid} invalid in {elapsed:.2} s \
-             ({:.0} lines/s); {} leaves, height {}, {:.1} MiB, worst leaf FPR {:.4} (bound {})",
+             ({:.0} lines/s); redis {:?}: {} URLs in {} leaves, height {}, {} round trips",
             lines - new - invalid,
             lines as f64 / elapsed.max(1e-9),
-            s.leaf_count,
+            db.mode(),
+            s.count,
+            s.leaves.len(),
             s.height,
-            s.memory_bytes as f64 / (1 << 20) as f64,
-            s.worst_leaf_fpr,
-            s.fpr_bound,
-        )?;
+            s.round_trips,
+        );
     }
-    drop(ns);
-    db.close()?;
     Ok(())
 }

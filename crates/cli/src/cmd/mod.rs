@@ -5,4 +5,5 @@ pub mod canon;
 pub mod filter;
 pub mod gen_urls;
 pub mod plan;
+pub mod serve;
 pub mod store;

@@ -43,6 +43,12 @@ pub struct ImportArgs {
     /// When a batch counts as recorded.
     #[arg(long, default_value = "everysec", value_parser = parse_fsync)]
     fsync: Fsync,
+    /// Exact mode, for a new namespace (see `urlseen filter --help`).
+    #[arg(long)]
+    exact: bool,
+    /// Counting filters, for a new namespace (implies --exact), so URLs can be forgotten.
+    #[arg(long)]
+    counting: bool,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -55,6 +61,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         capacity: args.capacity,
         fpr: args.fpr,
         canon: args.canon.options(),
+        exact: args.exact || args.counting,
+        counting: args.counting,
         ..NamespaceOptions::default()
     };
     let ns = db.namespace_or_create(&args.ns, options)?;
@@ -171,6 +179,7 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
     } else {
         for s in &stats {
             writeln!(out, "{}", s.name)?;
+            writeln!(out, "  mode            {}", s.mode)?;
             writeln!(out, "  URLs            {}", s.count)?;
             writeln!(out, "  memory          {:.2} MiB", s.memory_bytes as f64 / 1048576.0)?;
             writeln!(
@@ -178,11 +187,30 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
                 "  FPR             worst leaf {:.6}, mean {:.6} (bound {})",
                 s.worst_leaf_fpr, s.mean_leaf_fpr, s.fpr_bound
             )?;
-            writeln!(
-                out,
-                "  tree            {} leaves, height {}, {} splits; leaf m = {} bits, u = {}, k = {}",
-                s.leaf_count, s.height, s.splits_done, s.leaf_bits, s.leaf_capacity, s.leaf_hashes
-            )?;
+            match &s.counting {
+                None => writeln!(
+                    out,
+                    "  tree            {} leaves, height {}, {} splits; leaf m = {} bits, u = {}, k = {}",
+                    s.leaf_count,
+                    s.height,
+                    s.splits_done,
+                    s.leaf_bits,
+                    s.leaf_capacity,
+                    s.leaf_hashes
+                )?,
+                Some(c) => writeln!(
+                    out,
+                    "  counting        {} generations, {} saturated counters; active m = {} counters, k = {}",
+                    c.generations, c.saturated_counters, s.leaf_bits, s.leaf_hashes
+                )?,
+            }
+            if let Some(e) = &s.exact {
+                writeln!(
+                    out,
+                    "  store           {} fingerprints; false-positive bound {:.2e} (collisions)",
+                    e.stored, e.collision_bound
+                )?;
+            }
             writeln!(out, "  canonicalization {}", s.profile)?;
             if let Some(p) = &s.persistence {
                 writeln!(
@@ -225,16 +253,25 @@ pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
     } else {
         args.urls
     };
-    let (mut forgotten, mut unknown) = (0u64, 0u64);
+    anyhow::ensure!(
+        ns.can_forget(),
+        "namespace {:?} cannot forget URLs: only a namespace created with --counting can",
+        args.ns
+    );
+    let (mut forgotten, mut unknown, mut invalid) = (0u64, 0u64, 0u64);
     for url in &urls {
-        if ns.forget(url)? {
-            forgotten += 1;
-        } else {
-            unknown += 1;
+        match ns.forget(url) {
+            Ok(true) => forgotten += 1,
+            Ok(false) => unknown += 1,
+            Err(urlseen_engine::Error::InvalidUrl(e)) => {
+                invalid += 1;
+                eprintln!("urlseen: {url}: {e}");
+            }
+            Err(e) => return Err(e.into()),
         }
     }
     drop(ns);
     db.close()?;
-    eprintln!("forgot {forgotten} URLs ({unknown} were not recorded)");
+    eprintln!("forgot {forgotten} URLs ({unknown} were not recorded, {invalid} invalid)");
     Ok(())
 }

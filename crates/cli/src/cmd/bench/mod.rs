@@ -1,7 +1,11 @@
 //! `urlseen bench …`: the papers' experiments, reproduced, and throughput measurements.
 
 pub mod balance;
+pub mod bitmap;
 pub mod fpr;
+pub mod imp_cb;
+pub mod redis;
+pub mod server;
 
 /// Experiments and benchmarks.
 #[derive(Debug, clap::Subcommand)]
@@ -11,12 +15,28 @@ pub enum Command {
     /// Seed 000, Fig. 10/11: a fixed 32 kB filter per domain vs a DSBF (H=1, c=10) on
     /// power-law host sizes.
     Balance(balance::Args),
+    /// Seed 004: dedup time of the fingerprint store alone vs IMP-CB (counting Bloom in front),
+    /// both on disk, at 0.5 to 2 million URLs; and the counter saturation observed.
+    ImpCb(imp_cb::Args),
+    /// Seed 001: FPR of the single-hash 2^28-slot bitmap index vs a blocked Bloom filter of the
+    /// same 32 MiB, at 10^6, 10^7 and 10^8 URLs.
+    Bitmap(bitmap::Args),
+    /// Load-test `urlseen serve` with URL.SEEN (and Redis with scrapy-redis' SADD, for the
+    /// ratio), or soak it with many connections.
+    Server(server::Args),
+    /// Seed 000, Fig. 9: URLs/s of a DSBF with H=1, c=3, one leaf on each of three Redis
+    /// servers, a multithreaded crawler, 1 million URLs; with the measured round trip.
+    Redis(redis::Args),
 }
 
 pub fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Fpr(args) => fpr::run(args),
         Command::Balance(args) => balance::run(args),
+        Command::ImpCb(args) => imp_cb::run(args),
+        Command::Bitmap(args) => bitmap::run(args),
+        Command::Server(args) => server::run(args),
+        Command::Redis(args) => redis::run(args),
     }
 }
 
