@@ -297,6 +297,15 @@ impl FingerprintLog {
         Ok(())
     }
 
+    /// Refuses every later write with [`Error::Poisoned`] for `reason`: a write that failed
+    /// half-way (in exact mode, the store) left state that must not be acknowledged later.
+    pub fn poison_for(&self, reason: String) {
+        let mut poisoned = self.poisoned.lock();
+        if poisoned.is_none() {
+            *poisoned = Some(reason);
+        }
+    }
+
     fn poison(&self, what: &str, e: std::io::Error) -> Error {
         let reason =
             format!("{what} of {} failed: {e}; refusing further writes", self.path.display());

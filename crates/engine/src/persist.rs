@@ -151,13 +151,7 @@ pub(crate) fn create(
     let storage = &db.storage;
     storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
-    let set = open_set(
-        &dir,
-        options,
-        db.fsync,
-        Dsbf::new(tree_params(options), Arc::clone(workers)),
-        true,
-    )?;
+    let set = open_set(&dir, options, Dsbf::new(tree_params(options), Arc::clone(workers)), true)?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
     storage
@@ -181,22 +175,13 @@ const STORE_DIR: &str = "store";
 /// The set of a namespace in `dir`: `tree` alone (Bloom-only), `tree` with an exact index, or
 /// counting filters. `create`: the namespace is new, so its store may be created; otherwise a
 /// missing store is an error (an empty one would answer "new" for every recorded URL).
-fn open_set(
-    dir: &Path,
-    options: &NamespaceOptions,
-    fsync: Fsync,
-    tree: Arc<Dsbf>,
-    create: bool,
-) -> Result<Set> {
+fn open_set(dir: &Path, options: &NamespaceOptions, tree: Arc<Dsbf>, create: bool) -> Result<Set> {
     let store_dir = dir.join(STORE_DIR);
     if options.counting {
         // The counting set's store is its own source of truth (the filters are rebuilt from
-        // it), so it follows the fsync policy itself.
-        let durability = if fsync == Fsync::Always {
-            StoreDurability::Always
-        } else {
-            StoreDurability::Buffered
-        };
+        // it). Buffered: the namespace syncs it once per batch under `always` (an fsync per
+        // store write would be one per refcount update, under the set's one lock).
+        let durability = StoreDurability::Buffered;
         let counting = counting_options(options)?;
         let set = if create {
             CountingSet::open(&store_dir, durability, counting)?
@@ -316,9 +301,23 @@ pub(crate) fn recover(
         report.replayed_records += 1;
         report.replayed_fingerprints += record.fingerprints.len() as u64;
     }
-    let set = open_set(dir, &options, db.fsync, tree, false)?;
-    if let Set::Tree { exact: Some(exact), .. } = &set {
+    let set = open_set(dir, &options, tree, false)?;
+    if let Set::Tree { tree, exact: Some(exact) } = &set {
         report.store_reconciled = reconcile_store(exact, &replayed)?;
+        // Every fingerprint in the tree went to the store first (and the log tail was just
+        // written back), so a store that holds fewer lost some: answering from it would call
+        // recorded URLs new.
+        if exact.len() < tree.len() {
+            return Err(Error::corrupt(
+                &dir.join(STORE_DIR),
+                &format!(
+                    "the fingerprint store holds {} fingerprints but the namespace recorded {}; \
+                     it lost data, and exact mode cannot answer safely from it",
+                    exact.len(),
+                    tree.len()
+                ),
+            ));
+        }
     }
     let durable = Durable {
         dir: dir.to_owned(),

@@ -130,6 +130,12 @@ fn exact_namespace_survives_reopen_and_a_store_that_lost_writes() {
     // the log is replayed, and recovery writes `second` back to the store.
     std::fs::remove_dir_all(ns_dir.join("store")).unwrap();
     copy_dir(old_store.path(), &ns_dir.join("store"));
+    // With the snapshot, the log replays nothing to repair the store from: the store holds
+    // fewer fingerprints than the tree, and opening is refused rather than answer from it.
+    match Db::open(dir.path()) {
+        Err(Error::Corrupt { reason, .. }) => assert!(reason.contains("lost data"), "{reason}"),
+        other => panic!("a store that lost data was accepted: {other:?}"),
+    }
     std::fs::remove_file(ns_dir.join("snapshot")).unwrap();
     let db = Db::open(dir.path()).unwrap();
     let ns = db.namespace("jobs").unwrap();
@@ -150,8 +156,11 @@ fn exact_namespace_with_a_missing_store_refuses_to_open() {
         db.create_namespace("jobs", o).unwrap().seen("http://a.example/").unwrap();
     }
     let ns_dir = std::fs::read_dir(dir.path().join("ns")).unwrap().next().unwrap().unwrap().path();
+    // An empty store would answer "new" for every recorded URL: a typed error instead, whether
+    // the LSM alone or the whole store directory is gone.
+    std::fs::remove_dir_all(ns_dir.join("store").join("lsm")).unwrap();
+    assert!(matches!(Db::open(dir.path()), Err(Error::Store(_))));
     std::fs::remove_dir_all(ns_dir.join("store")).unwrap();
-    // An empty store would answer "new" for every recorded URL: a typed error instead.
     assert!(matches!(Db::open(dir.path()), Err(Error::Store(_))));
 }
 

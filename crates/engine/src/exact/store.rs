@@ -445,6 +445,14 @@ impl FingerprintStore {
         if !exists(&dir.join(HEADER_FILE))? {
             return Err(StoreError::NotFound { path: dir.to_path_buf() });
         }
+        // The LSM would create itself empty: a store that lost it must not open as "knows
+        // nothing", which would answer "new" for every recorded fingerprint.
+        if !exists(&dir.join(LSM_DIR))? {
+            return Err(StoreError::Corrupt {
+                path: dir.to_path_buf(),
+                reason: format!("the header is there but the LSM directory {LSM_DIR:?} is missing"),
+            });
+        }
         Self::open_with_header(dir, options)
     }
 
