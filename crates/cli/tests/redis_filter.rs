@@ -153,3 +153,113 @@ fn two_filters_sharing_redis_print_each_url_once() {
         distinct.len()
     );
 }
+
+/// `urlseen serve --redis` on a free port, killed on drop.
+struct Serve {
+    child: Child,
+    port: u16,
+}
+
+impl Serve {
+    fn start(redis_port: u16) -> Serve {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+            .args(["serve", "--http", "off", "--resp", &format!("127.0.0.1:{port}")])
+            .args(["--redis", &format!("redis://127.0.0.1:{redis_port}/")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "urlseen serve --redis did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Serve { child, port }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends one command per item of `commands` (pipelined) and returns the raw replies, one line
+/// each (`*1` headers of one-element arrays skipped).
+fn call(stream: &TcpStream, commands: &[Vec<&str>]) -> Vec<String> {
+    let mut buf = Vec::new();
+    for args in commands {
+        buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in args {
+            buf.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+    }
+    let mut w = stream;
+    w.write_all(&buf).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut replies = Vec::new();
+    let mut line = String::new();
+    while replies.len() < commands.len() {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "connection closed");
+        if line != "*1\r\n" {
+            replies.push(line.trim_end().to_owned());
+        }
+    }
+    replies
+}
+
+#[test]
+fn two_servers_on_redis_share_a_namespace() {
+    let redis = Redis::start();
+    let (a, b) = (Serve::start(redis.port), Serve::start(redis.port));
+    let urls = urlseen_corpus::distinct_urls(9, 20_000);
+    let (ca, cb) = (
+        TcpStream::connect(("127.0.0.1", a.port)).unwrap(),
+        TcpStream::connect(("127.0.0.1", b.port)).unwrap(),
+    );
+    assert_eq!(call(&ca, &[vec!["URL.RESERVE", "shared", "CAPACITY", "5000"]]), ["+OK"]);
+    // The same options again (from the other server) find the namespace; other ones are refused.
+    assert_eq!(call(&cb, &[vec!["URL.RESERVE", "shared", "CAPACITY", "5000"]]), ["+OK"]);
+    let other = call(&cb, &[vec!["URL.RESERVE", "shared", "CAPACITY", "7"]]);
+    assert!(other[0].starts_with("-ERR redis backend"), "{other:?}");
+    // Each URL goes to both servers, alternating which one asks first: exactly one "new".
+    let mut news = 0;
+    let mut recorded: Vec<&str> = Vec::new();
+    for (i, chunk) in urls.chunks(500).enumerate() {
+        let seen: Vec<Vec<&str>> =
+            chunk.iter().map(|u| vec!["URL.SEEN", "shared", u.as_str()]).collect();
+        let (first, second) = if i % 2 == 0 { (&ca, &cb) } else { (&cb, &ca) };
+        let r1 = call(first, &seen);
+        let r2 = call(second, &seen);
+        for ((x, y), url) in r1.iter().zip(&r2).zip(chunk) {
+            if x == ":0" || y == ":0" {
+                recorded.push(url);
+            }
+            // New at most once; a URL new on the first server is seen on the second. (The first
+            // may answer seen for a new URL, a Bloom false positive: then the second records it.)
+            assert!(x == ":1" || x == ":0", "{x}");
+            if x == ":0" {
+                assert_eq!(y, ":1", "new on one server, then new again on the other");
+            }
+            news += usize::from(x == ":0") + usize::from(y == ":0");
+        }
+    }
+    assert!(news >= urls.len() * 98 / 100, "only {news} of {} new", urls.len());
+    // Read-only checks from either server see every recorded URL (one answered seen by both
+    // was a false positive twice and is not recorded); a URL never sent is new.
+    for c in [&ca, &cb] {
+        let check: Vec<Vec<&str>> =
+            recorded.iter().map(|u| vec!["URL.CHECK", "shared", u]).collect();
+        let lost = call(c, &check).iter().filter(|r| *r != ":1").count();
+        assert_eq!(lost, 0, "{lost} recorded URLs answered unseen");
+    }
+    assert_eq!(call(&cb, &[vec!["URL.SEEN", "shared", "https://never.example/x"]]), [":0"]);
+    // Invalid URLs get their own error element; local-only commands say why they are refused.
+    let bad = call(&ca, &[vec!["URL.SEEN", "shared", "/relative"]]);
+    assert!(bad[0].starts_with("-ERR invalid URL"), "{bad:?}");
+    let bf = call(&ca, &[vec!["BF.ADD", "f", "x"]]);
+    assert!(bf[0].contains("--redis"), "{bf:?}");
+}

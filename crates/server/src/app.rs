@@ -41,10 +41,13 @@ use urlseen_engine::{
     CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, SplitMode, SplitPolicy,
 };
 
+use urlseen_engine::redis::RedisDb;
+
 use crate::error::{
     BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, URL_NOT_UTF8, WRONGTYPE,
     canon_error, engine_error,
 };
+use crate::remote::{NOT_WITH_REDIS, Remote};
 
 /// What kind of value a key holds. See the [module docs](self).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +167,8 @@ pub struct App {
     nonscaling: Mutex<()>,
     /// Bumped after every drop of a namespace: invalidates every [`NamespaceCache`].
     generation: AtomicU64,
+    /// `--redis`: where the URL namespaces live instead of `db`.
+    remote: Option<Remote>,
 }
 
 /// The namespace a connection used last (keyed by its name), so that a pipeline of commands on
@@ -179,7 +184,64 @@ impl App {
     /// An app serving `db`.
     pub fn new(db: Db, config: AppConfig) -> App {
         let default_canon = Canonicalizer::new(config.url_defaults.canon.clone());
-        App { db, config, default_canon, nonscaling: Mutex::new(()), generation: AtomicU64::new(0) }
+        App {
+            db,
+            config,
+            default_canon,
+            nonscaling: Mutex::new(()),
+            generation: AtomicU64::new(0),
+            remote: None,
+        }
+    }
+
+    /// The same app, with its URL namespaces in Redis (see [`crate::remote`]).
+    #[must_use]
+    pub fn with_redis(mut self, redis: RedisDb) -> App {
+        self.remote = Some(Remote::new(redis));
+        self
+    }
+
+    /// The Redis side, under `--redis`.
+    pub fn remote(&self) -> Option<&Remote> {
+        self.remote.as_ref()
+    }
+
+    /// `URL.SEEN`/`URL.CHECK` under `--redis`: `None` without it. Redis is network I/O, so it
+    /// runs off the runtime's hot path (see [`App::blocking`]).
+    pub fn remote_urls<U: AsRef<[u8]>>(
+        &self,
+        key: &[u8],
+        urls: &[U],
+        write: bool,
+    ) -> Option<Result<Vec<Result<bool, CommandError>>, CommandError>> {
+        let remote = self.remote.as_ref()?;
+        Some(blocking(|| remote.seen_urls(key, &self.config.url_defaults, urls, write)))
+    }
+
+    /// `URL.RESERVE` under `--redis`: creates the namespace in Redis, or checks that the one
+    /// there has these options.
+    ///
+    /// # Errors
+    /// [`NOT_WITH_REDIS`] without `--redis`; as [`Remote::namespace`].
+    pub fn remote_reserve(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+    ) -> Result<(), CommandError> {
+        let remote = self.remote.as_ref().ok_or(CommandError::custom(NOT_WITH_REDIS))?;
+        blocking(|| remote.reserve(key, options)).map(|_| ())
+    }
+
+    /// Fails with [`NOT_WITH_REDIS`] under `--redis` (for commands that need a namespace in
+    /// this process).
+    ///
+    /// # Errors
+    /// As said.
+    pub fn local_only(&self) -> Result<(), CommandError> {
+        match self.remote {
+            Some(_) => Err(CommandError::custom(NOT_WITH_REDIS)),
+            None => Ok(()),
+        }
     }
 
     /// Runs an engine write that may wait for an fsync (a persistent `Db` under
@@ -187,11 +249,7 @@ impl App {
     /// hands its other tasks to another thread meanwhile, so other connections' writes keep
     /// coming and share the next group commit. Anything else runs inline.
     fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        let waits_for_disk = self.db.path().is_some() && self.db.fsync() == Fsync::Always;
-        let multi_thread =
-            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-        if waits_for_disk && multi_thread { tokio::task::block_in_place(f) } else { f() }
+        if self.db.path().is_some() && self.db.fsync() == Fsync::Always { blocking(f) } else { f() }
     }
 
     /// An app over an in-memory `Db` with default settings (for tests and examples).
@@ -248,6 +306,7 @@ impl App {
         key: &[u8],
         options: NamespaceOptions,
     ) -> Result<Arc<Namespace>, CommandError> {
+        self.local_only()?;
         let name =
             std::str::from_utf8(key).map_err(|_| CommandError::custom(NAMESPACE_NOT_UTF8))?;
         self.check_size(&options)?;
@@ -284,6 +343,7 @@ impl App {
         key: &[u8],
         create: Option<&BloomParams>,
     ) -> Result<Option<Arc<Namespace>>, CommandError> {
+        self.local_only()?;
         let ns = match (self.namespace(key), create) {
             (Some(ns), _) => ns,
             (None, None) => return Ok(None),
@@ -609,6 +669,15 @@ impl App {
             }
         }
     }
+}
+
+/// Runs `f`, which may block on I/O, without stalling the runtime: on a multi-threaded tokio
+/// runtime the worker hands its other tasks to another thread meanwhile; elsewhere inline.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi_thread { tokio::task::block_in_place(f) } else { f() }
 }
 
 /// The resident set size of this process in bytes, from `/proc/self/status` (Linux), or

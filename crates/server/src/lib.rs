@@ -73,6 +73,7 @@ pub mod glob;
 pub mod http;
 pub mod metrics;
 pub mod parse;
+pub mod remote;
 pub mod request;
 pub mod server;
 

@@ -82,6 +82,12 @@ pub struct Args {
     /// A TOML file of settings; flags override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Keep the URL namespaces in Redis or Redis Cluster (`redis://host:port/`, comma-separated
+    /// for several servers or cluster seed nodes), shared with every other `urlseen serve
+    /// --redis` and `urlseen filter --redis` on them. URL.RESERVE, URL.SEEN and URL.CHECK then
+    /// go to Redis; BF.*, URL.FORGET and URL.INFO are refused.
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with = "data")]
+    redis: Option<Vec<String>>,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -178,6 +184,8 @@ struct Settings {
     fsync: Fsync,
     fsync_given: bool,
     app: AppConfig,
+    /// `--redis`: the servers that hold the URL namespaces.
+    redis: Option<Vec<String>>,
 }
 
 impl Settings {
@@ -245,10 +253,21 @@ impl Settings {
         if let Some(bytes) = file.max_namespace_bytes {
             app.max_namespace_bytes = bytes;
         }
+        let data = args.data.clone().or(file.data);
+        if args.redis.is_some() && data.is_some() {
+            return Err(invalid(
+                "data",
+                "a data directory and --redis exclude each other: with --redis the \
+                 namespaces are in Redis"
+                    .into(),
+            )
+            .into());
+        }
         Ok(Settings {
             server,
             http,
-            data: args.data.clone().or(file.data),
+            data,
+            redis: args.redis.clone(),
             fsync: args.fsync.or(file_fsync).unwrap_or_default(),
             fsync_given: args.fsync.is_some() || file_fsync.is_some(),
             app,
@@ -293,12 +312,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
-    let Settings { server, http: http_addr, app: app_config, data, fsync, .. } = settings;
-    let storage = match &data {
-        Some(dir) => format!("data directory {}, fsync {}", dir.display(), fsync.name()),
-        None => "in memory".to_owned(),
+    let Settings { server, http: http_addr, app: app_config, data, fsync, redis, .. } = settings;
+    let storage = match (&redis, &data) {
+        (Some(urls), _) => format!("URL namespaces in Redis at {}", urls.join(",")),
+        (None, Some(dir)) => format!("data directory {}, fsync {}", dir.display(), fsync.name()),
+        (None, None) => "in memory".to_owned(),
     };
-    let app = Arc::new(App::new(db, app_config));
+    let mut app = App::new(db, app_config);
+    if let Some(urls) = &redis {
+        let redis = tokio::task::spawn_blocking({
+            let urls = urls.clone();
+            move || urlseen_engine::Db::open_redis(urls)
+        })
+        .await
+        .context("connecting to Redis")?
+        .with_context(|| format!("connecting to Redis at {}", urls.join(",")))?;
+        app = app.with_redis(redis);
+    }
+    let app = Arc::new(app);
     let dispatch = Arc::new(urlseen_server::dispatch(app.clone()));
     let resp = TcpListener::bind(server.resp_addr)
         .await

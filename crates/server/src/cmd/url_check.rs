@@ -36,6 +36,9 @@ fn url_check(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let rest = args.into_rest();
     let urls = rest.as_slice();
     let app = ctx.app;
+    if let Some(answered) = app.remote_urls(&key, urls, false) {
+        return Ok(super::url_seen::answers(answered?));
+    }
     let cache = ctx.conn.extension::<NamespaceCache>();
     let answers = match app.cached(cache, &key, || Ok(app.namespace(&key)))? {
         Some(ns) => app.seen_urls(ns, urls, false)?,

@@ -38,6 +38,7 @@ fn url_forget(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     let rest = args.into_rest();
     let urls = rest.as_slice();
+    ctx.app.local_only()?;
     let answers = match ctx.app.namespace(&key) {
         Some(ns) => ctx.app.forget(&ns, urls)?,
         None => ctx.app.check_urls_absent(urls),

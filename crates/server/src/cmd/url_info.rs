@@ -60,6 +60,7 @@ fn int(n: impl TryInto<i64>) -> Frame {
 fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     args.finish()?;
+    ctx.app.local_only()?;
     let ns = ctx.app.namespace(&key).ok_or(CommandError::custom(NO_SUCH_NAMESPACE))?;
     let s = ns.stats();
     let o = ns.options();

@@ -80,6 +80,10 @@ fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
             return Err(CommandError::Syntax);
         }
     }
-    ctx.app.create(&key, options)?;
+    if ctx.app.remote().is_some() {
+        ctx.app.remote_reserve(&key, &options)?;
+    } else {
+        ctx.app.create(&key, options)?;
+    }
     Ok(Frame::ok())
 }

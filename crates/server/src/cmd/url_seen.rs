@@ -50,6 +50,9 @@ fn url_seen(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let rest = args.into_rest();
     let urls = rest.as_slice();
     let app = ctx.app;
+    if let Some(answered) = app.remote_urls(&key, urls, true) {
+        return Ok(answers(answered?));
+    }
     let cache = ctx.conn.extension::<NamespaceCache>();
     let Some(ns) = app.cached(cache, &key, || app.url_namespace(&key).map(Some))? else {
         return Err(CommandError::custom(NO_SUCH_NAMESPACE));
@@ -81,10 +84,14 @@ fn url_seen_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResul
             urls.extend(next.into_rest());
             counts.push(urls.len() - before);
         }
-        let answered = match app.cached(cache, &key, || app.url_namespace(&key).map(Some)) {
-            Ok(Some(ns)) => app.seen_urls(ns, &urls, true),
-            Ok(None) => Err(CommandError::custom(NO_SUCH_NAMESPACE)),
-            Err(e) => Err(e),
+        let remote = app.remote_urls(&key, &urls, true);
+        let answered = match remote {
+            Some(answered) => answered,
+            None => match app.cached(cache, &key, || app.url_namespace(&key).map(Some)) {
+                Ok(Some(ns)) => app.seen_urls(ns, &urls, true),
+                Ok(None) => Err(CommandError::custom(NO_SUCH_NAMESPACE)),
+                Err(e) => Err(e),
+            },
         };
         match answered {
             Ok(all) => {

@@ -1,0 +1,121 @@
+//! `urlseen serve --redis`: the `URL.*` namespaces live in Redis or Redis Cluster (the engine's
+//! distributed backend, [`urlseen_engine::redis`]), shared with every other `urlseen serve
+//! --redis` and `urlseen filter --redis` process on the same servers.
+//!
+//! `URL.RESERVE`, `URL.SEEN` and `URL.CHECK` go to Redis. The commands that need a namespace
+//! in this process (`BF.*`, `URL.FORGET`, `URL.INFO`) answer [`NOT_WITH_REDIS`]; the keyspace
+//! commands see this process's (empty) local keyspace.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use urlseen_engine::redis::{RedisDb, RedisNamespace};
+use urlseen_engine::{NamespaceOptions, SeenSet};
+
+use crate::error::{CommandError, URL_NOT_UTF8};
+
+/// The reply of a command that needs a namespace in this process, on a server whose namespaces
+/// are in Redis.
+pub const NOT_WITH_REDIS: &str = "ERR this command is not available when the server keeps its namespaces in Redis (--redis); \
+     URL.RESERVE, URL.SEEN and URL.CHECK are";
+
+/// The Redis side of an [`App`](crate::App): the connection and the namespaces opened so far.
+#[derive(Debug)]
+pub struct Remote {
+    db: RedisDb,
+    namespaces: Mutex<HashMap<Vec<u8>, Arc<RedisNamespace>>>,
+}
+
+fn redis_error(e: &urlseen_engine::redis::Error) -> CommandError {
+    if let urlseen_engine::redis::Error::Engine(e) = e {
+        // An invalid URL or option: the same reply as a local namespace gives.
+        return crate::error::engine_error(e);
+    }
+    // One line: a RESP error cannot hold a line break.
+    CommandError::Custom(format!("ERR redis backend: {e}").replace(['\r', '\n'], " ").into())
+}
+
+impl Remote {
+    /// Namespaces in `db`.
+    pub fn new(db: RedisDb) -> Remote {
+        Remote { db, namespaces: Mutex::new(HashMap::new()) }
+    }
+
+    /// Opens (creating it in Redis if it is new) namespace `key` with `options`; an existing
+    /// one must have been created with the same options.
+    ///
+    /// # Errors
+    /// A name Redis cannot hold, other options than the namespace's, or a Redis failure.
+    pub fn namespace(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+    ) -> Result<Arc<RedisNamespace>, CommandError> {
+        if let Some(ns) = self.namespaces.lock().get(key) {
+            return Ok(Arc::clone(ns));
+        }
+        self.reserve(key, options)
+    }
+
+    /// `URL.RESERVE`: opens namespace `key` from Redis, always (not from this process's
+    /// cache), so options that differ from the namespace's are refused however it was opened
+    /// before.
+    ///
+    /// # Errors
+    /// As [`Remote::namespace`].
+    pub fn reserve(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+    ) -> Result<Arc<RedisNamespace>, CommandError> {
+        let name = std::str::from_utf8(key)
+            .map_err(|_| CommandError::custom(crate::error::NAMESPACE_NOT_UTF8))?;
+        let ns = self.db.namespace(name, options.clone()).map_err(|e| redis_error(&e))?;
+        self.namespaces.lock().insert(key.to_vec(), Arc::clone(&ns));
+        Ok(ns)
+    }
+
+    /// `URL.SEEN` (`write`) or `URL.CHECK` on namespace `key`: one answer per URL, or the error
+    /// element of a URL that is not valid; the valid ones go to Redis in one batch.
+    ///
+    /// # Errors
+    /// As [`Remote::namespace`]; a Redis failure fails the whole command (an error is never
+    /// an answer).
+    pub fn seen_urls<U: AsRef<[u8]>>(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+        urls: &[U],
+        write: bool,
+    ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
+        let ns = self.namespace(key, options)?;
+        let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
+        let mut fps = Vec::with_capacity(urls.len());
+        let mut positions = Vec::with_capacity(urls.len());
+        for (i, url) in urls.iter().enumerate() {
+            let fp = std::str::from_utf8(url.as_ref())
+                .map_err(|_| CommandError::custom(URL_NOT_UTF8))
+                .and_then(|url| ns.fingerprint(url).map_err(|e| redis_error(&e)));
+            match fp {
+                Ok(fp) => {
+                    fps.push(fp);
+                    positions.push(i);
+                    answers.push(Ok(false));
+                }
+                Err(e) => answers.push(Err(e)),
+            }
+        }
+        let mut seen = vec![false; fps.len()];
+        let done = if write {
+            ns.seen_fingerprints(&fps, &mut seen)
+        } else {
+            ns.contains_fingerprints(&fps, &mut seen)
+        };
+        done.map_err(|e| redis_error(&e))?;
+        for (&i, &s) in positions.iter().zip(&seen) {
+            answers[i] = Ok(s);
+        }
+        Ok(answers)
+    }
+}
