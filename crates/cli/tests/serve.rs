@@ -96,10 +96,28 @@ fn pipeline(stream: &TcpStream, verb: &str, urls: &[String]) -> Vec<u8> {
     answers
 }
 
+/// The text of `INFO persistence`.
+fn info_persistence(port: u16) -> String {
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut buf = Vec::new();
+    command(&mut buf, &["INFO", "persistence"]);
+    (&stream).write_all(&buf).unwrap();
+    let mut reader = BufReader::new(&stream);
+    let mut header = String::new();
+    reader.read_line(&mut header).unwrap();
+    let len: usize = header.trim_start_matches('$').trim_end().parse().unwrap();
+    let mut body = vec![0u8; len + 2];
+    std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+    String::from_utf8(body).unwrap()
+}
+
 fn sigterm_during_load_loses_nothing(fsync: &str) {
     let dir = tempfile::tempdir().unwrap();
     let urls = urlseen_corpus::distinct_urls(31, 400_000);
     let server = Server::start(dir.path(), fsync);
+    let info = info_persistence(server.port);
+    assert!(info.contains(&format!("urlseen_fsync:{fsync}")), "{info}");
+    assert!(info.contains("aof_enabled:1"), "{info}");
     let acked: Arc<Mutex<Vec<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let loaders: Vec<_> = (0..3)

@@ -67,6 +67,23 @@ pub fn register_engine(d: &mut Dispatch<Arc<App>>) {
         .register(flushall::flushdb());
     d.info_section("keyspace", true, keyspace);
     d.info_section("memory", true, memory);
+    d.info_section("persistence", true, persistence);
+}
+
+/// Redis's fields where they mean the same (`loading`, `aof_enabled`: the fingerprint logs are
+/// urlseen's append-only files), then urlseen's own.
+fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
+    let db = app.db();
+    out.field("loading", 0).field("async_loading", 0);
+    out.field("aof_enabled", u8::from(db.path().is_some()));
+    match (app.remote(), db.path()) {
+        (Some(_), _) => out.field("urlseen_storage", "redis"),
+        (None, Some(dir)) => out
+            .field("urlseen_storage", "data_directory")
+            .field("urlseen_data_dir", dir.display())
+            .field("urlseen_fsync", db.fsync().name()),
+        (None, None) => out.field("urlseen_storage", "memory"),
+    };
 }
 
 fn keyspace(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
