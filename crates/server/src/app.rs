@@ -207,7 +207,7 @@ impl App {
     }
 
     /// `URL.SEEN`/`URL.CHECK` under `--redis`: `None` without it. Redis is network I/O, so it
-    /// runs off the runtime's hot path (see [`App::blocking`]).
+    /// runs off the runtime's hot path (see `blocking`).
     pub fn remote_urls<U: AsRef<[u8]>>(
         &self,
         key: &[u8],
