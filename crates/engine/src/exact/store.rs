@@ -198,6 +198,11 @@ fn keyspace_options(options: StoreOptions) -> KeyspaceCreateOptions {
     use fjall::config::PinningPolicy;
     KeyspaceCreateOptions::default()
         .expect_point_read_hits(options.expect_hits)
+        // fjall's default memtable is 64 MiB. Every new URL is a skip-list insert with random
+        // keys, so a smaller one keeps more of the list in cache: `filter --data --exact`
+        // on 1,000,000 URLs took 2.36 s instead of 3.08 s, and on 5,000,000 the same time
+        // (17.0 s against 16.8 s) in 195 MB of RSS instead of 348 MB.
+        .max_memtable_size(8 << 20)
         .filter_block_pinning_policy(PinningPolicy::all(true))
         .index_block_pinning_policy(PinningPolicy::all(true))
 }
