@@ -127,6 +127,76 @@ fn threads_with_overlapping_round_trips_get_one_new_per_url() {
     assert_eq!(ns.stats().unwrap().count, news.len() as u64);
 }
 
+/// Read-only lookups that miss (each reads the leaf's log tail into the shared replica) racing
+/// writers' inserts on the same client: a lookup's reply must not make the replica forget what
+/// the writers' replies added, or a URL would be answered new twice. (Before the replica had a
+/// generation, three runs here answered 42, 25 and 43 URLs new twice.)
+#[test]
+fn lookups_racing_inserts_on_one_client_get_one_new_per_url() {
+    let server = Server::start();
+    let db = open(vec![server.url()], RedisMode::Single);
+    // Three leaves with room for every URL: no split, so the race is the only thing going on.
+    // Small batches, many of them: each lookup's reply races the writers' replies.
+    let options = NamespaceOptions {
+        capacity: 20_000,
+        leaf_bits: Some(1 << 16),
+        ..small(SplitMode::Never)
+    };
+    let ns = db.namespace("lookups", options).unwrap();
+    let urls = Arc::new(distinct_urls(9, 16_000));
+    let others = Arc::new(distinct_urls(10, 4_000));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|t| {
+            let (ns, others, stop) = (Arc::clone(&ns), Arc::clone(&others), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut lookups = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for chunk in others[t * 1_000..(t + 1) * 1_000].chunks(20) {
+                        let fps: Vec<u64> =
+                            chunk.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
+                        let mut hit = vec![false; fps.len()];
+                        ns.contains_fingerprints(&fps, &mut hit).unwrap();
+                        lookups += 1;
+                    }
+                }
+                lookups
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let (ns, urls) = (Arc::clone(&ns), Arc::clone(&urls));
+            thread::spawn(move || {
+                // Every writer offers every URL; the later offers of each come well after the
+                // first, when the replica has moved on.
+                let mut order: Vec<usize> = (0..urls.len()).collect();
+                order.rotate_left(t * urls.len() / 3);
+                let mut new = Vec::new();
+                for chunk in order.chunks(20) {
+                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
+                    let seen = ns.seen_batch(&batch).unwrap();
+                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
+                }
+                new
+            })
+        })
+        .collect();
+    let mut news: HashMap<usize, usize> = HashMap::new();
+    for h in writers {
+        for i in h.join().unwrap() {
+            *news.entry(i).or_default() += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let lookups: usize = readers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(lookups > 0);
+    let twice = news.values().filter(|&&n| n > 1).count();
+    assert_eq!(twice, 0, "{twice} URLs were answered new twice");
+    assert!(news.len() > urls.len() * 98 / 100, "{} of {} new", news.len(), urls.len());
+    assert_eq!(ns.stats().unwrap().count, news.len() as u64, "the log holds each new URL once");
+}
+
 /// Writers insert their own URLs while leaves split under them; after every batch each checks
 /// that everything it recorded so far is still seen, through its own client.
 #[test]

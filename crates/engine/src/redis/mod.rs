@@ -409,6 +409,21 @@ struct Replica {
     synced: u64,
     /// What the last read of the node's state said.
     state: LeafState,
+    /// Bumped by every [`reset`](Replica::reset). A reply to a request sent in an older
+    /// generation answers its URLs but leaves the replica alone: its entries start at a
+    /// `synced` the reset took back, so applying them (and advancing `synced` past them) would
+    /// claim a prefix of the log the filter does not hold, and a later insert of one of the
+    /// missing entries would be compared with too short a delta and answered new again.
+    generation: u64,
+}
+
+impl Replica {
+    /// Forgets everything: the log is to be read again from its start.
+    fn reset(&mut self) {
+        self.filter.clear();
+        self.synced = 0;
+        self.generation += 1;
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -546,6 +561,8 @@ pub struct RedisNamespace {
 struct Group {
     leaf: NodeId,
     cell: Arc<LeafCell>,
+    /// The replica's generation when the request's `synced` was read.
+    generation: u64,
     /// Batch positions routed here that the replica missed.
     idx: Vec<u32>,
     /// Distinct candidates sent, and the batch position that owns each.
@@ -617,16 +634,22 @@ impl RedisNamespace {
         if meta.params != *self.meta.read().params && !self.meta.read().params.is_empty() {
             return Err(self.bad_meta("the namespace was re-created with other parameters"));
         }
-        {
+        let installed = {
             let mut current = self.meta.write();
             if meta.version >= current.version {
                 *current = Arc::clone(&meta);
             }
-        }
+            Arc::clone(&current)
+        };
+        // Prune by the newest metadata, never by a reply that arrived late: an older copy
+        // can show a splitting parent as absent, and dropping its frozen replica while a
+        // round still routes through it would let an entry not yet migrated be added to
+        // the child again. By the installed copy, a node leaves only once it is inner, when
+        // the children hold all of its entries.
         self.leaves.write().retain(|id, _| {
-            matches!(meta.node(*id).map(|n| &n.state), Some(State::Leaf | State::Splitting(_)))
+            matches!(installed.node(*id).map(|n| &n.state), Some(State::Leaf | State::Splitting(_)))
         });
-        Ok(meta)
+        Ok(installed)
     }
 
     fn cell(&self, id: NodeId) -> Arc<LeafCell> {
@@ -644,6 +667,7 @@ impl RedisNamespace {
                     ),
                     synced: 0,
                     state: LeafState::Active,
+                    generation: 0,
                 }),
                 gate: Gate::default(),
             })
@@ -672,7 +696,10 @@ impl RedisNamespace {
     /// Reads node `id`'s log from its replica's `synced` on, up to `max` entries, into the
     /// replica. Returns the node's state string and log length.
     fn sync_step(&self, id: NodeId, cell: &LeafCell, max: u64) -> Result<(String, u64)> {
-        let from = cell.replica.read().synced;
+        let (from, generation) = {
+            let r = cell.replica.read();
+            (r.synced, r.generation)
+        };
         let mut cmd =
             self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
         cmd.arg(from).arg(max);
@@ -690,20 +717,23 @@ impl RedisNamespace {
             return Err(self.protocol(id, "SYNC", &reply));
         }
         let mut r = cell.replica.write();
-        if len < r.synced && state.is_empty() {
-            // The log is shorter than what we hold: it was deleted and re-created.
-            r.filter.clear();
-            r.synced = 0;
+        if r.generation != generation {
+            // Reset while we asked: `data` starts past what the replica now holds.
+            return Ok((state, len));
+        }
+        if len < from && state.is_empty() {
+            // The log is shorter than what we held when we asked: it was deleted and
+            // re-created. (Compared with `from`, not the current `synced`, which another
+            // thread's reply may have advanced past `len` since.)
+            r.reset();
             return Ok((state, len));
         }
         for c in data.chunks_exact(8) {
             r.filter.insert(u64_le(c));
         }
-        if r.synced == from {
-            r.synced = from + (data.len() / 8) as u64;
-        } else {
-            r.synced = r.synced.max(from + (data.len() / 8) as u64);
-        }
+        // The replica held [0, from) at least, and now [from, from + n) too; within one
+        // generation `synced` only grows, so another reply may already have gone further.
+        r.synced = r.synced.max(from + (data.len() / 8) as u64);
         Ok((state, len))
     }
 
@@ -791,6 +821,7 @@ impl RedisNamespace {
                     groups.push(Group {
                         leaf,
                         cell,
+                        generation: 0,
                         idx,
                         cands: Vec::new(),
                         owner: Vec::new(),
@@ -823,6 +854,7 @@ impl RedisNamespace {
                     }
                 }
                 let synced = r.synced;
+                g.generation = r.generation;
                 drop(r);
                 let mut blob = Vec::with_capacity(g.cands.len() * 8);
                 for fp in &g.cands {
@@ -863,20 +895,29 @@ impl RedisNamespace {
                         }
                         self.counters.candidates.fetch_add(g.cands.len() as u64, Ordering::Relaxed);
                         let mut r = g.cell.replica.write();
-                        for c in delta.chunks_exact(8) {
-                            r.filter.insert(u64_le(c));
+                        // Only a replica of the generation the request was sent in holds
+                        // [0, synced sent), so only it may take [synced sent, end).
+                        let apply = r.generation == g.generation;
+                        if apply {
+                            for c in delta.chunks_exact(8) {
+                                r.filter.insert(u64_le(c));
+                            }
                         }
                         let mut appended = 0u64;
                         for (j, (&fp, &i)) in g.cands.iter().zip(&g.owner).enumerate() {
                             let new = flags.get(j).is_none_or(|&f| f == b'0');
                             out[i as usize] = !new;
                             if new {
-                                r.filter.insert(fp);
+                                if apply {
+                                    r.filter.insert(fp);
+                                }
                                 appended += 1;
                             }
                         }
                         let end = *len as u64 + appended;
-                        r.synced = r.synced.max(end);
+                        if apply {
+                            r.synced = r.synced.max(end);
+                        }
                         for &i in &g.dups {
                             out[i as usize] = true;
                         }
@@ -903,8 +944,9 @@ impl RedisNamespace {
                     }
                     Some(Value::Int(3)) => {
                         let mut r = g.cell.replica.write();
-                        r.filter.clear();
-                        r.synced = 0;
+                        if r.generation == g.generation {
+                            r.reset();
+                        }
                         why = format!("log of leaf {} was re-created", g.leaf);
                         pending.extend(&g.owner);
                         pending.extend(&g.dups);
