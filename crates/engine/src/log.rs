@@ -9,8 +9,10 @@
 //! ```
 //! A record is acknowledged only once it is written (and, under [`Fsync::Always`], synced), so
 //! a crash can only tear the *last* record: recovery keeps every complete record and cuts the
-//! torn tail, reporting how many bytes it cut. A bad record followed by more data is corruption,
-//! not a torn tail, and opening fails rather than dropping what follows.
+//! torn tail (a partial record, or a complete one that fails its checksum, and whatever garbage
+//! or zeros a file system left after it), reporting how many bytes it cut. A bad record with a
+//! valid record anywhere after it is corruption, not a torn tail, and opening fails rather than
+//! dropping acknowledged records.
 //!
 //! # Group commit
 //! Writers append records to a shared buffer (one short lock) and then commit: the first writer
@@ -348,52 +350,55 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(LogRecovery, u64)> {
     let mut recovery = LogRecovery::default();
     let mut pos = HEADER_LEN as usize;
     while pos < bytes.len() {
-        match parse_record(&bytes[pos..]) {
-            Ok((record_kind, fingerprints, used)) => {
-                pos += used;
-                recovery.records.push(Record { kind: record_kind, fingerprints, end: pos as u64 });
+        let Some((record_kind, fingerprints, used)) = parse_record(&bytes[pos..]) else {
+            // Only the last write can be torn, so what follows a bad or incomplete record is
+            // the rest of that write: nothing, garbage, or zeros. A valid record after it means
+            // the bad one is damage in the middle (a flipped length or payload byte), and
+            // cutting there would drop acknowledged records.
+            if let Some(at) = next_valid_record(bytes, pos) {
+                return Err(Error::corrupt(
+                    path,
+                    &format!(
+                        "bad record at offset {pos}, with a valid record at offset {at} after it"
+                    ),
+                ));
             }
-            Err(Bad::Torn) => break,
-            Err(Bad::Invalid { record_end }) => {
-                if record_end < bytes.len() {
-                    return Err(Error::corrupt(
-                        path,
-                        &format!("bad record at offset {pos} with more data after it"),
-                    ));
-                }
-                break;
-            }
-        }
+            break;
+        };
+        pos += used;
+        recovery.records.push(Record { kind: record_kind, fingerprints, end: pos as u64 });
     }
     recovery.truncated_bytes = (bytes.len() - pos) as u64;
     Ok((recovery, pos as u64))
 }
 
-enum Bad {
-    /// The record runs past the end of the file: a torn write.
-    Torn,
-    /// The record is complete but wrong; `record_end` is where it claims to end.
-    Invalid { record_end: usize },
+/// The offset of the first complete, valid record after `pos`. Records start 8-aligned (the
+/// header and every record are multiples of 8 bytes), so only those offsets are tried.
+fn next_valid_record(bytes: &[u8], pos: usize) -> Option<usize> {
+    (pos + 8..bytes.len()).step_by(8).find(|&at| parse_record(&bytes[at..]).is_some())
 }
 
-fn parse_record(bytes: &[u8]) -> std::result::Result<(RecordKind, Vec<u64>, usize), Bad> {
-    let head = bytes.get(..8).ok_or(Bad::Torn)?;
+/// One record at the start of `bytes`: its kind, fingerprints and length. `None` if it is
+/// incomplete (runs past the end) or complete but wrong (length, checksum, reserved bytes or
+/// kind): recovery treats the two alike (see [`parse`]).
+fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, usize)> {
+    let head = bytes.get(..8)?;
     let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-    let total = 8usize.saturating_add(len as usize).saturating_add(8);
     if len > MAX_PAYLOAD || len % 8 != 0 {
-        return Err(Bad::Invalid { record_end: total.min(bytes.len()) });
+        return None;
     }
-    let record = bytes.get(..total).ok_or(Bad::Torn)?;
+    let total = 8 + len as usize + 8;
+    let record = bytes.get(..total)?;
     let (body, tail) = record.split_at(total - 8);
     let mut stored = [0u8; 8];
     stored.copy_from_slice(tail);
     if checksum(body) != u64::from_le_bytes(stored) || head[5..8] != [0, 0, 0] {
-        return Err(Bad::Invalid { record_end: total });
+        return None;
     }
     let kind = match head[4] {
         1 => RecordKind::Recorded,
         2 => RecordKind::Forgotten,
-        _ => return Err(Bad::Invalid { record_end: total }),
+        _ => return None,
     };
     let fingerprints = body[8..]
         .chunks_exact(8)
@@ -403,7 +408,7 @@ fn parse_record(bytes: &[u8]) -> std::result::Result<(RecordKind, Vec<u64>, usiz
             u64::from_le_bytes(b)
         })
         .collect();
-    Ok((kind, fingerprints, total))
+    Some((kind, fingerprints, total))
 }
 
 /// Bytes a record of `n` fingerprints takes in the log.
@@ -481,6 +486,57 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let err = FingerprintLog::open(&s, &path, Fsync::No).unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    }
+
+    /// A log of two records, synced, and its bytes.
+    fn two_records(path: &Path) -> (Vec<u8>, u64) {
+        let log = FingerprintLog::create(&storage(), path, Fsync::No).unwrap();
+        let first = log.append(RecordKind::Recorded, &[1]).unwrap();
+        log.append(RecordKind::Recorded, &[2, 3]).unwrap();
+        log.sync_all().unwrap();
+        drop(log);
+        (std::fs::read(path).unwrap(), first)
+    }
+
+    #[test]
+    fn a_complete_but_bad_last_record_and_a_zero_tail_are_cut() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let s = storage();
+        let (bytes, first) = two_records(&path);
+        // The last record's payload damaged (its write reached the disk only in part).
+        let mut damaged = bytes.clone();
+        let last = damaged.len() - 12;
+        damaged[last] ^= 0xff;
+        std::fs::write(&path, &damaged).unwrap();
+        let (log, rec) = FingerprintLog::open(&s, &path, Fsync::No).unwrap();
+        assert_eq!(rec.records.len(), 1);
+        assert_eq!(rec.truncated_bytes, bytes.len() as u64 - first);
+        assert_eq!(log.end(), first);
+        drop(log);
+        // Zeros after the records (a file extended by a write whose data never landed).
+        let mut zeros = bytes.clone();
+        zeros.resize(bytes.len() + 4096, 0);
+        std::fs::write(&path, &zeros).unwrap();
+        let (log, rec) = FingerprintLog::open(&s, &path, Fsync::No).unwrap();
+        assert_eq!(rec.records.len(), 2);
+        assert_eq!(rec.truncated_bytes, 4096);
+        assert_eq!(log.end(), bytes.len() as u64);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes.len() as u64);
+    }
+
+    #[test]
+    fn a_damaged_length_with_records_after_it_is_an_error_not_a_cut() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let s = storage();
+        let (mut bytes, _) = two_records(&path);
+        // The first record's length now runs past the end of the file.
+        bytes[HEADER_LEN as usize + 1] = 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = FingerprintLog::open(&s, &path, Fsync::No).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing was cut");
     }
 
     #[test]
