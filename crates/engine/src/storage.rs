@@ -24,7 +24,7 @@ pub trait AppendFile: Send + Debug {
 
 /// Where persistence reads and writes. [`OsStorage`] is the real one.
 pub trait Storage: Send + Sync + Debug {
-    /// Creates `dir` and its parents.
+    /// Creates `dir` and its parents, durably (each new directory's parent is synced).
     ///
     /// # Errors
     /// The OS error.
@@ -55,7 +55,7 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
-    /// Removes a directory and everything in it.
+    /// Removes a directory and everything in it, durably (its parent is synced).
     ///
     /// # Errors
     /// The OS error.
@@ -88,9 +88,30 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Syncs the directory holding `path`, so that creating or removing `path` survives a power
+/// loss (file systems persist a directory entry with its directory, not with the file).
+fn sync_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(p) if p.as_os_str().is_empty() => sync_dir(Path::new(".")),
+        Some(p) => sync_dir(p),
+        None => Ok(()),
+    }
+}
+
 impl Storage for OsStorage {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        fs::create_dir_all(dir)
+        let mut missing = Vec::new();
+        let mut at = Some(dir);
+        while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            missing.push(d);
+            at = d.parent();
+        }
+        fs::create_dir_all(dir)?;
+        // Outermost first: each new directory's entry is made durable in its parent.
+        for d in missing.iter().rev() {
+            sync_parent(d)?;
+        }
+        Ok(())
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
@@ -144,7 +165,9 @@ impl Storage for OsStorage {
     fn remove_dir_all(&self, dir: &Path) -> io::Result<()> {
         match fs::remove_dir_all(dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
+            Err(e) => Err(e),
+            // A dropped namespace must not come back after a power loss.
+            Ok(()) => sync_parent(dir),
         }
     }
 
