@@ -137,11 +137,8 @@ fn lookups_racing_inserts_on_one_client_get_one_new_per_url() {
     let db = open(vec![server.url()], RedisMode::Single);
     // Three leaves with room for every URL: no split, so the race is the only thing going on.
     // Small batches, many of them: each lookup's reply races the writers' replies.
-    let options = NamespaceOptions {
-        capacity: 20_000,
-        leaf_bits: Some(1 << 16),
-        ..small(SplitMode::Never)
-    };
+    let options =
+        NamespaceOptions { capacity: 20_000, leaf_bits: Some(1 << 16), ..small(SplitMode::Never) };
     let ns = db.namespace("lookups", options).unwrap();
     let urls = Arc::new(distinct_urls(9, 16_000));
     let others = Arc::new(distinct_urls(10, 4_000));
@@ -389,9 +386,22 @@ fn three_servers_hold_one_leaf_each() {
         }
     }
     // Another client with the servers in the same order agrees; other parameters are refused.
+    let urls_in_order = urls.clone();
+    let (opts_again, opts_dropped) = (opts.clone(), opts.clone());
     let db2 = open(urls, RedisMode::Nodes);
     let ns2 = db2.namespace("fig9", opts).unwrap();
     assert!(ns2.seen_batch(&batch).unwrap().iter().all(|&s| s));
     let err = db2.namespace("fig9", NamespaceOptions::default()).unwrap_err();
     assert!(err.to_string().contains("other parameters"), "{err}");
+    // A process that lists the same servers in another order would put the leaves elsewhere
+    // (and answer new again what the others recorded): refused.
+    let mut reordered = urls_in_order.clone();
+    reordered.swap(1, 2);
+    let err = open(reordered, RedisMode::Nodes).namespace("fig9", opts_again).unwrap_err();
+    assert!(err.to_string().contains("same order"), "{err}");
+    // Dropped, the namespace can be created again with that order.
+    db2.drop_namespace("fig9").unwrap();
+    let mut reordered = urls_in_order;
+    reordered.swap(1, 2);
+    assert!(open(reordered, RedisMode::Nodes).namespace("fig9", opts_dropped).is_ok());
 }

@@ -348,6 +348,9 @@ impl RedisDb {
         if stored != params_text {
             return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours: params_text });
         }
+        if let Layout::Nodes(n) = self.router.layout() {
+            ns.check_server_order(n)?;
+        }
         ns.refresh_meta()?;
         Ok(Arc::new(ns))
     }
@@ -377,6 +380,14 @@ impl RedisDb {
                 del.arg(&k[..]);
             }
             reqs.push(Req { place: Place { key: keys[0].clone(), index: id - 1 }, cmd: del });
+        }
+        if let Layout::Nodes(n) = self.router.layout() {
+            let pos = format!("urlseen:{{{name}}}:pos").into_bytes();
+            for i in 0..n {
+                let mut del = ::redis::cmd("DEL");
+                del.arg(&pos[..]);
+                reqs.push(Req { place: Place { key: pos.clone(), index: i as u32 }, cmd: del });
+            }
         }
         self.router.exec(reqs)?;
         let mut del = ::redis::cmd("DEL");
@@ -599,6 +610,46 @@ impl RedisNamespace {
 
     fn meta_place(&self) -> Place {
         Place { key: self.meta_key(), index: 0 }
+    }
+
+    /// The `nodes` layout places leaf `id` on server `(id - 1) mod n` of the list this process
+    /// was given, so every process must list the servers in one order: one that lists them in
+    /// another would keep its leaves (and its metadata) on other servers, and answer new again
+    /// what the others recorded. Each server keeps the position it was first given for this
+    /// namespace (`urlseen:{ns}:pos`); a process that gives it another is refused.
+    fn check_server_order(&self, n: usize) -> Result<()> {
+        let key = format!("urlseen:{{{}}}:pos", self.name).into_bytes();
+        let set = (0..n)
+            .map(|i| {
+                let mut cmd = ::redis::cmd("SET");
+                cmd.arg(&key[..]).arg(i).arg("NX");
+                Req { place: Place { key: key.clone(), index: i as u32 }, cmd }
+            })
+            .collect();
+        self.router.exec(set)?;
+        let get = (0..n)
+            .map(|i| {
+                let mut cmd = ::redis::cmd("GET");
+                cmd.arg(&key[..]);
+                Req { place: Place { key: key.clone(), index: i as u32 }, cmd }
+            })
+            .collect();
+        for (i, reply) in self.router.exec(get)?.iter().enumerate() {
+            let Value::BulkString(stored) = reply else {
+                return Err(self.protocol(0, "GET (server position)", reply));
+            };
+            if stored.as_slice() != i.to_string().as_bytes() {
+                return Err(Error::Config(format!(
+                    "namespace {:?}: server {} was listed at position {} when the namespace \
+                     was created, and is at position {i} here: list the servers in the same \
+                     order in every process",
+                    self.name,
+                    self.router.node_name(i),
+                    String::from_utf8_lossy(stored),
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn key(&self, id: NodeId, what: &str) -> Vec<u8> {
