@@ -151,6 +151,10 @@ pub struct FingerprintLog {
     policy: Fsync,
     pending: Mutex<Pending>,
     io: Mutex<Io>,
+    /// `io.written` and `io.synced`, readable without the I/O lock, which a sync holds for
+    /// milliseconds: a commit of what is already durable returns without waiting for it.
+    written_to: AtomicU64,
+    synced_to: AtomicU64,
     poisoned: Mutex<Option<String>>,
     syncs: AtomicU64,
     sync_micros: AtomicU64,
@@ -199,6 +203,8 @@ impl FingerprintLog {
             policy,
             pending: Mutex::new(Pending { bytes: Vec::new(), end }),
             io: Mutex::new(Io { file, written: end, synced: end }),
+            written_to: AtomicU64::new(end),
+            synced_to: AtomicU64::new(end),
             poisoned: Mutex::new(None),
             syncs: AtomicU64::new(0),
             sync_micros: AtomicU64::new(0),
@@ -271,6 +277,10 @@ impl FingerprintLog {
 
     fn flush_to(&self, lsn: u64, sync: bool) -> Result<()> {
         self.check()?;
+        let done = if sync { &self.synced_to } else { &self.written_to };
+        if done.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
         let mut io = self.io.lock();
         let done = if sync { io.synced } else { io.written };
         if done >= lsn {
@@ -286,6 +296,7 @@ impl FingerprintLog {
                 return Err(self.poison("write", e));
             }
             io.written = end;
+            self.written_to.store(end, Ordering::Release);
         }
         if sync && io.synced < io.written {
             let started = Instant::now();
@@ -295,6 +306,7 @@ impl FingerprintLog {
             self.syncs.fetch_add(1, Ordering::Relaxed);
             self.sync_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             io.synced = io.written;
+            self.synced_to.store(io.synced, Ordering::Release);
         }
         Ok(())
     }

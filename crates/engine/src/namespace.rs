@@ -286,13 +286,23 @@ impl Namespace {
             }
             _ => tree.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut log_new)?,
         }
+        if let Some(d) = &self.durable
+            && out.iter().any(|&seen| seen)
+        {
+            // A "seen" may rest on another writer's record that is appended (under the leaf's
+            // lock, before its bits could be seen) but not yet written or synced: it is an
+            // acknowledgement too, so it waits for everything appended so far. (Group commit
+            // makes this a wait for a sync already under way, and nothing when all is durable.)
+            d.log.commit(d.log.end())?;
+        }
         if lsn > 0
             && let Some(d) = &self.durable
         {
             d.log.commit(lsn)?;
             // Under `always` the store is synced before the acknowledgement too. (Under the
             // other policies it is not needed: recovery re-adds to the store whatever the log
-            // replays, so the store never knows less than the tree.)
+            // replays, so the store never knows less than the tree. For the same reason a
+            // "seen" above needs only the log.)
             if d.log.policy() == Fsync::Always
                 && let Set::Tree { exact: Some(exact), .. } = &self.set
             {

@@ -193,6 +193,8 @@ fn tmp_path(path: &Path) -> PathBuf {
 /// - `fail_syncs`: every `sync` fails with an I/O error (a failed fsync).
 /// - `disk_full_after`: appends fail with "no space left" once this many bytes were appended in
 ///   total; the append that crosses the limit writes only the bytes that fit (a torn write).
+/// - `slow_syncs`: every `sync` takes this long (a slow disk), so tests can act while one runs;
+///   `syncs_done` counts the syncs that completed.
 #[derive(Debug, Clone, Default)]
 pub struct FaultyStorage {
     inner: OsStorage,
@@ -204,6 +206,8 @@ struct Faults {
     fail_syncs: AtomicBool,
     disk_full_after: AtomicU64,
     appended: AtomicU64,
+    sync_delay_micros: AtomicU64,
+    syncs_done: AtomicU64,
 }
 
 impl FaultyStorage {
@@ -217,6 +221,16 @@ impl FaultyStorage {
     /// Makes every later `sync` fail (or succeed again).
     pub fn fail_syncs(&self, on: bool) {
         self.faults.fail_syncs.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes every later `sync` take `delay` before it does its work.
+    pub fn slow_syncs(&self, delay: std::time::Duration) {
+        self.faults.sync_delay_micros.store(delay.as_micros() as u64, Ordering::SeqCst);
+    }
+
+    /// How many syncs of appended files have completed.
+    pub fn syncs_done(&self) -> u64 {
+        self.faults.syncs_done.load(Ordering::SeqCst)
     }
 
     /// Makes the disk full once `bytes` more bytes have been appended.
@@ -245,10 +259,16 @@ impl AppendFile for FaultyFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        let delay = self.faults.sync_delay_micros.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
+        }
         if self.faults.fail_syncs.load(Ordering::SeqCst) {
             return Err(io::Error::other("injected fsync failure"));
         }
-        self.inner.sync()
+        self.inner.sync()?;
+        self.faults.syncs_done.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 }
 

@@ -155,7 +155,7 @@ pub struct ExactHooks<'a, E> {
 }
 
 /// The shared state of one round of a batch insert.
-struct Groups<'a, 'x, 'h, E> {
+struct Groups<'a, 'x, 'h, 'o, E> {
     fps: &'a [u64],
     out: &'a mut [bool],
     mode: Mode,
@@ -165,6 +165,9 @@ struct Groups<'a, 'x, 'h, E> {
     /// Bloom positives of this round (exact mode only).
     positives: &'a mut Vec<u32>,
     exact: Option<&'x mut ExactHooks<'h, E>>,
+    /// The caller's hook for recorded fingerprints (the log append), called under the leaf's
+    /// lock: once another writer can see a fingerprint's bits, its record is in the log.
+    on_new: &'o mut dyn FnMut(&[u64]) -> Result<(), E>,
     failed: Option<E>,
 }
 
@@ -257,10 +260,11 @@ impl Dsbf {
         }
     }
 
-    /// [`Self::insert`] with a hook: `on_new` sees `fp` if it was recorded, while the tree's
-    /// shared lock is still held (so a checkpoint, which takes the lock exclusively, never sees
-    /// the tree and the hook's log disagree). An error from the hook is returned; the fingerprint
-    /// stays recorded in memory.
+    /// [`Self::insert`] with a hook: `on_new` sees `fp` if it was recorded, while the leaf's
+    /// lock and the tree's shared lock are still held. So a checkpoint, which takes the tree's
+    /// lock exclusively, never sees the tree and the hook's log disagree, and a writer that
+    /// finds the fingerprint's bits set can count on its log record having been appended. An
+    /// error from the hook is returned; the fingerprint stays recorded in memory.
     ///
     /// # Errors
     /// Whatever `on_new` returns.
@@ -287,8 +291,9 @@ impl Dsbf {
                         self.len.fetch_add(1, Ordering::Relaxed);
                     }
                     let filled = leaf.log.len() as u64 >= self.params.split_at;
-                    drop(leaf);
+                    // Under the leaf's lock, as in `insert_batch_core`.
                     let hooked = if !was || mode == Mode::Record { on_new(&[fp]) } else { Ok(()) };
+                    drop(leaf);
                     drop(topo);
                     if filled {
                         self.start_split(id);
@@ -406,6 +411,7 @@ impl Dsbf {
                     recorded: &mut recorded,
                     positives: &mut positives,
                     exact: if hooked.is_ok() { exact.as_deref_mut() } else { None },
+                    on_new: &mut *on_new,
                     failed: None,
                 };
                 // A leaf another writer holds is skipped and visited after the free ones, so
@@ -430,18 +436,8 @@ impl Dsbf {
                 if let Some(hooks) = hooks
                     && hooked.is_ok()
                 {
-                    hooked = self.confirm_positives(
-                        &topo,
-                        fps,
-                        out,
-                        &positives,
-                        hooks,
-                        &mut full,
-                        &mut recorded,
-                    );
-                }
-                if !recorded.is_empty() && hooked.is_ok() {
-                    hooked = on_new(&recorded);
+                    hooked = self
+                        .confirm_positives(&topo, fps, out, &positives, hooks, &mut full, on_new);
                 }
             }
             for id in full {
@@ -457,7 +453,7 @@ impl Dsbf {
         &self,
         leaf: &mut Leaf,
         group: &[(NodeId, u32)],
-        g: &mut Groups<'_, '_, '_, E>,
+        g: &mut Groups<'_, '_, '_, '_, E>,
     ) {
         let room = self.params.split_at.saturating_sub(leaf.log.len() as u64);
         let take = group.len().min(room as usize);
@@ -491,6 +487,12 @@ impl Dsbf {
         {
             g.failed = Some(e);
         }
+        if g.failed.is_none()
+            && added > 0
+            && let Err(e) = (g.on_new)(&g.recorded[first_recorded..])
+        {
+            g.failed = Some(e);
+        }
         g.pending.extend(group[take..].iter().map(|&(_, i)| i));
         if leaf.log.len() as u64 >= self.params.split_at {
             g.full.push(group[0].0);
@@ -511,7 +513,7 @@ impl Dsbf {
         positives: &[u32],
         hooks: &mut ExactHooks<'_, E>,
         full: &mut Vec<NodeId>,
-        recorded: &mut Vec<u64>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
     ) -> Result<(), E> {
         for &i in positives {
             let fp = fps[i as usize];
@@ -528,7 +530,7 @@ impl Dsbf {
             leaf.filter.insert(fp);
             leaf.log.push(fp);
             self.len.fetch_add(1, Ordering::Relaxed);
-            recorded.push(fp);
+            on_new(std::slice::from_ref(&fp))?;
             if leaf.log.len() as u64 >= self.params.split_at && !full.contains(&id) {
                 full.push(id);
             }

@@ -201,6 +201,41 @@ fn a_failed_fsync_refuses_writes_and_never_pretends() {
     assert!(db.namespace("f").unwrap().contains("https://a.example/").unwrap());
 }
 
+/// Under `always`, "seen" is an acknowledgement too: a writer that finds the bits another
+/// writer set while that writer's record is still being synced waits for the sync, so a crash
+/// cannot take back a URL that some client was told it had seen.
+#[test]
+fn a_seen_answer_waits_for_the_record_it_rests_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = FaultyStorage::new();
+    let db = Db::open_with(
+        dir.path(),
+        DbOptions {
+            fsync: Fsync::Always,
+            storage: Arc::new(storage.clone()),
+            ..DbOptions::default()
+        },
+    )
+    .unwrap();
+    let ns = db.namespace_or_create("w", small()).unwrap();
+    storage.slow_syncs(std::time::Duration::from_millis(400));
+    let before = storage.syncs_done();
+    let writer = {
+        let ns = Arc::clone(&ns);
+        std::thread::spawn(move || ns.seen("https://slow.example/").unwrap())
+    };
+    // The writer's bits are set (and its record appended) before its sync starts.
+    while !ns.contains("https://slow.example/").unwrap() {
+        std::thread::yield_now();
+    }
+    assert!(ns.seen("https://slow.example/").unwrap(), "the second writer sees the first's URL");
+    assert!(
+        storage.syncs_done() > before,
+        "\"seen\" was answered before the record it rests on was synced"
+    );
+    assert!(!writer.join().unwrap(), "the first writer got \"new\"");
+}
+
 #[test]
 fn a_full_disk_tears_a_write_which_recovery_cuts() {
     let dir = tempfile::tempdir().unwrap();
