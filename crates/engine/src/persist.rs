@@ -149,6 +149,10 @@ pub(crate) fn create(
 ) -> Result<(Durable, Set)> {
     let dir = namespace_dir(root, name);
     let storage = &db.storage;
+    // The Db has no namespace of this name, so anything in its directory is left over (a drop
+    // whose removal failed half-way, an unfinished create): an old store or snapshot there
+    // would make the new namespace answer "seen" for URLs it never recorded.
+    storage.remove_dir_all(&dir).map_err(|e| Error::io("remove leftover directory", &dir, e))?;
     storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     let set = open_set(&dir, options, Dsbf::new(tree_params(options), Arc::clone(workers)), true)?;
