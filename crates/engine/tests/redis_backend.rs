@@ -194,6 +194,49 @@ fn lookups_racing_inserts_on_one_client_get_one_new_per_url() {
     assert_eq!(ns.stats().unwrap().count, news.len() as u64, "the log holds each new URL once");
 }
 
+/// Redis loses the tail of a leaf's log (a failover to a replica that lagged, a crash under
+/// `appendfsync everysec`), then another client appends past the old length. A client whose
+/// replica had read the lost entries must notice that the log is not the one it copied (its
+/// last entry is gone) and read it again, or it would compare new candidates with too short a
+/// delta and answer new for URLs the other client recorded after the loss.
+#[test]
+fn a_log_that_lost_entries_and_grew_again_is_read_again() {
+    let server = Server::start();
+    let options =
+        NamespaceOptions { capacity: 10_000, leaf_bits: Some(1 << 17), ..small(SplitMode::Never) };
+    let a = open(vec![server.url()], RedisMode::Single);
+    let a = a.namespace("lossy", options.clone()).unwrap();
+    assert_eq!(a.params().initial_leaves, 1);
+    let first = distinct_urls(13, 1_000);
+    assert!(a.seen_batch(&first).unwrap().iter().all(|&s| !s));
+    // Redis loses the second half of the log.
+    let truncated: i64 = redis::cmd("EVAL")
+        .arg(
+            "local n = 0 \
+             for _, k in ipairs(redis.call('KEYS', 'urlseen:{lossy:*}:log')) do \
+               local len = redis.call('STRLEN', k) \
+               redis.call('SET', k, redis.call('GETRANGE', k, 0, math.floor(len / 16) * 8 - 1)) \
+               n = n + 1 \
+             end \
+             return n",
+        )
+        .arg(0)
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(truncated, 1);
+    // Another client records 1,000 other URLs: the log grows past its old length.
+    let b = open(vec![server.url()], RedisMode::Single);
+    let b = b.namespace("lossy", options).unwrap();
+    let second = distinct_urls(14, 1_000);
+    let new_for_b: Vec<&String> =
+        second.iter().zip(b.seen_batch(&second).unwrap()).filter(|p| !p.1).map(|p| p.0).collect();
+    assert!(new_for_b.len() > 980);
+    // The first client is offered them too: every one B recorded is seen.
+    let seen_by_a = a.seen_batch(&new_for_b).unwrap();
+    let twice = seen_by_a.iter().filter(|&&s| !s).count();
+    assert_eq!(twice, 0, "{twice} URLs recorded after the loss were answered new again");
+}
+
 /// Writers insert their own URLs while leaves split under them; after every batch each checks
 /// that everything it recorded so far is still seen, through its own client.
 #[test]

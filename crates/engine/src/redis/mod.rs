@@ -426,6 +426,10 @@ struct Replica {
     /// claim a prefix of the log the filter does not hold, and a later insert of one of the
     /// missing entries would be compared with too short a delta and answered new again.
     generation: u64,
+    /// The log entry at `synced - 1` (as stored, 8 bytes), sent with every `INSERT` and `SYNC`
+    /// so that Redis can tell a log that lost entries and grew again from the one this replica
+    /// copies: a length alone cannot.
+    last: [u8; 8],
 }
 
 impl Replica {
@@ -434,6 +438,20 @@ impl Replica {
         self.filter.clear();
         self.synced = 0;
         self.generation += 1;
+    }
+
+    /// Records that the filter now holds the log up to `end`, whose last entry is `last`
+    /// (within one generation `synced` only grows: another reply may have gone further).
+    fn advance(&mut self, end: u64, last: &[u8]) {
+        if end > self.synced && last.len() == 8 {
+            self.synced = end;
+            self.last.copy_from_slice(last);
+        }
+    }
+
+    /// The check sent with a request: the last entry covered, or nothing when none is.
+    fn last_covered(&self) -> &[u8] {
+        if self.synced == 0 { &[] } else { &self.last }
     }
 }
 
@@ -719,6 +737,7 @@ impl RedisNamespace {
                     synced: 0,
                     state: LeafState::Active,
                     generation: 0,
+                    last: [0; 8],
                 }),
                 gate: Gate::default(),
             })
@@ -747,29 +766,35 @@ impl RedisNamespace {
     /// Reads node `id`'s log from its replica's `synced` on, up to `max` entries, into the
     /// replica. Returns the node's state string and log length.
     fn sync_step(&self, id: NodeId, cell: &LeafCell, max: u64) -> Result<(String, u64)> {
-        let (from, generation) = {
-            let r = cell.replica.read();
-            (r.synced, r.generation)
-        };
         let mut cmd =
             self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-        cmd.arg(from).arg(max);
+        let (from, generation) = {
+            let r = cell.replica.read();
+            cmd.arg(r.synced).arg(max).arg(r.last_covered());
+            (r.synced, r.generation)
+        };
         let reply = self.router.one(self.place(id), cmd)?;
-        let (state, len, data) = match &reply {
+        let (state, len, data, lost) = match &reply {
             Value::Array(v) => match &v[..] {
-                [Value::BulkString(s), Value::Int(len), Value::BulkString(d)] => {
-                    (String::from_utf8_lossy(s).into_owned(), *len as u64, d)
+                [Value::BulkString(s), Value::Int(len), Value::BulkString(d), Value::Int(lost)] => {
+                    (String::from_utf8_lossy(s).into_owned(), *len as u64, d, *lost == 1)
                 }
                 _ => return Err(self.protocol(id, "SYNC", &reply)),
             },
             _ => return Err(self.protocol(id, "SYNC", &reply)),
         };
-        if data.len() % 8 != 0 || (from < len && data.is_empty()) {
+        if data.len() % 8 != 0 || (from < len && data.is_empty() && !lost) {
             return Err(self.protocol(id, "SYNC", &reply));
         }
         let mut r = cell.replica.write();
         if r.generation != generation {
             // Reset while we asked: `data` starts past what the replica now holds.
+            return Ok((state, len));
+        }
+        if lost {
+            // Another entry where our last one was: Redis lost entries and others were
+            // appended since. Read the log again from its start.
+            r.reset();
             return Ok((state, len));
         }
         if len < from && state.is_empty() {
@@ -782,9 +807,10 @@ impl RedisNamespace {
         for c in data.chunks_exact(8) {
             r.filter.insert(u64_le(c));
         }
-        // The replica held [0, from) at least, and now [from, from + n) too; within one
-        // generation `synced` only grows, so another reply may already have gone further.
-        r.synced = r.synced.max(from + (data.len() / 8) as u64);
+        // The replica held [0, from) at least, and now [from, from + n) too.
+        if let Some(last) = data.len().checked_sub(8).map(|at| &data[at..]) {
+            r.advance(from + (data.len() / 8) as u64, last);
+        }
         Ok((state, len))
     }
 
@@ -904,9 +930,6 @@ impl RedisNamespace {
                         g.owner.push(i);
                     }
                 }
-                let synced = r.synced;
-                g.generation = r.generation;
-                drop(r);
                 let mut blob = Vec::with_capacity(g.cands.len() * 8);
                 for fp in &g.cands {
                     blob.extend_from_slice(&fp.to_le_bytes());
@@ -915,7 +938,9 @@ impl RedisNamespace {
                     .router
                     .scripts
                     .call(Script::Insert, &[&self.key(g.leaf, "log"), &self.key(g.leaf, "st")]);
-                cmd.arg(synced).arg(blob).arg(self.config.max_delta);
+                cmd.arg(r.synced).arg(blob).arg(self.config.max_delta).arg(r.last_covered());
+                g.generation = r.generation;
+                drop(r);
                 reqs.push(Req { place: self.place(g.leaf), cmd });
             }
             self.counters.round_trips.fetch_add(reqs.len() as u64, Ordering::Relaxed);
@@ -955,6 +980,7 @@ impl RedisNamespace {
                             }
                         }
                         let mut appended = 0u64;
+                        let mut last_appended = None;
                         for (j, (&fp, &i)) in g.cands.iter().zip(&g.owner).enumerate() {
                             let new = flags.get(j).is_none_or(|&f| f == b'0');
                             out[i as usize] = !new;
@@ -963,11 +989,21 @@ impl RedisNamespace {
                                     r.filter.insert(fp);
                                 }
                                 appended += 1;
+                                last_appended = Some(fp);
                             }
                         }
                         let end = *len as u64 + appended;
                         if apply {
-                            r.synced = r.synced.max(end);
+                            // The log's entry at end - 1: the last candidate appended, or else
+                            // the last of the delta (none of either: nothing new is covered).
+                            match last_appended {
+                                Some(fp) => r.advance(end, &fp.to_le_bytes()),
+                                None => {
+                                    if let Some(at) = delta.len().checked_sub(8) {
+                                        r.advance(end, &delta[at..]);
+                                    }
+                                }
+                            }
                         }
                         for &i in &g.dups {
                             out[i as usize] = true;
@@ -1176,7 +1212,7 @@ impl RedisNamespace {
                     .router
                     .scripts
                     .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-                c.arg(0).arg(0);
+                c.arg(0).arg(0).arg("");
                 reqs.push(Req { place: self.place(id), cmd: c });
             }
             let replies = self.router.exec(reqs)?;
@@ -1265,7 +1301,7 @@ impl RedisNamespace {
                     .router
                     .scripts
                     .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-                head.arg(0).arg(0);
+                head.arg(0).arg(0).arg("");
                 let reply = self.router.one(self.place(id), head)?;
                 let (state, len) =
                     parse_sync_head(&reply).ok_or_else(|| self.protocol(id, "SYNC", &reply))?;
@@ -1331,7 +1367,7 @@ impl RedisNamespace {
     ) -> Result<bool> {
         let mut head =
             self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-        head.arg(0).arg(0);
+        head.arg(0).arg(0).arg("");
         let reply = self.router.one(self.place(id), head)?;
         let (state, total) =
             parse_sync_head(&reply).ok_or_else(|| self.protocol(id, "SYNC", &reply))?;
@@ -1373,11 +1409,12 @@ impl RedisNamespace {
                 .router
                 .scripts
                 .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-            read.arg(start).arg(end - start);
+            // No check entry: a frozen log does not change.
+            read.arg(start).arg(end - start).arg("");
             let reply = self.router.one(self.place(id), read)?;
             let data = match &reply {
                 Value::Array(v) => match &v[..] {
-                    [_, _, Value::BulkString(d)] if d.len() as u64 == (end - start) * 8 => d,
+                    [_, _, Value::BulkString(d), _] if d.len() as u64 == (end - start) * 8 => d,
                     _ => return Err(self.protocol(id, "SYNC (migration)", &reply)),
                 },
                 _ => return Err(self.protocol(id, "SYNC (migration)", &reply)),
@@ -1396,8 +1433,10 @@ impl RedisNamespace {
                         r.filter.insert(fp);
                     }
                 }
-                if r.synced >= start {
-                    r.synced = r.synced.max(end);
+                if r.synced >= start
+                    && let Some(at) = data.len().checked_sub(8)
+                {
+                    r.advance(end, &data[at..]);
                 }
             }
             let mut reqs = Vec::new();
@@ -1505,7 +1544,7 @@ impl crate::SeenSet for RedisNamespace {
 fn parse_sync_head(reply: &Value) -> Option<(String, u64)> {
     match reply {
         Value::Array(v) => match &v[..] {
-            [Value::BulkString(s), Value::Int(len), _] => {
+            [Value::BulkString(s), Value::Int(len), ..] => {
                 Some((String::from_utf8_lossy(s).into_owned(), *len as u64))
             }
             _ => None,

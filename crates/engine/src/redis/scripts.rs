@@ -10,21 +10,28 @@ use ::redis::Cmd;
 ///
 /// `KEYS`: log, state. `ARGV`: the entries the caller's replica covers, the candidates (8-byte
 /// little-endian fingerprints, distinct, none of them in the caller's replica), the most
-/// entries it may send back. Replies:
+/// entries it may send back, and the last entry the replica covers (empty when it covers
+/// none). Replies:
 /// - `{0, len, flags, delta}`: done. `len` was the log's length before the append; `delta` holds
 ///   the entries between the caller's replica and `len`; `flags` has one byte per candidate,
 ///   `'1'` if the candidate is among those entries (seen), `'0'` if it was appended (new), or is
 ///   empty when every candidate was new.
 /// - `{1, state}`: the leaf is frozen (`F`, splitting) or retired (`I`): nothing was written.
 /// - `{2, len}`: the caller is more than the limit behind: sync first; nothing was written.
-/// - `{3, len}`: the caller claims more entries than the log has (a stale replica of a log that
-///   was deleted and recreated): resync from zero; nothing was written.
+/// - `{3, len}`: the log is not the one the caller's replica copies: it has fewer entries than
+///   the replica covers (deleted and re-created), or another entry where the replica's last
+///   one was (Redis lost entries, and others were appended since): resync from zero; nothing
+///   was written.
 const INSERT: &str = r"
 local st = redis.call('GET', KEYS[2])
 if st then return {1, st} end
 local len = redis.call('STRLEN', KEYS[1]) / 8
 local synced = tonumber(ARGV[1])
 if synced > len then return {3, len} end
+if synced > 0 and #ARGV[4] == 8
+  and redis.call('GETRANGE', KEYS[1], (synced - 1) * 8, synced * 8 - 1) ~= ARGV[4] then
+  return {3, len}
+end
 if len - synced > tonumber(ARGV[3]) then return {2, len} end
 local cands = ARGV[2]
 if len == synced then
@@ -51,15 +58,22 @@ return {0, len, table.concat(flags), delta}
 
 /// Reads a leaf's state and a range of its log, atomically.
 ///
-/// `KEYS`: log, state. `ARGV`: first entry, most entries. Reply: `{state or '', len, bytes}`.
+/// `KEYS`: log, state. `ARGV`: first entry, most entries, and the entry expected just before
+/// the first (empty: no check). Reply: `{state or '', len, bytes, 0}`, or `{state or '', len,
+/// '', 1}` when the log holds another entry there (the caller's copy is of a log that lost
+/// entries: it must resync from zero).
 const SYNC: &str = r"
 local st = redis.call('GET', KEYS[2]) or ''
 local len = redis.call('STRLEN', KEYS[1]) / 8
 local from = tonumber(ARGV[1])
+if from > 0 and from <= len and #ARGV[3] == 8
+  and redis.call('GETRANGE', KEYS[1], (from - 1) * 8, from * 8 - 1) ~= ARGV[3] then
+  return {st, len, '', 1}
+end
 local to = math.min(len, from + tonumber(ARGV[2]))
 local data = ''
 if to > from then data = redis.call('GETRANGE', KEYS[1], from * 8, to * 8 - 1) end
-return {st, len, data}
+return {st, len, data, 0}
 ";
 
 /// Freezes a leaf (idempotent). `KEYS`: state, log. Reply: `{state, len}`.
