@@ -97,6 +97,10 @@ impl Meta {
         if pairs.is_empty() {
             return Err("no such namespace".into());
         }
+        // Node ids are dense (each split takes the next ones in the same script that writes
+        // them), so a valid id is below the number of fields: a bigger one is corruption, and
+        // must not size an allocation.
+        let fields = pairs.len();
         let mut meta = Meta { version: 0, params: String::new(), nodes: Vec::new() };
         let text =
             |v: &[u8]| String::from_utf8(v.to_vec()).map_err(|_| "non-UTF-8 value".to_owned());
@@ -111,8 +115,8 @@ impl Meta {
                 b"next" => {}
                 [b'n', id @ ..] => {
                     let id: usize = text(id)?.parse().map_err(|_| "bad node id")?;
-                    if id > 1 << 24 {
-                        return Err(format!("node id {id} out of range"));
+                    if id >= fields {
+                        return Err(format!("node id {id} out of range ({fields} fields)"));
                     }
                     if meta.nodes.len() <= id {
                         meta.nodes.resize(id + 1, None);
@@ -219,6 +223,8 @@ mod tests {
             vec!["format", "1", "n0", "X"],
             vec!["format", "1", "n0", ""],
             vec!["format", "1", "n99999999", "L1"],
+            // A valid tree with one far-off id, which would have sized a 16M-entry table.
+            vec!["format", "1", "n0", "I0:1", "n1", "L1", "n16777216", "L1"],
         ] {
             let reply = Value::Array(fields.iter().map(|s| bulk(s)).collect());
             assert!(Meta::parse(&reply).is_err(), "{fields:?}");

@@ -25,7 +25,9 @@ use ::redis::Cmd;
 const INSERT: &str = r"
 local st = redis.call('GET', KEYS[2])
 if st then return {1, st} end
-local len = redis.call('STRLEN', KEYS[1]) / 8
+local bytes = redis.call('STRLEN', KEYS[1])
+if bytes % 8 ~= 0 then return redis.error_reply('ERR urlseen: log length is not a multiple of 8') end
+local len = bytes / 8
 local synced = tonumber(ARGV[1])
 if synced > len then return {3, len} end
 if synced > 0 and #ARGV[4] == 8
@@ -64,7 +66,9 @@ return {0, len, table.concat(flags), delta}
 /// entries: it must resync from zero).
 const SYNC: &str = r"
 local st = redis.call('GET', KEYS[2]) or ''
-local len = redis.call('STRLEN', KEYS[1]) / 8
+local bytes = redis.call('STRLEN', KEYS[1])
+if bytes % 8 ~= 0 then return redis.error_reply('ERR urlseen: log length is not a multiple of 8') end
+local len = bytes / 8
 local from = tonumber(ARGV[1])
 if from > 0 and from <= len and #ARGV[3] == 8
   and redis.call('GETRANGE', KEYS[1], (from - 1) * 8, from * 8 - 1) ~= ARGV[3] then
