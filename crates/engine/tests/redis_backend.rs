@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use redis_support::{Server, open};
+use redis_support::{Server, new_in_order, open};
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::redis::{RedisMode, SplitOutcome, SplitStop};
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
@@ -47,13 +47,7 @@ fn processes_sharing_a_namespace_get_one_new_per_url() {
                     order.reverse();
                 }
                 barrier.wait();
-                let mut new = Vec::new();
-                for chunk in order.chunks(300 + 100 * c) {
-                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
-                    let seen = ns.seen_batch(&batch).unwrap();
-                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
-                }
-                new
+                new_in_order(&ns, &urls, &order, 300 + 100 * c)
             })
         })
         .collect();
@@ -102,16 +96,10 @@ fn threads_with_overlapping_round_trips_get_one_new_per_url() {
         .map(|t| {
             let (ns, urls) = (Arc::clone(&ns), Arc::clone(&urls));
             thread::spawn(move || {
-                let mut new = Vec::new();
                 // Every thread feeds every URL, each from another starting point.
                 let mut order: Vec<usize> = (0..urls.len()).collect();
                 order.rotate_left(t * 2_500);
-                for chunk in order.chunks(200) {
-                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
-                    let seen = ns.seen_batch(&batch).unwrap();
-                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
-                }
-                new
+                new_in_order(&ns, &urls, &order, 200)
             })
         })
         .collect();
@@ -169,13 +157,7 @@ fn lookups_racing_inserts_on_one_client_get_one_new_per_url() {
                 // first, when the replica has moved on.
                 let mut order: Vec<usize> = (0..urls.len()).collect();
                 order.rotate_left(t * urls.len() / 3);
-                let mut new = Vec::new();
-                for chunk in order.chunks(20) {
-                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
-                    let seen = ns.seen_batch(&batch).unwrap();
-                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
-                }
-                new
+                new_in_order(&ns, &urls, &order, 20)
             })
         })
         .collect();

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use redis_support::{Cluster, open};
+use redis_support::{Cluster, new_in_order, open};
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::redis::RedisMode;
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
@@ -43,13 +43,7 @@ fn a_cluster_shared_by_three_clients_splits_and_loses_nothing() {
                 let mut order: Vec<usize> = (0..urls.len()).collect();
                 order.rotate_left(c * urls.len() / CLIENTS);
                 barrier.wait();
-                let mut new = Vec::new();
-                for chunk in order.chunks(500) {
-                    let batch: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
-                    let seen = ns.seen_batch(&batch).unwrap();
-                    new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
-                }
-                new
+                new_in_order(&ns, &urls, &order, 500)
             })
         })
         .collect();

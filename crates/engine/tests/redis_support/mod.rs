@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
+use urlseen_engine::SeenSet;
+use urlseen_engine::redis::{RedisDb, RedisMode, RedisNamespace, RedisOptions};
 
 /// Fails the test with an actionable message if the Redis binaries are not installed.
 pub fn require(binary: &str) -> PathBuf {
@@ -214,4 +215,20 @@ pub fn options(urls: Vec<String>, mode: RedisMode) -> RedisOptions {
 
 pub fn open(urls: Vec<String>, mode: RedisMode) -> RedisDb {
     RedisDb::open(options(urls, mode)).expect("open the redis backend")
+}
+
+/// Feeds `urls` to `ns` in `order`, `batch` at a time; returns the positions answered new.
+pub fn new_in_order(
+    ns: &RedisNamespace,
+    urls: &[String],
+    order: &[usize],
+    batch: usize,
+) -> Vec<usize> {
+    let mut new = Vec::new();
+    for chunk in order.chunks(batch) {
+        let urls: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
+        let seen = ns.seen_batch(&urls).unwrap();
+        new.extend(chunk.iter().zip(&seen).filter(|p| !p.1).map(|p| *p.0));
+    }
+    new
 }
