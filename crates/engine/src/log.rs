@@ -135,24 +135,17 @@ struct Pending {
     end: u64,
 }
 
-#[derive(Debug)]
-struct Io {
-    file: Box<dyn AppendFile>,
-    /// Offset up to which bytes were handed to the OS.
-    written: u64,
-    /// Offset up to which bytes are durable.
-    synced: u64,
-}
-
 /// An open fingerprint log. See the [module docs](self).
 #[derive(Debug)]
 pub struct FingerprintLog {
     path: PathBuf,
     policy: Fsync,
     pending: Mutex<Pending>,
-    io: Mutex<Io>,
-    /// `io.written` and `io.synced`, readable without the I/O lock, which a sync holds for
-    /// milliseconds: a commit of what is already durable returns without waiting for it.
+    /// The file, locked by whoever writes or syncs it.
+    io: Mutex<Box<dyn AppendFile>>,
+    /// Offset up to which bytes were handed to the OS, and up to which they are durable.
+    /// Changed only under `io`, read without it: a sync holds `io` for milliseconds, and a
+    /// commit of what is already durable returns without waiting for it.
     written_to: AtomicU64,
     synced_to: AtomicU64,
     poisoned: Mutex<Option<String>>,
@@ -202,7 +195,7 @@ impl FingerprintLog {
             path: path.to_owned(),
             policy,
             pending: Mutex::new(Pending { bytes: Vec::new(), end }),
-            io: Mutex::new(Io { file, written: end, synced: end }),
+            io: Mutex::new(file),
             written_to: AtomicU64::new(end),
             synced_to: AtomicU64::new(end),
             poisoned: Mutex::new(None),
@@ -281,32 +274,32 @@ impl FingerprintLog {
         if done.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
-        let mut io = self.io.lock();
-        let done = if sync { io.synced } else { io.written };
-        if done >= lsn {
+        let mut file = self.io.lock();
+        // Again under the lock: the writer we waited for may have done it.
+        if done.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
         self.check()?;
-        if io.written < lsn {
-            let (bytes, end) = {
+        let mut written = self.written_to.load(Ordering::Acquire);
+        if written < lsn {
+            let bytes = {
                 let mut pending = self.pending.lock();
-                (std::mem::take(&mut pending.bytes), pending.end)
+                written = pending.end;
+                std::mem::take(&mut pending.bytes)
             };
-            if let Err(e) = io.file.append(&bytes) {
+            if let Err(e) = file.append(&bytes) {
                 return Err(self.poison("write", e));
             }
-            io.written = end;
-            self.written_to.store(end, Ordering::Release);
+            self.written_to.store(written, Ordering::Release);
         }
-        if sync && io.synced < io.written {
+        if sync && self.synced_to.load(Ordering::Acquire) < written {
             let started = Instant::now();
-            if let Err(e) = io.file.sync() {
+            if let Err(e) = file.sync() {
                 return Err(self.poison("fsync", e));
             }
             self.syncs.fetch_add(1, Ordering::Relaxed);
             self.sync_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-            io.synced = io.written;
-            self.synced_to.store(io.synced, Ordering::Release);
+            self.synced_to.store(written, Ordering::Release);
         }
         Ok(())
     }
