@@ -10,6 +10,7 @@ use std::time::Duration;
 use parking_lot::RwLock;
 
 use crate::error::{Error, Result};
+use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
 use crate::namespace::Namespace;
 use crate::options::NamespaceOptions;
@@ -67,22 +68,52 @@ struct Inner {
     workers: Arc<SplitWorkers>,
     /// The data directory and its lock, for a persistent `Db`.
     root: Option<(PathBuf, DirLock)>,
+    /// The spill directory of a temporary `Db` (removed when it is dropped).
+    spill: Option<tempfile::TempDir>,
     options: DbOptions,
     closed: AtomicBool,
 }
 
 impl Db {
-    /// A `Db` that lives in memory only.
+    /// A `Db` that lives in memory only: filters and every leaf's fingerprints (8 bytes per
+    /// URL) on the heap. For small sets and tests; [`Db::temporary`] keeps the fingerprints
+    /// on disk instead.
     pub fn in_memory() -> Self {
+        Self::unpersisted(None)
+    }
+
+    /// A `Db` that is not persisted, but keeps its leaves' fingerprints in files in a new
+    /// spill directory under `parent` (or the system's temporary directory, `$TMPDIR`), so
+    /// that RAM holds only the filters and small buffers. The directory is removed when the
+    /// `Db` is dropped (a killed process leaves it behind: it is named `urlseen-spill-*`).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the directory cannot be created.
+    pub fn temporary(parent: Option<&Path>) -> Result<Self> {
+        let parent = parent.map_or_else(std::env::temp_dir, Path::to_owned);
+        let dir = tempfile::Builder::new()
+            .prefix("urlseen-spill-")
+            .tempdir_in(&parent)
+            .map_err(|e| Error::io("create spill directory in", &parent, e))?;
+        Ok(Self::unpersisted(Some(dir)))
+    }
+
+    fn unpersisted(spill: Option<tempfile::TempDir>) -> Self {
         Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::new(BTreeMap::new()),
                 workers: SplitWorkers::new(1),
                 root: None,
+                spill,
                 options: DbOptions::default(),
                 closed: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The spill directory of a [`Db::temporary`].
+    pub fn spill_dir(&self) -> Option<&Path> {
+        self.inner.spill.as_ref().map(tempfile::TempDir::path)
     }
 
     /// Opens (or creates) the data directory `dir` with default options (`fsync = everysec`),
@@ -113,7 +144,12 @@ impl Db {
                 continue;
             }
             if let Some(r) = persist::recover(&dir, &options, &workers)? {
+                let upgraded = r.durable.recovery.upgraded_from.is_some();
                 let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, Some(r.durable));
+                if upgraded {
+                    // Written in this build's format now, so the old one is never read again.
+                    ns.checkpoint()?;
+                }
                 namespaces.insert(r.name, Arc::new(ns));
             }
         }
@@ -121,6 +157,7 @@ impl Db {
             namespaces: RwLock::new(namespaces),
             workers,
             root: Some((root, lock)),
+            spill: None,
             options,
             closed: AtomicBool::new(false),
         });
@@ -156,7 +193,17 @@ impl Db {
             return Err(Error::NamespaceExists(name.to_owned()));
         }
         let ns = match &inner.root {
-            None => Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers))?,
+            None => {
+                let leaves = match &inner.spill {
+                    None => LeafStore::Memory,
+                    Some(spill) => LeafStore::Files(LeafFiles::open(
+                        Arc::clone(&inner.options.storage),
+                        persist::namespace_dir(spill.path(), name).join("leaves"),
+                        false,
+                    )?),
+                };
+                Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers), leaves)?
+            }
             Some((root, _)) => {
                 let (durable, set) =
                     persist::create(root, name, &options, &inner.options, &inner.workers)?;
@@ -208,6 +255,10 @@ impl Db {
             let meta = d.dir.join("meta");
             storage.remove_file(&meta).map_err(|e| Error::io("remove", &meta, e))?;
             storage.remove_dir_all(&d.dir).map_err(|e| Error::io("remove", &d.dir, e))?;
+        } else if let Some(spill) = &self.inner.spill {
+            let dir = persist::namespace_dir(spill.path(), name);
+            let storage = &self.inner.options.storage;
+            storage.remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
         }
         Ok(true)
     }

@@ -9,6 +9,7 @@ use urlseen_filter::hash;
 
 use crate::error::{Error, Result};
 use crate::exact::{CountingOptions, CountingSet, ExactIndex, ExactOptions, ExactStats};
+use crate::leaf_log::LeafStore;
 use crate::log::Fsync;
 use crate::options::NamespaceOptions;
 use crate::persist::{Durable, RecoveryReport};
@@ -53,17 +54,19 @@ pub(crate) fn counting_options(options: &NamespaceOptions) -> Result<CountingOpt
 }
 
 impl Namespace {
-    /// A namespace in memory.
+    /// A namespace that is not persisted: its leaves' fingerprints in `leaves` (memory, or
+    /// files in a spill directory).
     pub(crate) fn new(
         name: String,
         options: NamespaceOptions,
         workers: Arc<SplitWorkers>,
+        leaves: LeafStore,
     ) -> Result<Self> {
         options.validate()?;
         let set = if options.counting {
             Set::Counting(CountingSet::in_memory(counting_options(&options)?)?)
         } else {
-            let tree = Dsbf::new(crate::persist::tree_params(&options), workers);
+            let tree = Dsbf::new(crate::persist::tree_params(&options), workers, leaves);
             let exact = options.is_exact().then(|| ExactIndex::in_memory(exact_options()));
             Set::Tree { tree, exact }
         };
@@ -265,6 +268,7 @@ impl Namespace {
         if let Some(d) = &self.durable {
             d.log.check()?;
         }
+        tree.check()?;
         let mut lsn = 0;
         let mut log_new = |new: &[u64]| -> Result<()> {
             if let Some(d) = &self.durable {
@@ -286,6 +290,9 @@ impl Namespace {
             }
             _ => tree.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut log_new)?,
         }
+        // A leaf file that could not be written keeps its records in memory, but from then on
+        // nothing is acknowledged (see `leaf_log`).
+        tree.check()?;
         if let Some(d) = &self.durable
             && out.iter().any(|&seen| seen)
         {
@@ -459,6 +466,8 @@ impl Namespace {
         };
         stats.persistence = self.durable.as_ref().map(|d| {
             let l = d.log.stats();
+            stats.disk_bytes +=
+                l.bytes + d.snapshot_bytes.load(std::sync::atomic::Ordering::Acquire);
             PersistenceStats {
                 fsync: d.log.policy().name(),
                 log_bytes: l.bytes,
@@ -492,6 +501,7 @@ impl Namespace {
             mode: self.mode(),
             count: t.count,
             memory_bytes: t.memory_bytes,
+            disk_bytes: t.disk_bytes,
             fpr_bound: p.fpr,
             worst_leaf_fpr: t.worst_leaf_fpr,
             mean_leaf_fpr: if t.leaves.is_empty() {
@@ -528,6 +538,7 @@ impl Namespace {
             mode: self.mode(),
             count: c.len,
             memory_bytes: c.memory_bytes,
+            disk_bytes: 0,
             fpr_bound: self.options.fpr,
             worst_leaf_fpr: c.generations.iter().map(|g| g.estimated_fpr).fold(0.0, f64::max),
             mean_leaf_fpr: c.filter_fpr,
@@ -572,8 +583,11 @@ pub struct NamespaceStats {
     pub mode: &'static str,
     /// Distinct URLs recorded.
     pub count: u64,
-    /// Bytes of filters and fingerprint logs.
+    /// RAM held: filters, leaf buffers and indexes (and, for a namespace in memory, the leaf
+    /// logs), in bytes. What RSS shows for this namespace, allocator slack aside.
     pub memory_bytes: u64,
+    /// Disk held: leaf files, and in a data directory the log and the snapshot, in bytes.
+    pub disk_bytes: u64,
     /// The configured bound `f_max`.
     pub fpr_bound: f64,
     /// The worst leaf's estimated FPR (formula 7): the namespace's FPR bound in effect. In

@@ -4,14 +4,21 @@
 //! DIR/LOCK                      held (flock) by the process that has the directory open
 //! DIR/ns/<hex of name>/meta     the namespace's name and options (magic, version, checksum)
 //! DIR/ns/<hex of name>/log      every fingerprint recorded, append-only (see `log`)
-//! DIR/ns/<hex of name>/snapshot the whole tree at a log offset (filters and leaf logs)
+//! DIR/ns/<hex of name>/snapshot the tree at a log offset: its shape, every leaf's filter, and
+//!                               how much of each leaf file it covers
+//! DIR/ns/<hex of name>/leaves/  one file per leaf: the fingerprints it holds (see `leaf_log`)
 //! DIR/ns/<hex of name>/store/   exact mode: the fingerprint store (an LSM, see `exact`)
 //! ```
 //! A counting namespace keeps no log records and no snapshot: its store is its source of truth
 //! and its counting filters are rebuilt from the store when it is opened.
-//! The log is the source of truth and is never rewritten; the snapshot only makes restart fast.
-//! Recovery loads the snapshot (if it is valid) and replays the log records after its offset; a
-//! missing or corrupt snapshot means replaying the whole log, which loses nothing.
+//! The log is the source of truth and is never rewritten; the snapshot and the leaf files it
+//! names only make restart fast and keep the fingerprints out of RAM. Recovery loads the
+//! snapshot (if it is valid), cuts each leaf file back to the length the snapshot gives it,
+//! deletes leaf files the snapshot does not name (leaves made after it, or retired before it),
+//! and replays the log records after its offset; a missing or corrupt snapshot (or a leaf file
+//! shorter than it says) means replaying the whole log into new leaf files, which loses
+//! nothing. A snapshot of version 1 (leaf logs inline) is read, its logs moved to leaf files,
+//! and a version 2 snapshot written at once.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -24,11 +31,12 @@ use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
 
 use crate::error::{Error, Result};
 use crate::exact::{CountingSet, ExactIndex, FingerprintStore, StoreDurability};
+use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::{FingerprintLog, Fsync, RecordKind};
 use crate::namespace::{Set, counting_options, exact_options};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
-use crate::tree::{Dsbf, Mode, Reader, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
 const META_VERSION: u16 = 1;
@@ -71,6 +79,9 @@ pub struct RecoveryReport {
     /// Exact mode: replayed fingerprints the store had lost (a crash under `everysec` or
     /// `no`), written back to it.
     pub store_reconciled: u64,
+    /// The format version of the snapshot that was loaded, if it was older than this build's
+    /// (the directory was upgraded: a new snapshot was written when it was opened).
+    pub upgraded_from: Option<u16>,
 }
 
 /// The on-disk side of one namespace.
@@ -82,6 +93,9 @@ pub(crate) struct Durable {
     pub checkpoint_bytes: u64,
     /// Log offset covered by the newest snapshot on disk.
     pub snapshot_end: AtomicU64,
+    /// Bytes of the newest snapshot on disk (the next checkpoint waits for the log to grow by
+    /// as much, so checkpoints cost O(1) amortized per URL however large the filters are).
+    pub snapshot_bytes: AtomicU64,
     /// One checkpoint at a time.
     pub checkpointing: Mutex<()>,
     pub recovery: RecoveryReport,
@@ -94,43 +108,94 @@ impl Durable {
         Ok(())
     }
 
-    /// Writes a snapshot of `tree` covering the log up to now. `sync_store` runs after the
-    /// snapshot is taken and before it is written (exact mode syncs its store there, so the
-    /// store holds everything the snapshot covers and recovery need only reconcile the tail).
+    /// Writes a snapshot of `tree` covering the log up to now, streamed to disk (no copy of
+    /// the filters in memory). Then, before it replaces the old one: the log is synced up to
+    /// its offset, `sync_store` runs (exact mode syncs its store there, so the store holds
+    /// everything the snapshot covers and recovery need only reconcile the tail), and the
+    /// leaf files it names are synced. The files of leaves retired before it are deleted once
+    /// it is in place.
     pub fn checkpoint(&self, tree: &Dsbf, sync_store: &dyn Fn() -> Result<()>) -> Result<()> {
         let _one = self.checkpointing.lock();
-        let bytes = loop {
-            tree.complete_splits();
-            if let Some(bytes) = tree.snapshot(&|| self.log.end()) {
-                break bytes;
-            }
+        let LeafStore::Files(files) = tree.leaf_store() else {
+            return Err(Error::InvalidOption {
+                name: "storage",
+                reason: "a namespace in memory has no snapshot".into(),
+            });
         };
-        let offset = snapshot_offset(&bytes);
-        // The snapshot must never claim log bytes that a power loss could take back: sync first.
-        self.log.sync_all()?;
-        sync_store()?;
         let path = self.dir.join("snapshot");
-        self.storage
-            .write_atomic(&path, &bytes)
-            .map_err(|e| Error::io("write snapshot", &path, e))?;
-        self.snapshot_end.store(offset, Ordering::Release);
-        Ok(())
+        let mut info = None;
+        let mut failed = None;
+        let mut written = 0u64;
+        let result = self.storage.write_atomic_with(&path, &mut |w| {
+            let mut counted = CountingWriter { inner: w, bytes: 0 };
+            let taken = loop {
+                tree.complete_splits();
+                if let Err(e) = tree.check() {
+                    failed = Some(e);
+                    return Err(std::io::Error::other("a split failed"));
+                }
+                if let Some(taken) = tree.write_snapshot(&mut counted, &|| self.log.end())? {
+                    break taken;
+                }
+            };
+            written = counted.bytes;
+            // The snapshot must never claim log bytes or leaf file bytes that a power loss
+            // could take back: sync them before it replaces the old one.
+            let synced = self
+                .log
+                .sync_all()
+                .and_then(|()| sync_store())
+                .and_then(|()| files.sync(&taken.leaves));
+            if let Err(e) = synced {
+                failed = Some(e);
+                return Err(std::io::Error::other("sync before the snapshot failed"));
+            }
+            info = Some(taken);
+            Ok(())
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        result.map_err(|e| Error::io("write snapshot", &path, e))?;
+        let Some(info) = info else { return Ok(()) };
+        self.snapshot_end.store(info.log_offset, Ordering::Release);
+        self.snapshot_bytes.store(written, Ordering::Release);
+        files.remove(&info.retired)
     }
 
-    /// Whether the log grew enough since the last snapshot to take a new one.
+    /// Whether the log grew enough since the last snapshot to take a new one: by
+    /// `checkpoint_bytes`, and by at least the size of the last snapshot.
     pub fn wants_checkpoint(&self) -> bool {
-        self.log.end().saturating_sub(self.snapshot_end.load(Ordering::Acquire))
-            >= self.checkpoint_bytes
+        let grown = self.log.end().saturating_sub(self.snapshot_end.load(Ordering::Acquire));
+        grown >= self.checkpoint_bytes.max(self.snapshot_bytes.load(Ordering::Acquire))
     }
 }
 
-fn snapshot_offset(bytes: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    if let Some(s) = bytes.get(16..24) {
-        b.copy_from_slice(s);
-    }
-    u64::from_le_bytes(b)
+/// Counts the bytes written through it.
+struct CountingWriter<'a> {
+    inner: &'a mut dyn std::io::Write,
+    bytes: u64,
 }
+
+impl std::io::Write for CountingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The leaf files of the namespace in `dir`.
+fn leaf_files(dir: &Path, db: &DbOptions) -> Result<Arc<LeafFiles>> {
+    LeafFiles::open(Arc::clone(&db.storage), dir.join(LEAVES_DIR), true)
+}
+
+/// The directory of a namespace's leaf files.
+const LEAVES_DIR: &str = "leaves";
 
 /// The directory of namespace `name` under data directory `root`. Names are hex-encoded, so any
 /// name (slashes, dots, non-ASCII) is a safe file name.
@@ -155,7 +220,9 @@ pub(crate) fn create(
     storage.remove_dir_all(&dir).map_err(|e| Error::io("remove leftover directory", &dir, e))?;
     storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
-    let set = open_set(&dir, options, Dsbf::new(tree_params(options), Arc::clone(workers)), true)?;
+    let leaves = LeafStore::Files(leaf_files(&dir, db)?);
+    let tree = Dsbf::new(tree_params(options), Arc::clone(workers), leaves);
+    let set = open_set(&dir, options, tree, true)?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
     storage
@@ -167,6 +234,7 @@ pub(crate) fn create(
         log,
         checkpoint_bytes: db.checkpoint_bytes,
         snapshot_end: AtomicU64::new(0),
+        snapshot_bytes: AtomicU64::new(0),
         checkpointing: Mutex::new(()),
         recovery: RecoveryReport::default(),
     };
@@ -260,27 +328,41 @@ pub(crate) fn recover(
     let mut report =
         RecoveryReport { truncated_bytes: log_recovery.truncated_bytes, ..Default::default() };
 
+    let files = leaf_files(dir, db)?;
+    let leaves = LeafStore::Files(Arc::clone(&files));
     let snap_path = dir.join("snapshot");
-    let snapshot = storage.read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
-    let (tree, offset) =
-        match snapshot.map(|b| Dsbf::from_snapshot(params, Arc::clone(workers), &b)) {
-            Some(Ok((tree, offset))) if offset <= log.end() => {
-                report.snapshot_offset = Some(offset);
-                (tree, offset)
+    let snapshot = storage.open_read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
+    let snapshot_bytes = storage.file_len(&snap_path).ok().flatten().unwrap_or(0);
+    let loaded = snapshot
+        .map(|mut r| Dsbf::read_snapshot(params, Arc::clone(workers), leaves.clone(), &mut r));
+    let (tree, offset, live) = match loaded {
+        Some(Ok(s)) if s.log_offset <= log.end() => {
+            report.snapshot_offset = Some(s.log_offset);
+            if s.version < SNAPSHOT_VERSION {
+                report.upgraded_from = Some(s.version);
             }
-            Some(Ok((_, offset))) => {
-                report.snapshot_error = Some(format!(
-                    "snapshot covers log offset {offset} beyond the log's end {}",
-                    log.end()
-                ));
-                (Dsbf::new(params, Arc::clone(workers)), 0)
+            (s.tree, s.log_offset, s.leaves)
+        }
+        other => {
+            match other {
+                Some(Ok(s)) => {
+                    report.snapshot_error = Some(format!(
+                        "snapshot covers log offset {} beyond the log's end {}",
+                        s.log_offset,
+                        log.end()
+                    ));
+                }
+                Some(Err(reason)) => report.snapshot_error = Some(reason),
+                None => {}
             }
-            Some(Err(reason)) => {
-                report.snapshot_error = Some(reason);
-                (Dsbf::new(params, Arc::clone(workers)), 0)
-            }
-            None => (Dsbf::new(params, Arc::clone(workers)), 0),
-        };
+            // Everything comes back from the log, into new leaf files.
+            files.remove_all_but(&[])?;
+            (Dsbf::new(params, Arc::clone(workers), leaves), 0, Vec::new())
+        }
+    };
+    // Leaves made after the snapshot, or retired before it: the log replay below remakes
+    // what it needs.
+    files.remove_all_but(&live)?;
     let mut out = Vec::new();
     let mut replayed = Vec::new();
     for record in log_recovery.records.iter().filter(|r| r.end > offset) {
@@ -329,6 +411,7 @@ pub(crate) fn recover(
         log,
         checkpoint_bytes: db.checkpoint_bytes,
         snapshot_end: AtomicU64::new(offset),
+        snapshot_bytes: AtomicU64::new(snapshot_bytes),
         checkpointing: Mutex::new(()),
         recovery: report,
     };

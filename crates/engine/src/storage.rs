@@ -3,7 +3,9 @@
 
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
+#[cfg(unix)]
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +47,42 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error; `path` is then unchanged.
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// [`Self::write_atomic`] of what `write` writes, streamed: the file is never held in memory
+    /// whole.
+    ///
+    /// # Errors
+    /// The OS error or `write`'s; `path` is then unchanged.
+    fn write_atomic_with(
+        &self,
+        path: &Path,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()>;
+    /// Opens `path` for a streamed read; `Ok(None)` if it does not exist.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn open_read(&self, path: &Path) -> io::Result<Option<Box<dyn Read + Send>>>;
+    /// Appends `bytes` to `path`, creating it if missing, without syncing (a leaf's fingerprint
+    /// file: [`Self::sync_file`] makes it durable at a checkpoint).
+    ///
+    /// # Errors
+    /// The OS error; the file's tail is then unknown.
+    fn append_to(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Reads up to `buf.len()` bytes of `path` at `offset`; fewer only at the end of the file.
+    ///
+    /// # Errors
+    /// The OS error (a missing file too).
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Makes `path`'s content durable (`fdatasync`).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
+    /// The length of `path`; `Ok(None)` if it does not exist.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn file_len(&self, path: &Path) -> io::Result<Option<u64>>;
     /// Cuts `path` to `len` bytes and syncs it.
     ///
     /// # Errors
@@ -136,16 +174,75 @@ impl Storage for OsStorage {
     }
 
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_atomic_with(path, &mut |w| w.write_all(bytes))
+    }
+
+    fn write_atomic_with(
+        &self,
+        path: &Path,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         let tmp = tmp_path(path);
         {
-            let mut f = File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
+            let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+            let written = write(&mut w).and_then(|()| w.flush());
+            if let Err(e) = written {
+                drop(w);
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+            w.get_ref().sync_all()?;
         }
         fs::rename(&tmp, path)?;
         match path.parent() {
             Some(dir) => sync_dir(dir),
             None => Ok(()),
+        }
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Option<Box<dyn Read + Send>>> {
+        match File::open(path) {
+            Ok(f) => Ok(Some(Box::new(io::BufReader::with_capacity(1 << 20, f)))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn append_to(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        OpenOptions::new().create(true).append(true).open(path)?.write_all(bytes)
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(not(unix))]
+        use std::io::{Seek, SeekFrom};
+        #[cfg_attr(unix, allow(unused_mut, reason = "only the seek needs it"))]
+        let mut f = File::open(path)?;
+        let mut done = 0;
+        while done < buf.len() {
+            #[cfg(unix)]
+            let n = f.read_at(&mut buf[done..], offset + done as u64)?;
+            #[cfg(not(unix))]
+            let n = {
+                f.seek(SeekFrom::Start(offset + done as u64))?;
+                f.read(&mut buf[done..])?
+            };
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        File::open(path)?.sync_data()
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<Option<u64>> {
+        match fs::metadata(path) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -293,6 +390,47 @@ impl Storage for FaultyStorage {
             return Err(io::Error::other("injected fsync failure"));
         }
         self.inner.write_atomic(path, bytes)
+    }
+
+    fn write_atomic_with(
+        &self,
+        path: &Path,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if self.faults.fail_syncs.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.write_atomic_with(path, write)
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Option<Box<dyn Read + Send>>> {
+        self.inner.open_read(path)
+    }
+
+    fn append_to(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let before = self.faults.appended.fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        let limit = self.faults.disk_full_after.load(Ordering::SeqCst);
+        if before.saturating_add(bytes.len() as u64) > limit {
+            let fits = limit.saturating_sub(before) as usize;
+            self.inner.append_to(path, &bytes[..fits.min(bytes.len())])?;
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left on device"));
+        }
+        self.inner.append_to(path, bytes)
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read_at(path, offset, buf)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        if self.faults.fail_syncs.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.sync_file(path)
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<Option<u64>> {
+        self.inner.file_len(path)
     }
 
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {

@@ -32,13 +32,17 @@
 //! migrator mutex, then the tree lock, then leaf locks.
 
 use std::collections::VecDeque;
+use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use urlseen_filter::{BlockedBloom, hash, plan};
+use xxhash_rust::xxh3::Xxh3;
 
+use crate::error::Error;
+use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::{SplitMode, SplitPolicy};
 
 /// Index of a node in the tree.
@@ -106,15 +110,43 @@ enum Node {
 
 struct Leaf {
     filter: BlockedBloom,
-    /// Every fingerprint this leaf recorded, in order: the source of truth for a split.
-    log: Vec<u64>,
+    /// Every fingerprint this leaf recorded, in order: the source of truth for a split. On disk
+    /// (a bounded buffer in RAM) unless the tree lives in memory.
+    log: LeafLog,
 }
 
 struct Frozen {
     filter: BlockedBloom,
-    log: Vec<u64>,
-    /// How much of `log` is already in the children.
-    cursor: AtomicUsize,
+    log: LeafLog,
+    /// How much of `log` is already in the children (changed only under the migrator lock).
+    cursor: Mutex<Cursor>,
+}
+
+/// A split's progress through its frozen log: the records read so far end at `read`; of the
+/// last chunk read, `taken` are in the children.
+#[derive(Debug, Default)]
+struct Cursor {
+    read: ReadPos,
+    chunk: Vec<LeafRecord>,
+    taken: usize,
+}
+
+impl Cursor {
+    fn is_done(&self, log: &LeafLog) -> bool {
+        log.is_end(self.read) && self.taken >= self.chunk.len()
+    }
+}
+
+/// What one migration step achieved.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// More of the frozen log is left.
+    More,
+    /// The whole log is in the children.
+    Done,
+    /// The frozen log could not be read: the split stays where it is (the frozen filter keeps
+    /// answering) and the leaf store is marked failed.
+    Failed,
 }
 
 struct Topology {
@@ -162,6 +194,8 @@ struct Groups<'a, 'x, 'h, 'o, E> {
     pending: &'a mut Vec<u32>,
     full: &'a mut Vec<NodeId>,
     recorded: &'a mut Vec<u64>,
+    /// The batch's coarse time, stamped on every record.
+    minute: u32,
     /// Bloom positives of this round (exact mode only).
     positives: &'a mut Vec<u32>,
     exact: Option<&'x mut ExactHooks<'h, E>>,
@@ -186,6 +220,8 @@ pub struct Dsbf {
     topo: RwLock<Topology>,
     /// Serializes migration, so one split's log is never moved twice.
     migrator: Mutex<()>,
+    /// Where the leaves keep their fingerprints.
+    leaves: LeafStore,
     len: AtomicU64,
     splits_started: AtomicU64,
     splits_done: AtomicU64,
@@ -204,19 +240,30 @@ impl std::fmt::Debug for Dsbf {
 }
 
 impl Dsbf {
-    /// A new tree: a root and `params.initial_leaves` empty leaves. Background splits run on
-    /// `workers`.
-    pub fn new(params: TreeParams, workers: Arc<SplitWorkers>) -> Arc<Self> {
+    /// A new tree: a root and `params.initial_leaves` empty leaves, whose fingerprints go to
+    /// `leaves`. Background splits run on `workers`.
+    pub fn new(params: TreeParams, workers: Arc<SplitWorkers>, leaves: LeafStore) -> Arc<Self> {
         let c = params.initial_leaves;
         let mut nodes = Vec::with_capacity(c as usize + 1);
         nodes.push(Node::Inner { depth: 0, children: (1..=c).collect() });
-        for _ in 0..c {
-            nodes.push(Node::Leaf { depth: 1, leaf: Box::new(RwLock::new(new_leaf(&params))) });
+        for id in 1..=c {
+            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, id)));
+            nodes.push(Node::Leaf { depth: 1, leaf });
         }
-        Self::with_nodes(params, workers, nodes)
+        Self::with_nodes(params, workers, leaves, nodes)
     }
 
-    fn with_nodes(params: TreeParams, workers: Arc<SplitWorkers>, nodes: Vec<Node>) -> Arc<Self> {
+    /// A tree whose leaves live in memory (tests, `Db::in_memory`).
+    pub fn in_memory(params: TreeParams, workers: Arc<SplitWorkers>) -> Arc<Self> {
+        Self::new(params, workers, LeafStore::Memory)
+    }
+
+    fn with_nodes(
+        params: TreeParams,
+        workers: Arc<SplitWorkers>,
+        leaves: LeafStore,
+        nodes: Vec<Node>,
+    ) -> Arc<Self> {
         let mut level_seeds = [0u64; PRECOMPUTED_LEVELS];
         for (depth, s) in level_seeds.iter_mut().enumerate() {
             *s = level_seed(params.seed, depth as u32);
@@ -226,6 +273,7 @@ impl Dsbf {
             level_seeds,
             topo: RwLock::new(Topology { nodes }),
             migrator: Mutex::new(()),
+            leaves,
             len: AtomicU64::new(0),
             splits_started: AtomicU64::new(0),
             splits_done: AtomicU64::new(0),
@@ -237,6 +285,11 @@ impl Dsbf {
     /// The tree's parameters.
     pub fn params(&self) -> &TreeParams {
         &self.params
+    }
+
+    /// Where the leaves keep their fingerprints.
+    pub fn leaf_store(&self) -> &LeafStore {
+        &self.leaves
     }
 
     /// Distinct fingerprints recorded.
@@ -284,13 +337,13 @@ impl Dsbf {
                 };
                 let Some(cell) = topo.leaf(id) else { continue };
                 let mut leaf = cell.write();
-                if (leaf.log.len() as u64) < self.params.split_at {
+                if leaf.log.len() < self.params.split_at {
                     let was = leaf.filter.insert(fp);
                     if !was || mode == Mode::Record {
-                        leaf.log.push(fp);
+                        leaf.log.push(&self.leaves, LeafRecord::new(fp, current_minute()));
                         self.len.fetch_add(1, Ordering::Relaxed);
                     }
-                    let filled = leaf.log.len() as u64 >= self.params.split_at;
+                    let filled = leaf.log.len() >= self.params.split_at;
                     // Under the leaf's lock, as in `insert_batch_core`.
                     let hooked = if !was || mode == Mode::Record { on_new(&[fp]) } else { Ok(()) };
                     drop(leaf);
@@ -384,6 +437,7 @@ impl Dsbf {
         let mut recorded = Vec::new();
         let mut positives = Vec::new();
         let mut hooked = Ok(());
+        let minute = current_minute();
         while !pending.is_empty() {
             let mut full = Vec::new();
             {
@@ -409,6 +463,7 @@ impl Dsbf {
                     pending: &mut pending,
                     full: &mut full,
                     recorded: &mut recorded,
+                    minute,
                     positives: &mut positives,
                     exact: if hooked.is_ok() { exact.as_deref_mut() } else { None },
                     on_new: &mut *on_new,
@@ -455,8 +510,8 @@ impl Dsbf {
         group: &[(NodeId, u32)],
         g: &mut Groups<'_, '_, '_, '_, E>,
     ) {
-        let room = self.params.split_at.saturating_sub(leaf.log.len() as u64);
-        let take = group.len().min(room as usize);
+        let room = self.params.split_at.saturating_sub(leaf.log.len());
+        let take = group.len().min(usize::try_from(room).unwrap_or(usize::MAX));
         let first_recorded = g.recorded.len();
         let mut added = 0;
         for chunk in group[..take].chunks(GROUP_CHUNK) {
@@ -471,7 +526,7 @@ impl Dsbf {
             for (&(_, i), (&fp, &was)) in chunk.iter().zip(chunk_fps.iter().zip(chunk_was.iter())) {
                 g.out[i as usize] = was;
                 if !was || g.mode == Mode::Record {
-                    leaf.log.push(fp);
+                    leaf.log.push(&self.leaves, LeafRecord::new(fp, g.minute));
                     g.recorded.push(fp);
                     added += 1;
                 } else if g.exact.is_some() {
@@ -494,7 +549,7 @@ impl Dsbf {
             g.failed = Some(e);
         }
         g.pending.extend(group[take..].iter().map(|&(_, i)| i));
-        if leaf.log.len() as u64 >= self.params.split_at {
+        if leaf.log.len() >= self.params.split_at {
             g.full.push(group[0].0);
         }
     }
@@ -528,10 +583,10 @@ impl Dsbf {
             // split carries into the children. It may take the leaf a little past its split
             // point; the split that follows is as correct as any other.
             leaf.filter.insert(fp);
-            leaf.log.push(fp);
+            leaf.log.push(&self.leaves, LeafRecord::new(fp, current_minute()));
             self.len.fetch_add(1, Ordering::Relaxed);
             on_new(std::slice::from_ref(&fp))?;
-            if leaf.log.len() as u64 >= self.params.split_at && !full.contains(&id) {
+            if leaf.log.len() >= self.params.split_at && !full.contains(&id) {
                 full.push(id);
             }
         }
@@ -617,7 +672,7 @@ impl Dsbf {
         let first_child = topo.nodes.len() as NodeId;
         let Some(node) = topo.nodes.get_mut(id as usize) else { return false };
         let Node::Leaf { depth, leaf } = node else { return false };
-        if (leaf.get_mut().log.len() as u64) < self.params.split_at {
+        if leaf.get_mut().log.len() < self.params.split_at {
             return false;
         }
         let depth = *depth;
@@ -625,11 +680,13 @@ impl Dsbf {
         let children: Box<[NodeId]> = (first_child..first_child + fanout).collect();
         let old = std::mem::replace(node, Node::Inner { depth, children: children.clone() });
         let Node::Leaf { leaf, .. } = old else { return false };
-        let Leaf { filter, log } = leaf.into_inner();
-        let frozen = Box::new(Frozen { filter, log, cursor: AtomicUsize::new(0) });
+        let Leaf { filter, mut log } = leaf.into_inner();
+        // Its buffered tail goes to the file, so the migrator reads it all from there.
+        log.seal(&self.leaves);
+        let frozen = Box::new(Frozen { filter, log, cursor: Mutex::new(Cursor::default()) });
         *node = Node::Splitting { depth, frozen, children };
-        for _ in 0..fanout {
-            let leaf = Box::new(RwLock::new(new_leaf(&self.params)));
+        for id in first_child..first_child + fanout {
+            let leaf = Box::new(RwLock::new(new_leaf(&self.params, &self.leaves, id)));
             topo.nodes.push(Node::Leaf { depth: depth + 1, leaf });
         }
         self.splits_started.fetch_add(1, Ordering::Relaxed);
@@ -647,34 +704,64 @@ impl Dsbf {
             };
             let Some(id) = next else { return };
             let id = id as NodeId;
-            while !self.migrate_step(id) {}
+            loop {
+                match self.migrate_step(id) {
+                    Step::More => {}
+                    Step::Done => break,
+                    Step::Failed => return,
+                }
+            }
             self.finish_split(id);
         }
     }
 
-    /// Moves up to `split.step` fingerprints of splitting node `id` into the leaves below it.
-    /// Returns `true` once the whole log is migrated. A child that fills up is split first, so
-    /// no leaf passes its split point by migration.
-    fn migrate_step(&self, id: NodeId) -> bool {
+    /// Whether a split could not go on (see [`LeafStore::check`]): then it stays half done,
+    /// and snapshots, which need every split finished, are refused.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] naming the failure.
+    pub fn check(&self) -> Result<(), Error> {
+        self.leaves.check()
+    }
+
+    /// Moves up to `split.step` fingerprints of splitting node `id` into the leaves below it,
+    /// reading the frozen log from its file in bounded chunks of whole blocks. A child that
+    /// fills up is split first, so no leaf passes its split point by migration.
+    fn migrate_step(&self, id: NodeId) -> Step {
         let mut full = None;
         {
             let topo = self.topo.read();
             let Some(Node::Splitting { depth, frozen, children }) = topo.nodes.get(id as usize)
             else {
-                return true;
+                return Step::Done;
             };
-            let start = frozen.cursor.load(Ordering::Acquire);
-            let chunk = frozen.log.get(start..).unwrap_or_default();
-            let chunk = &chunk[..chunk.len().min(self.params.split.step)];
-            if chunk.is_empty() {
-                return true;
+            let mut cursor = frozen.cursor.lock();
+            let cursor = &mut *cursor;
+            if cursor.taken >= cursor.chunk.len() {
+                if frozen.log.is_end(cursor.read) {
+                    return Step::Done;
+                }
+                // Read under the shared tree lock only: inserts and queries go on meanwhile.
+                let step = self.params.split.step;
+                match frozen.log.read(&self.leaves, cursor.read, step, &mut cursor.chunk) {
+                    Ok(next) => cursor.read = next,
+                    Err(e) => {
+                        if let LeafStore::Files(files) = &self.leaves {
+                            files.fail("split of leaf", &files.path(id), &e);
+                        }
+                        return Step::Failed;
+                    }
+                }
+                cursor.taken = 0;
             }
+            let rest = &cursor.chunk[cursor.taken..];
+            let chunk = &rest[..rest.len().min(self.params.split.step)];
             let mut routed: Vec<(NodeId, u32)> = chunk
                 .iter()
                 .enumerate()
-                .map(|(pos, &fp)| {
-                    let child = children[self.route(fp, *depth, children.len())];
-                    match self.walk(&topo, child, fp, false) {
+                .map(|(pos, r)| {
+                    let child = children[self.route(r.fp, *depth, children.len())];
+                    match self.walk(&topo, child, r.fp, false) {
                         Walk::Leaf(leaf) => (leaf, pos as u32),
                         Walk::Seen => unreachable!("walk without frozen checks ends at a leaf"),
                     }
@@ -690,8 +777,8 @@ impl Dsbf {
                 .collect();
             let mut end = chunk.len();
             for (group, leaf) in &groups {
-                let room = self.params.split_at.saturating_sub(leaf.log.len() as u64);
-                if let Some(&(leaf_id, pos)) = group.get(room as usize)
+                let room = self.params.split_at.saturating_sub(leaf.log.len());
+                if let Some(&(leaf_id, pos)) = usize::try_from(room).ok().and_then(|r| group.get(r))
                     && (pos as usize) < end
                 {
                     end = pos as usize;
@@ -700,17 +787,17 @@ impl Dsbf {
             }
             for (group, leaf) in &mut groups {
                 for &(_, pos) in group.iter().take_while(|&&(_, pos)| (pos as usize) < end) {
-                    let fp = chunk[pos as usize];
-                    // Always logged, even if the child's filter already (falsely) holds it: the
-                    // log, not the filter, is what the child's own split will carry on.
-                    leaf.filter.insert(fp);
-                    leaf.log.push(fp);
+                    let record = chunk[pos as usize];
+                    // Always logged, even if the child's filter already (falsely) holds it:
+                    // the log, not the filter, is what the child's own split carries on.
+                    leaf.filter.insert(record.fp);
+                    leaf.log.push(&self.leaves, record);
                 }
             }
             drop(groups);
-            frozen.cursor.store(start + end, Ordering::Release);
-            if full.is_none() && start + end == frozen.log.len() {
-                return true;
+            cursor.taken += end;
+            if full.is_none() && cursor.is_done(&frozen.log) {
+                return Step::Done;
             }
         }
         if let Some(leaf) = full {
@@ -718,7 +805,7 @@ impl Dsbf {
             // finds the new splitting node by itself.
             self.split_leaf(leaf);
         }
-        false
+        Step::More
     }
 
     /// Makes a fully migrated splitting node inner, dropping its filter and log.
@@ -726,10 +813,13 @@ impl Dsbf {
         let mut topo = self.topo.write();
         let Some(node) = topo.nodes.get_mut(id as usize) else { return };
         let Node::Splitting { depth, frozen, children } = node else { return };
-        if frozen.cursor.load(Ordering::Acquire) < frozen.log.len() {
+        if !frozen.cursor.lock().is_done(&frozen.log) {
             return;
         }
-        *node = Node::Inner { depth: *depth, children: std::mem::take(children) };
+        let inner = Node::Inner { depth: *depth, children: std::mem::take(children) };
+        if let Node::Splitting { frozen, .. } = std::mem::replace(node, inner) {
+            frozen.log.retire(&self.leaves);
+        }
         self.splits_done.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -739,20 +829,20 @@ impl Dsbf {
         let mut leaves = Vec::new();
         let mut inner = 0;
         let mut splitting = 0;
-        let mut memory = 0usize;
+        let mut memory = 0u64;
         let mut height = 0;
         for (id, node) in topo.nodes.iter().enumerate() {
             match node {
                 Node::Inner { .. } => inner += 1,
                 Node::Splitting { depth, frozen, .. } => {
                     splitting += 1;
-                    memory += frozen.filter.memory_bytes() + frozen.log.len() * 8;
+                    memory += frozen.filter.memory_bytes() as u64 + frozen.log.memory_bytes();
                     height = height.max(*depth);
                 }
                 Node::Leaf { depth, leaf } => {
                     let leaf = leaf.read();
-                    let count = leaf.log.len() as u64;
-                    memory += leaf.filter.memory_bytes() + leaf.log.len() * 8;
+                    let count = leaf.log.len();
+                    memory += leaf.filter.memory_bytes() as u64 + leaf.log.memory_bytes();
                     height = height.max(*depth);
                     leaves.push(LeafStats {
                         id: id as NodeId,
@@ -776,7 +866,8 @@ impl Dsbf {
             inner_nodes: inner,
             splitting_nodes: splitting,
             height,
-            memory_bytes: memory as u64,
+            memory_bytes: memory,
+            disk_bytes: self.leaves.disk_bytes(),
             splits_started: self.splits_started.load(Ordering::Relaxed),
             splits_done: self.splits_done.load(Ordering::Relaxed),
             worst_leaf_fpr: worst_fpr,
@@ -785,104 +876,155 @@ impl Dsbf {
 }
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
-/// The snapshot format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u16 = 1;
+/// The snapshot format version this build writes. It reads this one and version 1, whose leaves
+/// carried their fingerprints inline (opening such a snapshot moves them to leaf files).
+pub const SNAPSHOT_VERSION: u16 = 2;
+const SNAPSHOT_V1: u16 = 1;
 const NODE_INNER: u8 = 0;
 const NODE_LEAF: u8 = 1;
 
+/// What [`Dsbf::write_snapshot`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// The log offset the snapshot covers.
+    pub log_offset: u64,
+    /// The leaves it names: their files must be synced before the snapshot counts.
+    pub leaves: Vec<NodeId>,
+    /// Leaves retired before it was taken: their files may go once it is on disk.
+    pub retired: Vec<NodeId>,
+}
+
+/// A snapshot read back by [`Dsbf::read_snapshot`].
+#[derive(Debug)]
+pub struct LoadedSnapshot {
+    /// The tree.
+    pub tree: Arc<Dsbf>,
+    /// The log offset it covers.
+    pub log_offset: u64,
+    /// The format version it was written in.
+    pub version: u16,
+    /// Its leaves, sorted.
+    pub leaves: Vec<NodeId>,
+}
+
 impl Dsbf {
-    /// Serializes the whole tree: its shape, and every leaf's filter and log. `log_end` is called
-    /// under the same exclusive lock, so the snapshot covers exactly the log up to that offset.
-    /// Returns `None` while a split is in progress (call [`Self::complete_splits`] and retry).
+    /// Streams the tree to `w`: its shape, and every leaf's filter and how much of its leaf file
+    /// it covers (each leaf's buffered records are appended to its file first). `log_end` is
+    /// called under the same exclusive lock, so the snapshot covers exactly the log up to that
+    /// offset. Returns `Ok(None)` while a split is in progress (call [`Self::complete_splits`]
+    /// and retry).
     ///
     /// ```text
-    /// "URLSEENS" | version u16 | [0; 6] | log offset u64 | count u64 | splits u64 | nodes u32
+    /// "URLSEENS" | version u16 (2) | [0; 6] | log offset u64 | count u64 | splits u64 | nodes u32
     /// node: 0 (inner) | depth u32 | children u32 | child ids u32…
-    ///       1 (leaf)  | depth u32 | filter bytes u64 | filter (filter codec) | log len u64 | fps u64…
+    ///       1 (leaf)  | depth u32 | records u64 | leaf file bytes u64 | filter bytes u64 | filter
     /// xxh3_64 of everything before, u64
     /// ```
-    pub fn snapshot(&self, log_end: &dyn Fn() -> u64) -> Option<Vec<u8>> {
+    /// (Version 1 had, for a leaf: depth | filter bytes | filter | log len u64 | fps u64….)
+    ///
+    /// # Errors
+    /// `w`'s errors; a leaf file that cannot be appended to; a tree whose leaves live in
+    /// memory, which has no leaf files to name.
+    pub fn write_snapshot(
+        &self,
+        w: &mut dyn Write,
+        log_end: &dyn Fn() -> u64,
+    ) -> io::Result<Option<SnapshotInfo>> {
+        let LeafStore::Files(files) = &self.leaves else {
+            return Err(io::Error::other("a tree in memory has no leaf files to snapshot"));
+        };
         let topo = self.topo.write();
         if topo.nodes.iter().any(|n| matches!(n, Node::Splitting { .. })) {
-            return None;
+            return Ok(None);
         }
-        let mut out = Vec::new();
-        out.extend_from_slice(SNAPSHOT_MAGIC);
-        out.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
-        out.extend_from_slice(&[0; 6]);
-        out.extend_from_slice(&log_end().to_le_bytes());
-        out.extend_from_slice(&self.len().to_le_bytes());
-        out.extend_from_slice(&self.splits_done.load(Ordering::Relaxed).to_le_bytes());
-        out.extend_from_slice(&(topo.nodes.len() as u32).to_le_bytes());
-        for node in &topo.nodes {
+        self.leaves.check().map_err(io::Error::other)?;
+        let mut w = HashingWriter { inner: w, hasher: Xxh3::new() };
+        let mut info = SnapshotInfo {
+            log_offset: log_end(),
+            leaves: Vec::new(),
+            retired: files.take_retired(),
+        };
+        w.write_all(SNAPSHOT_MAGIC)?;
+        w.write_all(&SNAPSHOT_VERSION.to_le_bytes())?;
+        w.write_all(&[0; 6])?;
+        w.write_all(&info.log_offset.to_le_bytes())?;
+        w.write_all(&self.len().to_le_bytes())?;
+        w.write_all(&self.splits_done.load(Ordering::Relaxed).to_le_bytes())?;
+        w.write_all(&(topo.nodes.len() as u32).to_le_bytes())?;
+        for (id, node) in topo.nodes.iter().enumerate() {
             match node {
                 Node::Inner { depth, children } => {
-                    out.push(NODE_INNER);
-                    out.extend_from_slice(&depth.to_le_bytes());
-                    out.extend_from_slice(&(children.len() as u32).to_le_bytes());
+                    w.write_all(&[NODE_INNER])?;
+                    w.write_all(&depth.to_le_bytes())?;
+                    w.write_all(&(children.len() as u32).to_le_bytes())?;
                     for c in children.iter() {
-                        out.extend_from_slice(&c.to_le_bytes());
+                        w.write_all(&c.to_le_bytes())?;
                     }
                 }
                 Node::Leaf { depth, leaf } => {
-                    let leaf = leaf.read();
-                    out.push(NODE_LEAF);
-                    out.extend_from_slice(&depth.to_le_bytes());
-                    let filter = leaf.filter.encode();
-                    out.extend_from_slice(&(filter.len() as u64).to_le_bytes());
-                    out.extend_from_slice(&filter);
-                    out.extend_from_slice(&(leaf.log.len() as u64).to_le_bytes());
-                    for fp in &leaf.log {
-                        out.extend_from_slice(&fp.to_le_bytes());
+                    let mut leaf = leaf.write();
+                    if !leaf.log.flush(&self.leaves) {
+                        self.leaves.check().map_err(io::Error::other)?;
                     }
+                    w.write_all(&[NODE_LEAF])?;
+                    w.write_all(&depth.to_le_bytes())?;
+                    w.write_all(&leaf.log.len().to_le_bytes())?;
+                    w.write_all(&leaf.log.file_len().to_le_bytes())?;
+                    let filter = leaf.filter.encode();
+                    w.write_all(&(filter.len() as u64).to_le_bytes())?;
+                    w.write_all(&filter)?;
+                    info.leaves.push(id as NodeId);
                 }
-                Node::Splitting { .. } => return None,
+                Node::Splitting { .. } => return Ok(None),
             }
         }
-        let check = xxhash_rust::xxh3::xxh3_64(&out);
-        out.extend_from_slice(&check.to_le_bytes());
-        Some(out)
+        let check = w.hasher.digest();
+        w.inner.write_all(&check.to_le_bytes())?;
+        Ok(Some(info))
     }
 
-    /// Rebuilds a tree from [`Self::snapshot`] bytes, validating everything: checksum, version,
-    /// the shape (every child id in range, every node reached once from the root, depths
-    /// consistent), and every leaf filter against `params`. Returns the tree and the log offset
-    /// the snapshot covers.
+    /// Rebuilds a tree from a snapshot (version 2, or version 1, whose inline leaf logs are
+    /// written to leaf files here), validating everything: checksum, version, the shape (every
+    /// child id in range, every node reached once from the root, depths consistent), every
+    /// leaf filter against `params`, and every leaf file against the length the snapshot
+    /// gives it (a longer one is cut back to it: the log after the snapshot holds the rest).
     ///
     /// # Errors
     /// A description of what is wrong; never panics on any input.
-    pub fn from_snapshot(
+    pub fn read_snapshot(
         params: TreeParams,
         workers: Arc<SplitWorkers>,
-        bytes: &[u8],
-    ) -> Result<(Arc<Self>, u64), String> {
-        let body_len = bytes.len().checked_sub(8).ok_or("snapshot too short")?;
-        let (body, tail) = bytes.split_at(body_len);
-        let mut stored = [0u8; 8];
-        stored.copy_from_slice(tail);
-        let (expected, got) = (u64::from_le_bytes(stored), xxhash_rust::xxh3::xxh3_64(body));
-        if expected != got {
-            return Err(format!("checksum mismatch (expected {expected:#x}, got {got:#x})"));
-        }
-        let mut r = Reader::new(body);
+        leaves: LeafStore,
+        r: &mut dyn Read,
+    ) -> Result<LoadedSnapshot, String> {
+        let LeafStore::Files(files) = &leaves else {
+            return Err("a tree in memory cannot load a snapshot".into());
+        };
+        let mut r = HashingReader { inner: r, hasher: Xxh3::new() };
         if r.take(8)? != SNAPSHOT_MAGIC {
             return Err("not a urlseen snapshot (bad magic)".into());
         }
         let version = r.u16()?;
-        if version != SNAPSHOT_VERSION {
-            return Err(format!("snapshot version {version}, this build reads {SNAPSHOT_VERSION}"));
+        if version != SNAPSHOT_VERSION && version != SNAPSHOT_V1 {
+            return Err(format!(
+                "snapshot version {version}, this build reads {SNAPSHOT_V1} and {SNAPSHOT_VERSION}"
+            ));
         }
         r.take(6)?;
         let log_offset = r.u64()?;
         let count = r.u64()?;
         let splits_done = r.u64()?;
         let node_count = r.u32()? as usize;
-        if node_count == 0 || node_count > body.len() {
+        if node_count == 0 || node_count > (u32::MAX / 2) as usize {
             return Err(format!("implausible node count {node_count}"));
         }
-        let mut nodes = Vec::with_capacity(node_count);
+        // A filter's encoding: its bits plus a header and checksum of well under 4 KiB.
+        let max_filter_len = params.leaf_bits.div_ceil(512) * 64 + 4096;
+        let mut nodes = Vec::with_capacity(node_count.min(1 << 16));
+        let mut files_to_adopt = Vec::new();
         let mut logged = 0u64;
         for id in 0..node_count {
+            let id = id as NodeId;
             let tag = r.u8()?;
             let depth = r.u32()?;
             match tag {
@@ -895,8 +1037,13 @@ impl Dsbf {
                     nodes.push(Node::Inner { depth, children });
                 }
                 NODE_LEAF => {
-                    let filter_len = usize::try_from(r.u64()?).map_err(|_| "filter too long")?;
-                    let filter = BlockedBloom::decode(r.take(filter_len)?)
+                    let (records, file_len) =
+                        if version == SNAPSHOT_V1 { (0, 0) } else { (r.u64()?, r.u64()?) };
+                    let filter_len = r.u64()?;
+                    if filter_len > max_filter_len {
+                        return Err(format!("node {id}: implausible filter length {filter_len}"));
+                    }
+                    let filter = BlockedBloom::decode(&r.take(filter_len as usize)?)
                         .map_err(|e| format!("node {id}: leaf filter: {e}"))?;
                     if filter.num_bits() != params.leaf_bits.div_ceil(512) * 512
                         || filter.num_hashes() != params.leaf_hashes
@@ -906,15 +1053,21 @@ impl Dsbf {
                             "node {id}: leaf filter parameters differ from the namespace's"
                         ));
                     }
-                    let log_len = usize::try_from(r.u64()?).map_err(|_| "log too long")?;
-                    let raw = r.take(log_len.checked_mul(8).ok_or("log too long")?)?;
-                    let log: Vec<u64> = raw
-                        .chunks_exact(8)
-                        .map(|c| {
-                            u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-                        })
-                        .collect();
-                    logged += log.len() as u64;
+                    let log = if version == SNAPSHOT_V1 {
+                        // Upgrade: the inline log goes to the leaf's file as it is read.
+                        let n = r.u64()?;
+                        let mut log = LeafLog::new(&leaves, id, 0);
+                        for _ in 0..n {
+                            log.push(&leaves, LeafRecord::new(r.u64()?, 0));
+                        }
+                        log.seal(&leaves);
+                        leaves.check().map_err(|e| e.to_string())?;
+                        log
+                    } else {
+                        files_to_adopt.push((id, records, file_len));
+                        LeafLog::reopened(id, records, file_len)
+                    };
+                    logged += log.len();
                     nodes.push(Node::Leaf {
                         depth,
                         leaf: Box::new(RwLock::new(Leaf { filter, log })),
@@ -923,18 +1076,95 @@ impl Dsbf {
                 other => return Err(format!("node {id}: unknown node tag {other}")),
             }
         }
-        if r.pos != body.len() {
-            return Err(format!("{} trailing bytes after the last node", body.len() - r.pos));
+        let expected = r.hasher.digest();
+        let mut stored = [0u8; 8];
+        r.inner.read_exact(&mut stored).map_err(|e| format!("reading the checksum: {e}"))?;
+        let got = u64::from_le_bytes(stored);
+        if expected != got {
+            return Err(format!("checksum mismatch (expected {got:#x}, computed {expected:#x})"));
+        }
+        let mut trailing = [0u8; 1];
+        if r.inner.read(&mut trailing).map_err(|e| e.to_string())? != 0 {
+            return Err("trailing bytes after the checksum".into());
         }
         if logged != count {
             return Err(format!("leaf logs hold {logged} fingerprints, header says {count}"));
         }
         check_shape(&nodes)?;
-        let tree = Self::with_nodes(params, workers, nodes);
+        // Only now, with the snapshot known good, are leaf files cut back to it.
+        for &(id, records, len) in &files_to_adopt {
+            files.adopt(id, records, len)?;
+        }
+        let mut live: Vec<NodeId> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| matches!(n, Node::Leaf { .. }))
+            .map(|(id, _)| id as NodeId)
+            .collect();
+        live.sort_unstable();
+        let tree = Self::with_nodes(params, workers, leaves, nodes);
         tree.len.store(count, Ordering::Relaxed);
         tree.splits_done.store(splits_done, Ordering::Relaxed);
         tree.splits_started.store(splits_done, Ordering::Relaxed);
-        Ok((tree, log_offset))
+        Ok(LoadedSnapshot { tree, log_offset, version, leaves: live })
+    }
+}
+
+/// A writer that hashes what passes through it.
+struct HashingWriter<'a> {
+    inner: &'a mut dyn Write,
+    hasher: Xxh3,
+}
+
+impl Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A bounds-checked little-endian reader over an untrusted stream that hashes what it reads:
+/// a short stream is an error, never a panic.
+struct HashingReader<'a> {
+    inner: &'a mut dyn Read,
+    hasher: Xxh3,
+}
+
+impl HashingReader<'_> {
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        let got = (&mut self.inner)
+            .take(n as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| format!("read: {e}"))?;
+        if got < n {
+            return Err(format!("truncated (wanted {n} more bytes, got {got})"));
+        }
+        self.hasher.update(&out);
+        Ok(out)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let mut b = [0u8; N];
+        self.inner.read_exact(&mut b).map_err(|e| format!("truncated: {e}"))?;
+        self.hasher.update(&b);
+        Ok(b)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.array::<1>()?[0])
+    }
+    fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array()?))
     }
 }
 
@@ -1031,13 +1261,13 @@ fn group_by_node(items: &mut Vec<(NodeId, u32)>, nodes: usize, scratch: &mut Vec
     std::mem::swap(items, scratch);
 }
 
-fn new_leaf(params: &TreeParams) -> Leaf {
-    // The log fills to `split_at` before the leaf splits: reserve it once instead of growing it
-    // by copies. The allocator maps pages lazily, so an empty leaf costs no memory for it.
+fn new_leaf(params: &TreeParams, leaves: &LeafStore, id: NodeId) -> Leaf {
+    // In memory the log fills to `split_at` before the leaf splits: reserve it once instead of
+    // growing it by copies. The allocator maps pages lazily, so an empty leaf costs no memory.
     let reserve = params.split_at.min(1 << 24) as usize;
     Leaf {
         filter: BlockedBloom::new(params.leaf_bits, params.leaf_hashes, params.probe_seed()),
-        log: Vec::with_capacity(reserve),
+        log: LeafLog::new(leaves, id, reserve),
     }
 }
 
@@ -1058,8 +1288,10 @@ pub struct TreeStats {
     pub splitting_nodes: usize,
     /// Depth of the deepest leaf (the root is depth 0, its children depth 1).
     pub height: u32,
-    /// Filters and logs, in bytes.
+    /// RAM: filters and leaf buffers (in memory: leaf logs), in bytes.
     pub memory_bytes: u64,
+    /// Bytes of leaf files on disk.
+    pub disk_bytes: u64,
     /// Splits begun.
     pub splits_started: u64,
     /// Splits completed.
@@ -1181,7 +1413,7 @@ mod tests {
     }
 
     fn tree(mode: SplitMode) -> Arc<Dsbf> {
-        Dsbf::new(params(mode, 2, 64), SplitWorkers::new(1))
+        Dsbf::in_memory(params(mode, 2, 64), SplitWorkers::new(1))
     }
 
     #[test]
@@ -1234,7 +1466,7 @@ mod tests {
 
     #[test]
     fn a_splitting_node_answers_from_its_frozen_filter_and_its_children() {
-        let t = Dsbf::new(params(SplitMode::Background, 2, 64), SplitWorkers::new(1));
+        let t = Dsbf::in_memory(params(SplitMode::Background, 2, 64), SplitWorkers::new(1));
         let u = t.params().split_at;
         let fps: Vec<u64> = (0..u + u / 5).map(|i| hash::mix64(i + 7)).collect();
         // Hold the migrator so the split stays half-done while we look at it.
@@ -1263,7 +1495,7 @@ mod tests {
             step in 1usize..200,
             batch in 1usize..500,
         ) {
-            let t = Dsbf::new(params(SplitMode::Inline, fanout, step), SplitWorkers::new(1));
+            let t = Dsbf::in_memory(params(SplitMode::Inline, fanout, step), SplitWorkers::new(1));
             let mut recorded = Vec::new();
             for chunk in fps.chunks(batch) {
                 let mut out = vec![false; chunk.len()];

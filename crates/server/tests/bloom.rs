@@ -325,7 +325,17 @@ async fn no_false_negatives_and_fpr_near_the_bound() {
         let mut args = vec!["BF.MEXISTS", key];
         args.extend(items.iter().map(String::as_str));
         let Frame::Array(found) = c.call(&args).await else { panic!("mexists") };
-        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "{key}: a false negative");
+        // Every item BF.MADD added (1) is found. An item it answered 0 for was a false positive
+        // and never recorded, so once a split that was running finishes it may be found no
+        // more: the documented quirk of `docs/protocol.md` ("not sticky across a split").
+        let lost = added
+            .iter()
+            .zip(&found)
+            .filter(|(a, f)| **a == Frame::Integer(1) && **f != Frame::Integer(1))
+            .count();
+        assert_eq!(lost, 0, "{key}: {lost} added items not found");
+        let added = added.iter().filter(|a| **a == Frame::Integer(1)).count();
+        assert!(added >= 970, "{key}: only {added} of 1000 distinct items added");
     }
     let others: Vec<String> = (0..10_000).map(|i| format!("other-{i}")).collect();
     let mut args = vec!["BF.MEXISTS", "acc"];

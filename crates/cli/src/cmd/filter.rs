@@ -17,6 +17,11 @@ use crate::lines::{Line, LineBatches, write_line};
 /// Invalid URLs are reported on stderr with their line number and reason, or passed through
 /// with --keep-invalid. The filter grows past --capacity by splitting (the DSBF), keeping its
 /// false-positive rate under --fpr.
+///
+/// RAM holds the filters (about 1.2 bytes per URL at --fpr 0.01) and small buffers. The
+/// fingerprints each leaf needs in order to split live on disk: in --data, or without it in a
+/// temporary spill directory (under --spill-dir, default $TMPDIR or /tmp) that is removed on
+/// exit. --in-memory keeps them on the heap instead (8 more bytes per URL, no disk).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Expected number of distinct URLs: the initial size, not a cap.
@@ -45,6 +50,13 @@ pub struct Args {
     /// Remember across runs: keep the namespace in this data directory.
     #[arg(long, value_name = "DIR")]
     data: Option<std::path::PathBuf>,
+    /// Without --data: make the temporary spill directory here (it is removed on exit).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["data", "in_memory"])]
+    spill_dir: Option<std::path::PathBuf>,
+    /// Without --data: keep the leaves' fingerprints on the heap (8 bytes per URL) instead of
+    /// in a spill directory.
+    #[arg(long, conflicts_with = "data")]
+    in_memory: bool,
     /// Namespace to use in --data or --redis (created with the sizing options above if it is
     /// new; an existing one keeps its own in --data, and must match them in --redis).
     #[arg(long, default_value = "default")]
@@ -105,7 +117,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let db = match &args.data {
         Some(dir) => Db::open_with(dir, DbOptions { fsync: args.fsync, ..DbOptions::default() })
             .with_context(|| format!("opening data directory {}", dir.display()))?,
-        None => Db::in_memory(),
+        None if args.in_memory => Db::in_memory(),
+        None => Db::temporary(args.spill_dir.as_deref()).context("creating the spill directory")?,
     };
     let ns = db.namespace_or_create(&args.ns, options)?;
     let canon = Canonicalizer::new(ns.options().canon.clone());
@@ -118,12 +131,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         writeln!(
             io::stderr().lock(),
             "urlseen filter: {lines} lines, {new} new, {} repeats, {invalid} invalid in {elapsed:.2} s \
-             ({:.0} lines/s); {} leaves, height {}, {:.1} MiB, worst leaf FPR {:.4} (bound {})",
+             ({:.0} lines/s); {} leaves, height {}, RAM {:.1} MiB (peak RSS {}), disk {:.1} MiB, \
+             worst leaf FPR {:.4} (bound {})",
             lines - new - invalid,
             lines as f64 / elapsed.max(1e-9),
             s.leaf_count,
             s.height,
             s.memory_bytes as f64 / (1 << 20) as f64,
+            peak_rss().map_or_else(
+                || "unknown".to_owned(),
+                |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+            ),
+            s.disk_bytes as f64 / (1 << 20) as f64,
             s.worst_leaf_fpr,
             s.fpr_bound,
         )?;
@@ -235,4 +254,12 @@ fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyho
         );
     }
     Ok(())
+}
+
+/// The process's peak resident memory (`VmHWM`), where the OS reports it.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

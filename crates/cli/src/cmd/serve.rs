@@ -63,9 +63,14 @@ pub struct Args {
     /// 127.0.0.1:8380).
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
-    /// Keep the namespaces in this data directory.
+    /// Keep the namespaces in this data directory. Without it nothing is persisted, and the
+    /// leaves' fingerprints (which splits need) spill to a temporary directory under
+    /// --spill-dir (default $TMPDIR or /tmp) that is removed on exit: RAM holds the filters.
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// Without --data: make the temporary spill directory here.
+    #[arg(long, value_name = "DIR", conflicts_with = "data")]
+    spill_dir: Option<PathBuf>,
     /// With --data: when a write is acknowledged, as Redis' appendfsync (default everysec).
     #[arg(long, value_parser = parse_fsync)]
     fsync: Option<Fsync>,
@@ -275,11 +280,12 @@ impl Settings {
     }
 }
 
-/// The one place the server's `Db` is opened: in memory, or the data directory with the fsync
-/// policy (which holds the directory's lock until the process exits).
-fn open_db(data: Option<&Path>, fsync: Fsync) -> anyhow::Result<Db> {
+/// The one place the server's `Db` is opened: not persisted (fingerprints in a spill directory
+/// removed on exit), or the data directory with the fsync policy (which holds the directory's
+/// lock until the process exits).
+fn open_db(data: Option<&Path>, spill: Option<&Path>, fsync: Fsync) -> anyhow::Result<Db> {
     match data {
-        None => Ok(Db::in_memory()),
+        None => Db::temporary(spill).context("creating the spill directory"),
         Some(dir) => Db::open_with(dir, DbOptions { fsync, ..DbOptions::default() })
             .with_context(|| format!("opening data directory {}", dir.display())),
     }
@@ -300,9 +306,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     init_tracing();
     let settings = Settings::new(&args)?;
     if settings.fsync_given && settings.data.is_none() {
-        warn!("--fsync has no effect without --data: the server keeps everything in memory");
+        warn!("--fsync has no effect without --data: the server persists nothing");
     }
-    let db = open_db(settings.data.as_deref(), settings.fsync)?;
+    let db = open_db(settings.data.as_deref(), args.spill_dir.as_deref(), settings.fsync)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("urlseen-serve")
@@ -316,7 +322,12 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
     let storage = match (&redis, &data) {
         (Some(urls), _) => format!("URL namespaces in Redis at {}", urls.join(",")),
         (None, Some(dir)) => format!("data directory {}, fsync {}", dir.display(), fsync.name()),
-        (None, None) => "in memory".to_owned(),
+        (None, None) => match db.spill_dir() {
+            Some(dir) => {
+                format!("not persisted (fingerprints spill to {}, removed on exit)", dir.display())
+            }
+            None => "in memory".to_owned(),
+        },
     };
     let mut app = App::new(db, app_config);
     if let Some(urls) = &redis {
@@ -493,12 +504,22 @@ mod tests {
     #[test]
     fn data_opens_the_directory_and_holds_it() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open_db(Some(dir.path()), Fsync::Always).unwrap();
+        let db = open_db(Some(dir.path()), None, Fsync::Always).unwrap();
         assert_eq!(db.path(), Some(dir.path()));
         assert_eq!(db.fsync(), Fsync::Always);
         // A second server on the same directory is refused, saying why.
-        let e = open_db(Some(dir.path()), Fsync::Always).unwrap_err();
+        let e = open_db(Some(dir.path()), None, Fsync::Always).unwrap_err();
         assert!(format!("{e:#}").contains("in use by another process"), "{e:#}");
-        assert!(open_db(None, Fsync::EverySec).unwrap().path().is_none());
+        assert!(open_db(None, None, Fsync::EverySec).unwrap().path().is_none());
+    }
+
+    #[test]
+    fn without_data_fingerprints_spill_to_a_directory_removed_on_exit() {
+        let parent = tempfile::tempdir().unwrap();
+        let db = open_db(None, Some(parent.path()), Fsync::EverySec).unwrap();
+        let spill = db.spill_dir().unwrap().to_owned();
+        assert!(spill.starts_with(parent.path()) && spill.is_dir());
+        drop(db);
+        assert!(!spill.exists(), "the spill directory outlived the server");
     }
 }

@@ -53,7 +53,7 @@ pub fn fixed_tree(
     let split = SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() };
     let mut params = TreeParams::new(1, fpr, leaf_bits, seed, split);
     params.initial_leaves = leaves.max(1);
-    Dsbf::new(params, SplitWorkers::new(1))
+    Dsbf::in_memory(params, SplitWorkers::new(1))
 }
 
 /// Fingerprints of `n` distinct generated URLs from stream `seed` (canonicalized with the
