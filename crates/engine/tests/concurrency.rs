@@ -20,9 +20,9 @@ fn small(mode: SplitMode) -> NamespaceOptions {
 }
 
 /// Several writers insert their own URLs in batches while leaves split under them; after every
-/// batch each writer checks that everything it inserted so far is still seen.
-fn inserts_during_splits_never_lose_a_url(mode: SplitMode) {
-    let db = Arc::new(Db::in_memory());
+/// batch each writer checks that everything it inserted so far is still seen. Returns what
+/// they recorded.
+fn inserts_during_splits_never_lose_a_url(mode: SplitMode, db: &Db) -> Vec<Vec<String>> {
     let ns = db.create_namespace("ns", small(mode)).unwrap();
     const THREADS: usize = 4;
     const PER_THREAD: usize = 40_000;
@@ -58,16 +58,61 @@ fn inserts_during_splits_never_lose_a_url(mode: SplitMode) {
     for urls in &recorded {
         assert!(ns.contains_batch(urls).unwrap().iter().all(|&h| h));
     }
+    recorded
 }
 
 #[test]
 fn background_splits_never_lose_a_url_under_concurrent_inserts() {
-    inserts_during_splits_never_lose_a_url(SplitMode::Background);
+    inserts_during_splits_never_lose_a_url(SplitMode::Background, &Db::in_memory());
 }
 
 #[test]
 fn inline_splits_never_lose_a_url_under_concurrent_inserts() {
-    inserts_during_splits_never_lose_a_url(SplitMode::Inline);
+    inserts_during_splits_never_lose_a_url(SplitMode::Inline, &Db::in_memory());
+}
+
+/// The same with the leaves' fingerprints in files: every split streams its parent back from
+/// disk, in chunks, while the writers go on.
+#[test]
+fn splits_streamed_from_disk_never_lose_a_url_under_concurrent_inserts() {
+    let spill = tempfile::tempdir().unwrap();
+    let db = Db::temporary(Some(spill.path())).unwrap();
+    inserts_during_splits_never_lose_a_url(SplitMode::Background, &db);
+    let stats = db.namespace("ns").unwrap().stats();
+    // Every fingerprint but the last few per leaf (a buffer's worth at most) is in a file.
+    let buffered_at_most = stats.leaf_count as u64 * 1024;
+    assert!(stats.disk_bytes >= (stats.count - buffered_at_most) * 16, "on disk: {stats:?}");
+    // RAM: the filters and at most one 16 KiB buffer per leaf, nothing per URL.
+    let filters = stats.leaf_count as u64 * (1 << 14) / 8;
+    assert!(stats.memory_bytes <= filters + stats.leaf_count as u64 * 16 * 1024 + (1 << 20));
+}
+
+/// And in a data directory, where the leaf files outlive the process: reopened after the
+/// splits, every recorded URL is still seen.
+#[test]
+fn splits_streamed_from_disk_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = {
+        let db = Db::open(dir.path()).unwrap();
+        inserts_during_splits_never_lose_a_url(SplitMode::Background, &db)
+    };
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("ns").unwrap();
+    assert_eq!(ns.recovery().unwrap().replayed_records, 0, "a clean close checkpointed");
+    for urls in &recorded {
+        assert!(ns.contains_batch(urls).unwrap().iter().all(|&h| h));
+    }
+    // And it keeps splitting from the files it reopened.
+    let splits = ns.stats().splits_done;
+    let more = distinct_urls(999, 80_000);
+    let answers = ns.seen_batch(&more).unwrap();
+    db.wait_for_splits();
+    assert!(ns.stats().splits_done > splits);
+    for urls in &recorded {
+        assert!(ns.contains_batch(urls).unwrap().iter().all(|&h| h));
+    }
+    let new: Vec<&String> = more.iter().zip(answers).filter(|p| !p.1).map(|p| p.0).collect();
+    assert!(ns.contains_batch(&new).unwrap().iter().all(|&h| h));
 }
 
 /// Many threads race check-and-insert on the same URLs, in different orders, single and
