@@ -435,37 +435,57 @@ impl LeafLog {
             (LeafLog::File { id, on_disk, file_len, buffer }, LeafStore::Files(files)) => {
                 let path = files.path(*id);
                 let mut pos = pos;
+                if pos.offset < HEADER_LEN && pos.records < *on_disk {
+                    read_header(files, &path)?;
+                    pos.offset = HEADER_LEN;
+                }
                 let mut raw = Vec::new();
                 while out.len() < want && pos.records < *on_disk {
-                    let offset = pos.offset.max(HEADER_LEN);
-                    if offset == HEADER_LEN && pos.offset < HEADER_LEN {
-                        read_header(files, &path)?;
+                    // One read for about what is wanted, parsed into as many whole blocks as
+                    // it holds; a block longer than that is read again whole.
+                    let left = file_len.saturating_sub(pos.offset);
+                    let guess = ((want - out.len()) * RECORD_LEN + 2 * BLOCK_OVERHEAD) as u64
+                        + (BUFFER_RECORDS * RECORD_LEN) as u64;
+                    raw.resize(left.min(guess) as usize, 0);
+                    read_exact_at(files, &path, pos.offset, &mut raw)?;
+                    let mut at = 0;
+                    while out.len() < want && pos.records < *on_disk {
+                        let offset = pos.offset;
+                        let Some(head) = raw.get(at..at + 8) else { break };
+                        let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+                        if count == 0 || count > MAX_BLOCK_RECORDS {
+                            return Err(Error::corrupt(
+                                &path,
+                                &format!("block at byte {offset} claims {count} records"),
+                            ));
+                        }
+                        let len = BLOCK_OVERHEAD + count as usize * RECORD_LEN;
+                        if offset + len as u64 > *file_len {
+                            return Err(Error::corrupt(
+                                &path,
+                                &format!(
+                                    "block at byte {offset} runs past the leaf's end {file_len}"
+                                ),
+                            ));
+                        }
+                        let block = match raw.get(at..at + len) {
+                            Some(block) => block,
+                            None if at > 0 => break,
+                            None => {
+                                raw.resize(len, 0);
+                                read_exact_at(files, &path, offset, &mut raw)?;
+                                &raw[..]
+                            }
+                        };
+                        decode_block(block, out).map_err(|reason| {
+                            Error::corrupt(&path, &format!("block at byte {offset}: {reason}"))
+                        })?;
+                        at += len;
+                        pos = ReadPos {
+                            records: pos.records + u64::from(count),
+                            offset: offset + len as u64,
+                        };
                     }
-                    let mut head = [0u8; 8];
-                    read_exact_at(files, &path, offset, &mut head)?;
-                    let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-                    if count == 0 || count > MAX_BLOCK_RECORDS {
-                        return Err(Error::corrupt(
-                            &path,
-                            &format!("block at byte {offset} claims {count} records"),
-                        ));
-                    }
-                    let len = BLOCK_OVERHEAD + count as usize * RECORD_LEN;
-                    if offset + len as u64 > *file_len {
-                        return Err(Error::corrupt(
-                            &path,
-                            &format!("block at byte {offset} runs past the leaf's end {file_len}"),
-                        ));
-                    }
-                    raw.resize(len, 0);
-                    read_exact_at(files, &path, offset, &mut raw)?;
-                    decode_block(&raw, out).map_err(|reason| {
-                        Error::corrupt(&path, &format!("block at byte {offset}: {reason}"))
-                    })?;
-                    pos = ReadPos {
-                        records: pos.records + u64::from(count),
-                        offset: offset + len as u64,
-                    };
                 }
                 if out.len() < want && pos.records >= *on_disk {
                     // A frozen leaf is sealed; a live one may still buffer its tail.

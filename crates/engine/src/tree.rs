@@ -785,13 +785,19 @@ impl Dsbf {
                     full = Some(leaf_id);
                 }
             }
+            let (mut fps, mut was) = (Vec::new(), Vec::new());
             for (group, leaf) in &mut groups {
-                for &(_, pos) in group.iter().take_while(|&&(_, pos)| (pos as usize) < end) {
-                    let record = chunk[pos as usize];
-                    // Always logged, even if the child's filter already (falsely) holds it:
+                let take = group.iter().take_while(|&&(_, pos)| (pos as usize) < end).count();
+                fps.clear();
+                fps.extend(group[..take].iter().map(|&(_, pos)| chunk[pos as usize].fp));
+                was.clear();
+                was.resize(take, false);
+                // Batched, so the filter prefetches its cache lines.
+                leaf.filter.insert_batch(&fps, &mut was);
+                for &(_, pos) in &group[..take] {
+                    // Always logged, even if the child's filter already (falsely) held it:
                     // the log, not the filter, is what the child's own split carries on.
-                    leaf.filter.insert(record.fp);
-                    leaf.log.push(&self.leaves, record);
+                    leaf.log.push(&self.leaves, chunk[pos as usize]);
                 }
             }
             drop(groups);

@@ -584,14 +584,22 @@ impl App {
         Ok(())
     }
 
-    /// Bytes of filters and logs over every namespace.
+    /// RAM held over every namespace: filters, buffers and indexes (what RSS shows of them).
     pub fn memory_bytes(&self) -> u64 {
+        self.usage().0
+    }
+
+    /// RAM and disk held over every namespace, in bytes.
+    pub fn usage(&self) -> (u64, u64) {
         self.db
             .namespace_names()
             .iter()
             .filter_map(|name| self.db.namespace(name))
-            .map(|ns| ns.stats().memory_bytes)
-            .sum()
+            .map(|ns| {
+                let s = ns.stats();
+                (s.memory_bytes, s.disk_bytes)
+            })
+            .fold((0, 0), |(m, d), (sm, sd)| (m + sm, d + sd))
     }
 
     /// Appends the per-namespace gauges to `out`, in the Prometheus text format.
@@ -607,11 +615,17 @@ impl App {
         let _ = writeln!(out, "# TYPE urlseen_namespaces gauge");
         let _ = writeln!(out, "urlseen_namespaces {}", stats.len());
         type Getter = fn(&urlseen_engine::NamespaceStats) -> f64;
-        let series: [(&str, &str, &str, Getter); 9] = [
+        let series: [(&str, &str, &str, Getter); 10] = [
             ("urls", "gauge", "Distinct URLs (items) recorded.", |s| s.count as f64),
-            ("memory_bytes", "gauge", "Bytes of filters and fingerprint logs.", |s| {
+            ("memory_bytes", "gauge", "RAM held: filters, buffers and indexes.", |s| {
                 s.memory_bytes as f64
             }),
+            (
+                "disk_bytes",
+                "gauge",
+                "Disk held: leaf fingerprint files, and with --data the log and snapshot.",
+                |s| s.disk_bytes as f64,
+            ),
             ("fpr_bound", "gauge", "The configured false-positive bound.", |s| s.fpr_bound),
             (
                 "estimated_fpr",

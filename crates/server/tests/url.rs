@@ -183,6 +183,7 @@ async fn info_reports_the_engine_stats() {
         "count",
         "capacity",
         "memory_bytes",
+        "disk_bytes",
         "fpr_bound",
         "estimated_fpr",
         "worst_leaf_fpr",

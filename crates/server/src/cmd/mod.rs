@@ -94,10 +94,12 @@ fn keyspace(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
 }
 
 fn memory(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
-    let used = app.memory_bytes();
+    let (used, disk) = app.usage();
     out.field("used_memory", used)
         .field("used_memory_human", human(used))
         .field("used_memory_rss", rss_bytes().unwrap_or(0))
+        .field("urlseen_disk_bytes", disk)
+        .field("urlseen_disk_human", human(disk))
         .field("maxmemory", 0)
         .field("maxmemory_policy", "noeviction");
 }

@@ -9,7 +9,8 @@
 //!  5) "profile"          "crawler"
 //!  7) "count"            (integer) 3          distinct URLs recorded
 //!  9) "capacity"         (integer) 1000000    as created (not a cap)
-//! 11) "memory_bytes"     (integer) 2097288    filters + fingerprint logs
+//! 11) "memory_bytes"     (integer) 2097288    RAM: filters + buffers (what RSS shows)
+//!     "disk_bytes"       (integer) 0          disk: leaf fingerprint files (+ log, snapshot)
 //! 13) "fpr_bound"        "0.01"               the error bound every leaf is kept under
 //! 15) "estimated_fpr"    "1.31e-15"           FPR of a random query (mean over leaves)
 //! 17) "worst_leaf_fpr"   "1.75e-15"           FPR of the fullest leaf
@@ -83,6 +84,7 @@ fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         ("count", int(s.count)),
         ("capacity", int(o.capacity)),
         ("memory_bytes", int(s.memory_bytes)),
+        ("disk_bytes", int(s.disk_bytes)),
         ("fpr_bound", Frame::Double(s.fpr_bound)),
         ("estimated_fpr", Frame::Double(s.mean_leaf_fpr)),
         ("worst_leaf_fpr", Frame::Double(s.worst_leaf_fpr)),
