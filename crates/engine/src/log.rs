@@ -20,6 +20,7 @@
 //! the writers queued behind it find their records already durable. Under load one fsync covers
 //! many batches, which is what keeps `always` fast.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -177,16 +178,31 @@ impl FingerprintLog {
         path: &Path,
         policy: Fsync,
     ) -> Result<(Self, LogRecovery)> {
-        let bytes = storage
-            .read(path)
-            .map_err(|e| Error::io("read log", path, e))?
-            .ok_or_else(|| Error::corrupt(path, "the fingerprint log is missing"))?;
-        let (recovery, valid_end) = parse(path, &bytes)?;
-        if recovery.truncated_bytes > 0 {
+        let mut records = Vec::new();
+        let (log, truncated_bytes) =
+            Self::open_from(storage, path, policy, 0, &mut |r| records.push(r))?;
+        Ok((log, LogRecovery { records, truncated_bytes }))
+    }
+
+    /// [`Self::open`], streamed: every record is read and checked, and those that end after
+    /// offset `from` are handed to `on_record` in order, so memory stays bounded however long
+    /// the log is. Returns the log and the bytes of a torn tail that were cut.
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_from(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        policy: Fsync,
+        from: u64,
+        on_record: &mut dyn FnMut(Record),
+    ) -> Result<(Self, u64)> {
+        let (valid_end, truncated) = parse_stream(storage, path, from, on_record)?;
+        if truncated > 0 {
             storage.truncate(path, valid_end).map_err(|e| Error::io("truncate log", path, e))?;
         }
         let log = Self::open_at(storage, path, policy, valid_end)?;
-        Ok((log, recovery))
+        Ok((log, truncated))
     }
 
     fn open_at(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync, end: u64) -> Result<Self> {
@@ -339,8 +355,81 @@ fn checksum(bytes: &[u8]) -> u64 {
     h.digest()
 }
 
-/// Reads a whole log image: its complete records, and the offset where valid data ends.
-fn parse(path: &Path, bytes: &[u8]) -> Result<(LogRecovery, u64)> {
+/// A bad or incomplete record further than this from the end of the log cannot be the torn
+/// tail of one write (group commit writes far less at once): it is damage in the middle.
+const MAX_TORN_TAIL: u64 = 256 << 20;
+
+/// Reads a log as a stream: checks every record, hands those ending after `from` to
+/// `on_record`, and returns the offset where valid data ends and the bytes after it (a torn
+/// tail). What follows a bad record is read whole only to check that no valid record follows
+/// it (see [`parse`]).
+fn parse_stream(
+    storage: &Arc<dyn Storage>,
+    path: &Path,
+    from: u64,
+    on_record: &mut dyn FnMut(Record),
+) -> Result<(u64, u64)> {
+    let missing = || Error::corrupt(path, "the fingerprint log is missing");
+    let len =
+        storage.file_len(path).map_err(|e| Error::io("read log", path, e))?.ok_or_else(missing)?;
+    let mut r =
+        storage.open_read(path).map_err(|e| Error::io("read log", path, e))?.ok_or_else(missing)?;
+    let mut header = [0u8; HEADER_LEN as usize];
+    if len < HEADER_LEN || r.read_exact(&mut header).is_err() {
+        return Err(Error::corrupt(path, "not a urlseen fingerprint log (bad magic)"));
+    }
+    check_header(path, &header)?;
+    let mut pos = HEADER_LEN;
+    let mut record = Vec::new();
+    while pos < len {
+        let mut head = [0u8; 8];
+        let payload = if len - pos >= 8 && r.read_exact(&mut head).is_ok() {
+            let n = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+            (n <= MAX_PAYLOAD && n % 8 == 0 && pos + 16 + u64::from(n) <= len).then_some(n)
+        } else {
+            None
+        };
+        let parsed = payload.and_then(|n| {
+            record.clear();
+            record.extend_from_slice(&head);
+            record.resize(16 + n as usize, 0);
+            r.read_exact(&mut record[8..]).ok()?;
+            parse_record(&record)
+        });
+        let Some((kind, fingerprints, used)) = parsed else {
+            // The rest of the file is the torn tail, or damage: read it whole to tell which.
+            let rest = len - pos;
+            if rest > MAX_TORN_TAIL {
+                return Err(Error::corrupt(
+                    path,
+                    &format!("bad record at offset {pos}, with {rest} bytes after it"),
+                ));
+            }
+            let mut tail = vec![0u8; rest as usize];
+            let got = storage
+                .read_at(path, pos, &mut tail)
+                .map_err(|e| Error::io("read log", path, e))?;
+            tail.truncate(got);
+            if let Some(at) = next_valid_record(&tail, 0) {
+                return Err(Error::corrupt(
+                    path,
+                    &format!(
+                        "bad record at offset {pos}, with a valid record at offset {} after it",
+                        pos + at as u64
+                    ),
+                ));
+            }
+            return Ok((pos, rest));
+        };
+        pos += used as u64;
+        if pos > from {
+            on_record(Record { kind, fingerprints, end: pos });
+        }
+    }
+    Ok((pos, 0))
+}
+
+fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
     if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
         return Err(Error::corrupt(path, "not a urlseen fingerprint log (bad magic)"));
     }
@@ -352,29 +441,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<(LogRecovery, u64)> {
             supported: u32::from(LOG_VERSION),
         });
     }
-    let mut recovery = LogRecovery::default();
-    let mut pos = HEADER_LEN as usize;
-    while pos < bytes.len() {
-        let Some((record_kind, fingerprints, used)) = parse_record(&bytes[pos..]) else {
-            // Only the last write can be torn, so what follows a bad or incomplete record is
-            // the rest of that write: nothing, garbage, or zeros. A valid record after it means
-            // the bad one is damage in the middle (a flipped length or payload byte), and
-            // cutting there would drop acknowledged records.
-            if let Some(at) = next_valid_record(bytes, pos) {
-                return Err(Error::corrupt(
-                    path,
-                    &format!(
-                        "bad record at offset {pos}, with a valid record at offset {at} after it"
-                    ),
-                ));
-            }
-            break;
-        };
-        pos += used;
-        recovery.records.push(Record { kind: record_kind, fingerprints, end: pos as u64 });
-    }
-    recovery.truncated_bytes = (bytes.len() - pos) as u64;
-    Ok((recovery, pos as u64))
+    Ok(())
 }
 
 /// The offset of the first complete, valid record after `pos`. Records start 8-aligned (the

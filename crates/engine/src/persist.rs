@@ -32,7 +32,7 @@ use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
 use crate::error::{Error, Result};
 use crate::exact::{CountingSet, ExactIndex, FingerprintStore, StoreDurability};
 use crate::leaf_log::{LeafFiles, LeafStore};
-use crate::log::{FingerprintLog, Fsync, RecordKind};
+use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::{Set, counting_options, exact_options};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
@@ -274,6 +274,34 @@ fn open_set(dir: &Path, options: &NamespaceOptions, tree: Arc<Dsbf>, create: boo
     Ok(Set::Tree { tree, exact: Some(ExactIndex::new(Box::new(store), exact_options())) })
 }
 
+/// Replays one log record after the snapshot into `tree` (in exact mode, keeping its
+/// fingerprints for [`reconcile_store`]).
+fn replay(
+    tree: &Dsbf,
+    options: &NamespaceOptions,
+    report: &mut RecoveryReport,
+    replayed: &mut Vec<u64>,
+    record: &Record,
+) {
+    match record.kind {
+        RecordKind::Recorded if options.counting => {}
+        RecordKind::Recorded => {
+            if options.is_exact() {
+                replayed.extend_from_slice(&record.fingerprints);
+            }
+            let mut out = vec![false; record.fingerprints.len()];
+            let replay: Result<(), std::convert::Infallible> =
+                tree.insert_batch_with(&record.fingerprints, &mut out, Mode::Record, &mut |_| {
+                    Ok(())
+                });
+            let Ok(()) = replay;
+        }
+        RecordKind::Forgotten => {}
+    }
+    report.replayed_records += 1;
+    report.replayed_fingerprints += record.fingerprints.len() as u64;
+}
+
 /// Exact mode: makes the store hold every fingerprint the log replayed (a crash under
 /// `everysec` or `no` can lose store writes the log kept, and the tree, rebuilt from the log,
 /// would then send those fingerprints to a store that calls them new). Returns how many were
@@ -324,10 +352,7 @@ pub(crate) fn recover(
         });
     }
     let params = tree_params(&options);
-    let (log, log_recovery) = FingerprintLog::open(storage, &dir.join("log"), db.fsync)?;
-    let mut report =
-        RecoveryReport { truncated_bytes: log_recovery.truncated_bytes, ..Default::default() };
-
+    let mut report = RecoveryReport::default();
     let files = leaf_files(dir, db)?;
     let leaves = LeafStore::Files(Arc::clone(&files));
     let snap_path = dir.join("snapshot");
@@ -335,58 +360,48 @@ pub(crate) fn recover(
     let snapshot_bytes = storage.file_len(&snap_path).ok().flatten().unwrap_or(0);
     let loaded = snapshot
         .map(|mut r| Dsbf::read_snapshot(params, Arc::clone(workers), leaves.clone(), &mut r));
-    let (tree, offset, live) = match loaded {
-        Some(Ok(s)) if s.log_offset <= log.end() => {
+    let fresh = |report: &mut RecoveryReport| -> Result<Arc<Dsbf>> {
+        // Everything comes back from the log, into new leaf files.
+        files.remove_all_but(&[])?;
+        report.snapshot_offset = None;
+        Ok(Dsbf::new(params, Arc::clone(workers), leaves.clone()))
+    };
+    let (mut tree, mut offset) = match loaded {
+        Some(Ok(s)) => {
             report.snapshot_offset = Some(s.log_offset);
             if s.version < SNAPSHOT_VERSION {
                 report.upgraded_from = Some(s.version);
             }
-            (s.tree, s.log_offset, s.leaves)
+            // Leaves made after the snapshot, or retired before it: the log replay below
+            // remakes what it needs.
+            files.remove_all_but(&s.leaves)?;
+            (s.tree, s.log_offset)
         }
-        other => {
-            match other {
-                Some(Ok(s)) => {
-                    report.snapshot_error = Some(format!(
-                        "snapshot covers log offset {} beyond the log's end {}",
-                        s.log_offset,
-                        log.end()
-                    ));
-                }
-                Some(Err(reason)) => report.snapshot_error = Some(reason),
-                None => {}
-            }
-            // Everything comes back from the log, into new leaf files.
-            files.remove_all_but(&[])?;
-            (Dsbf::new(params, Arc::clone(workers), leaves), 0, Vec::new())
+        Some(Err(reason)) => {
+            report.snapshot_error = Some(reason);
+            (fresh(&mut report)?, 0)
         }
+        None => (fresh(&mut report)?, 0),
     };
-    // Leaves made after the snapshot, or retired before it: the log replay below remakes
-    // what it needs.
-    files.remove_all_but(&live)?;
-    let mut out = Vec::new();
+    let log_path = dir.join("log");
     let mut replayed = Vec::new();
-    for record in log_recovery.records.iter().filter(|r| r.end > offset) {
-        match record.kind {
-            RecordKind::Recorded if options.counting => {}
-            RecordKind::Recorded => {
-                if options.is_exact() {
-                    replayed.extend_from_slice(&record.fingerprints);
-                }
-                out.clear();
-                out.resize(record.fingerprints.len(), false);
-                let replay: Result<(), std::convert::Infallible> = tree.insert_batch_with(
-                    &record.fingerprints,
-                    &mut out,
-                    Mode::Record,
-                    &mut |_| Ok(()),
-                );
-                let Ok(()) = replay;
-            }
-            RecordKind::Forgotten => {}
-        }
-        report.replayed_records += 1;
-        report.replayed_fingerprints += record.fingerprints.len() as u64;
+    let (mut log, truncated) =
+        FingerprintLog::open_from(storage, &log_path, db.fsync, offset, &mut |record| {
+            replay(&tree, &options, &mut report, &mut replayed, &record);
+        })?;
+    if log.end() < offset {
+        report.snapshot_error =
+            Some(format!("snapshot covers log offset {offset} beyond the log's end {}", log.end()));
+        (report.replayed_records, report.replayed_fingerprints) = (0, 0);
+        replayed.clear();
+        drop(log);
+        tree = fresh(&mut report)?;
+        offset = 0;
+        (log, _) = FingerprintLog::open_from(storage, &log_path, db.fsync, 0, &mut |record| {
+            replay(&tree, &options, &mut report, &mut replayed, &record);
+        })?;
     }
+    report.truncated_bytes = truncated;
     let set = open_set(dir, &options, tree, false)?;
     if let Set::Tree { tree, exact: Some(exact) } = &set {
         report.store_reconciled = reconcile_store(exact, &replayed)?;
