@@ -270,13 +270,12 @@ impl Namespace {
         }
         tree.check()?;
         let mut lsn = 0;
-        let mut log_new = |new: &[u64]| -> Result<()> {
-            if let Some(d) = &self.durable {
-                let mut end = 0;
-                d.append(new, &mut end)?;
-                lsn = lsn.max(end);
-            }
-            Ok(())
+        let mut log_new = |new: &[u64]| -> Result<u64> {
+            let Some(d) = &self.durable else { return Ok(0) };
+            let mut end = 0;
+            d.append(new, &mut end)?;
+            lsn = lsn.max(end);
+            Ok(end)
         };
         match &self.set {
             Set::Tree { exact: Some(exact), .. } => {

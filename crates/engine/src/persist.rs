@@ -36,7 +36,7 @@ use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::{Set, counting_options, exact_options};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
-use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
 const META_VERSION: u16 = 1;
@@ -278,6 +278,7 @@ fn open_set(dir: &Path, options: &NamespaceOptions, tree: Arc<Dsbf>, create: boo
 /// fingerprints for [`reconcile_store`]).
 fn replay(
     tree: &Dsbf,
+    guard: &[u64],
     options: &NamespaceOptions,
     report: &mut RecoveryReport,
     replayed: &mut Vec<u64>,
@@ -289,12 +290,7 @@ fn replay(
             if options.is_exact() {
                 replayed.extend_from_slice(&record.fingerprints);
             }
-            let mut out = vec![false; record.fingerprints.len()];
-            let replay: Result<(), std::convert::Infallible> =
-                tree.insert_batch_with(&record.fingerprints, &mut out, Mode::Record, &mut |_| {
-                    Ok(())
-                });
-            let Ok(()) = replay;
+            tree.replay(&record.fingerprints, record.end, guard);
         }
         RecordKind::Forgotten => {}
     }
@@ -366,6 +362,7 @@ pub(crate) fn recover(
         report.snapshot_offset = None;
         Ok(Dsbf::new(params, Arc::clone(workers), leaves.clone()))
     };
+    let mut guard = Vec::new();
     let (mut tree, mut offset) = match loaded {
         Some(Ok(s)) => {
             report.snapshot_offset = Some(s.log_offset);
@@ -375,6 +372,7 @@ pub(crate) fn recover(
             // Leaves made after the snapshot, or retired before it: the log replay below
             // remakes what it needs.
             files.remove_all_but(&s.leaves)?;
+            guard = s.guard;
             (s.tree, s.log_offset)
         }
         Some(Err(reason)) => {
@@ -387,7 +385,7 @@ pub(crate) fn recover(
     let mut replayed = Vec::new();
     let (mut log, truncated) =
         FingerprintLog::open_from(storage, &log_path, db.fsync, offset, &mut |record| {
-            replay(&tree, &options, &mut report, &mut replayed, &record);
+            replay(&tree, &guard, &options, &mut report, &mut replayed, &record);
         })?;
     if log.end() < offset {
         report.snapshot_error =
@@ -397,8 +395,9 @@ pub(crate) fn recover(
         drop(log);
         tree = fresh(&mut report)?;
         offset = 0;
+        guard.clear();
         (log, _) = FingerprintLog::open_from(storage, &log_path, db.fsync, 0, &mut |record| {
-            replay(&tree, &options, &mut report, &mut replayed, &record);
+            replay(&tree, &guard, &options, &mut report, &mut replayed, &record);
         })?;
     }
     report.truncated_bytes = truncated;

@@ -31,7 +31,7 @@
 //! its own `RwLock`; a batch is grouped by leaf and takes each leaf lock once. Lock order: the
 //! migrator mutex, then the tree lock, then leaf locks.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -113,11 +113,18 @@ struct Leaf {
     /// Every fingerprint this leaf recorded, in order: the source of truth for a split. On disk
     /// (a bounded buffer in RAM) unless the tree lives in memory.
     log: LeafLog,
+    /// The namespace log's offset just past the last record made for this leaf (what the
+    /// `on_new` hook returned): every log record of this leaf ends at or before it, every later
+    /// one after it. A snapshot stores it with the leaf, so recovery knows which log records
+    /// the leaf already holds (see [`Dsbf::write_snapshot`]).
+    last_lsn: u64,
 }
 
 struct Frozen {
     filter: BlockedBloom,
     log: LeafLog,
+    /// The leaf's `last_lsn` when it froze.
+    last_lsn: u64,
     /// How much of `log` is already in the children (changed only under the migrator lock).
     cursor: Mutex<Cursor>,
 }
@@ -201,7 +208,7 @@ struct Groups<'a, 'x, 'h, 'o, E> {
     exact: Option<&'x mut ExactHooks<'h, E>>,
     /// The caller's hook for recorded fingerprints (the log append), called under the leaf's
     /// lock: once another writer can see a fingerprint's bits, its record is in the log.
-    on_new: &'o mut dyn FnMut(&[u64]) -> Result<(), E>,
+    on_new: &'o mut dyn FnMut(&[u64]) -> Result<u64, E>,
     failed: Option<E>,
 }
 
@@ -222,6 +229,8 @@ pub struct Dsbf {
     migrator: Mutex<()>,
     /// Where the leaves keep their fingerprints.
     leaves: LeafStore,
+    /// The checkpoint in progress, if one is.
+    capture: Mutex<Option<Capture>>,
     len: AtomicU64,
     splits_started: AtomicU64,
     splits_done: AtomicU64,
@@ -274,6 +283,7 @@ impl Dsbf {
             topo: RwLock::new(Topology { nodes }),
             migrator: Mutex::new(()),
             leaves,
+            capture: Mutex::new(None),
             len: AtomicU64::new(0),
             splits_started: AtomicU64::new(0),
             splits_done: AtomicU64::new(0),
@@ -306,7 +316,7 @@ impl Dsbf {
     /// and now recorded.
     pub fn insert(&self, fp: u64) -> bool {
         let never: Result<bool, std::convert::Infallible> =
-            self.insert_with(fp, Mode::CheckAndInsert, &mut |_| Ok(()));
+            self.insert_with(fp, Mode::CheckAndInsert, &mut |_| Ok(0));
         match never {
             Ok(was) => was,
             Err(never) => match never {},
@@ -325,7 +335,7 @@ impl Dsbf {
         &self,
         fp: u64,
         mode: Mode,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<bool, E> {
         let check_frozen = mode == Mode::CheckAndInsert;
         loop {
@@ -345,13 +355,16 @@ impl Dsbf {
                     }
                     let filled = leaf.log.len() >= self.params.split_at;
                     // Under the leaf's lock, as in `insert_batch_core`.
-                    let hooked = if !was || mode == Mode::Record { on_new(&[fp]) } else { Ok(()) };
+                    let hooked = if !was || mode == Mode::Record { on_new(&[fp]) } else { Ok(0) };
+                    if let Ok(lsn) = hooked {
+                        leaf.last_lsn = leaf.last_lsn.max(lsn);
+                    }
                     drop(leaf);
                     drop(topo);
                     if filled {
                         self.start_split(id);
                     }
-                    return hooked.map(|()| was);
+                    return hooked.map(|_| was);
                 }
                 id
             };
@@ -376,7 +389,7 @@ impl Dsbf {
     /// If `out.len() != fps.len()`.
     pub fn insert_batch(&self, fps: &[u64], out: &mut [bool]) {
         let never: Result<(), std::convert::Infallible> =
-            self.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut |_| Ok(()));
+            self.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut |_| Ok(0));
         if let Err(never) = never {
             match never {}
         }
@@ -395,7 +408,7 @@ impl Dsbf {
         fps: &[u64],
         out: &mut [bool],
         mode: Mode,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         self.insert_batch_core(fps, out, mode, None, on_new)
     }
@@ -416,7 +429,7 @@ impl Dsbf {
         fps: &[u64],
         out: &mut [bool],
         hooks: &mut ExactHooks<'_, E>,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         self.insert_batch_core(fps, out, Mode::CheckAndInsert, Some(hooks), on_new)
     }
@@ -427,7 +440,7 @@ impl Dsbf {
         out: &mut [bool],
         mode: Mode,
         mut exact: Option<&mut ExactHooks<'_, E>>,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
         let check_frozen = mode == Mode::CheckAndInsert;
@@ -542,11 +555,11 @@ impl Dsbf {
         {
             g.failed = Some(e);
         }
-        if g.failed.is_none()
-            && added > 0
-            && let Err(e) = (g.on_new)(&g.recorded[first_recorded..])
-        {
-            g.failed = Some(e);
+        if g.failed.is_none() && added > 0 {
+            match (g.on_new)(&g.recorded[first_recorded..]) {
+                Ok(lsn) => leaf.last_lsn = leaf.last_lsn.max(lsn),
+                Err(e) => g.failed = Some(e),
+            }
         }
         g.pending.extend(group[take..].iter().map(|&(_, i)| i));
         if leaf.log.len() >= self.params.split_at {
@@ -568,7 +581,7 @@ impl Dsbf {
         positives: &[u32],
         hooks: &mut ExactHooks<'_, E>,
         full: &mut Vec<NodeId>,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<(), E>,
+        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         for &i in positives {
             let fp = fps[i as usize];
@@ -585,7 +598,8 @@ impl Dsbf {
             leaf.filter.insert(fp);
             leaf.log.push(&self.leaves, LeafRecord::new(fp, current_minute()));
             self.len.fetch_add(1, Ordering::Relaxed);
-            on_new(std::slice::from_ref(&fp))?;
+            let lsn = on_new(std::slice::from_ref(&fp))?;
+            leaf.last_lsn = leaf.last_lsn.max(lsn);
             if leaf.log.len() >= self.params.split_at && !full.contains(&id) {
                 full.push(id);
             }
@@ -680,10 +694,11 @@ impl Dsbf {
         let children: Box<[NodeId]> = (first_child..first_child + fanout).collect();
         let old = std::mem::replace(node, Node::Inner { depth, children: children.clone() });
         let Node::Leaf { leaf, .. } = old else { return false };
-        let Leaf { filter, mut log } = leaf.into_inner();
+        let Leaf { filter, mut log, last_lsn } = leaf.into_inner();
         // Its buffered tail goes to the file, so the migrator reads it all from there.
         log.seal(&self.leaves);
-        let frozen = Box::new(Frozen { filter, log, cursor: Mutex::new(Cursor::default()) });
+        let frozen =
+            Box::new(Frozen { filter, log, last_lsn, cursor: Mutex::new(Cursor::default()) });
         *node = Node::Splitting { depth, frozen, children };
         for id in first_child..first_child + fanout {
             let leaf = Box::new(RwLock::new(new_leaf(&self.params, &self.leaves, id)));
@@ -824,7 +839,15 @@ impl Dsbf {
         }
         let inner = Node::Inner { depth: *depth, children: std::mem::take(children) };
         if let Node::Splitting { frozen, .. } = std::mem::replace(node, inner) {
-            frozen.log.retire(&self.leaves);
+            let Frozen { filter, log, last_lsn, .. } = *frozen;
+            // A checkpoint that has yet to write this leaf writes it as it froze.
+            if let Some(c) = self.capture.lock().as_mut()
+                && c.pending.get(id as usize).copied().unwrap_or(false)
+            {
+                let (records, file_len) = (log.len(), log.file_len());
+                c.retained.insert(id, Retained { filter, records, file_len, last_lsn });
+            }
+            log.retire(&self.leaves);
         }
         self.splits_done.fetch_add(1, Ordering::Relaxed);
     }
@@ -889,6 +912,38 @@ const SNAPSHOT_V1: u16 = 1;
 const NODE_INNER: u8 = 0;
 const NODE_LEAF: u8 = 1;
 
+/// A checkpoint in progress: which leaves of its shape it has yet to write, and the frozen
+/// state of those whose split finished before it got to them.
+struct Capture {
+    pending: Vec<bool>,
+    retained: HashMap<NodeId, Retained>,
+}
+
+/// A finished split's parent, kept for the checkpoint that has yet to write it.
+struct Retained {
+    filter: BlockedBloom,
+    records: u64,
+    file_len: u64,
+    last_lsn: u64,
+}
+
+/// One leaf as a snapshot writes it.
+struct CapturedLeaf {
+    filter: Vec<u8>,
+    records: u64,
+    file_len: u64,
+    last_lsn: u64,
+}
+
+/// Ends a checkpoint's capture when dropped.
+struct EndCapture<'a>(&'a Dsbf);
+
+impl Drop for EndCapture<'_> {
+    fn drop(&mut self) {
+        *self.0.capture.lock() = None;
+    }
+}
+
 /// What [`Dsbf::write_snapshot`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SnapshotInfo {
@@ -911,22 +966,30 @@ pub struct LoadedSnapshot {
     pub version: u16,
     /// Its leaves, sorted.
     pub leaves: Vec<NodeId>,
+    /// Per node id, the leaf's `last_lsn` (0 for inner nodes): for [`Dsbf::replay`].
+    pub guard: Vec<u64>,
 }
 
 impl Dsbf {
-    /// Streams the tree to `w`: its shape, and every leaf's filter and how much of its leaf file
-    /// it covers (each leaf's buffered records are appended to its file first). `log_end` is
-    /// called under the same exclusive lock, so the snapshot covers exactly the log up to that
-    /// offset. Returns `Ok(None)` while a split is in progress (call [`Self::complete_splits`]
-    /// and retry).
+    /// Streams a snapshot of the tree to `w` without stopping it: the exclusive lock is held
+    /// only to copy the shape (no split may be in progress then; `Ok(None)` if one is: call
+    /// [`Self::complete_splits`] and retry), then each leaf of that shape is written in turn
+    /// under its own lock only, while inserts, queries and splits go on. A leaf's entry says
+    /// how many records of its file it covers and its `last_lsn`: the namespace log's offset
+    /// past its last record. So recovery replays the log from `log_end()` at the start, and
+    /// skips, for each leaf, the records it already holds (see [`Self::replay`]). A leaf that
+    /// splits before its turn is written as it froze (its frozen filter and sealed file, kept
+    /// until then).
     ///
     /// ```text
-    /// "URLSEENS" | version u16 (2) | [0; 6] | log offset u64 | count u64 | splits u64 | nodes u32
+    /// "URLSEENS" | version u16 (2) | [0; 6] | log offset u64 | splits u64 | nodes u32
     /// node: 0 (inner) | depth u32 | children u32 | child ids u32…
-    ///       1 (leaf)  | depth u32 | records u64 | leaf file bytes u64 | filter bytes u64 | filter
-    /// xxh3_64 of everything before, u64
+    ///       1 (leaf)  | depth u32 | records u64 | leaf file bytes u64 | last lsn u64
+    ///                 | filter bytes u64 | filter (filter codec)
+    /// count u64 (records over all leaves) | xxh3_64 of everything before, u64
     /// ```
-    /// (Version 1 had, for a leaf: depth | filter bytes | filter | log len u64 | fps u64….)
+    /// (Version 1, written under the exclusive lock, had: header | log offset | count | splits
+    /// | nodes, and for a leaf: depth | filter bytes | filter | log len u64 | fps u64….)
     ///
     /// # Errors
     /// `w`'s errors; a leaf file that cannot be appended to; a tree whose leaves live in
@@ -939,27 +1002,43 @@ impl Dsbf {
         let LeafStore::Files(files) = &self.leaves else {
             return Err(io::Error::other("a tree in memory has no leaf files to snapshot"));
         };
-        let topo = self.topo.write();
-        if topo.nodes.iter().any(|n| matches!(n, Node::Splitting { .. })) {
-            return Ok(None);
-        }
-        self.leaves.check().map_err(io::Error::other)?;
-        let mut w = HashingWriter { inner: w, hasher: Xxh3::new() };
-        let mut info = SnapshotInfo {
-            log_offset: log_end(),
-            leaves: Vec::new(),
-            retired: files.take_retired(),
+        let (shape, mut info, splits_done) = {
+            let topo = self.topo.write();
+            if topo.nodes.iter().any(|n| matches!(n, Node::Splitting { .. })) {
+                return Ok(None);
+            }
+            self.leaves.check().map_err(io::Error::other)?;
+            let shape: Vec<(u32, Option<Box<[NodeId]>>)> = topo
+                .nodes
+                .iter()
+                .map(|n| match n {
+                    Node::Inner { depth, children } => (*depth, Some(children.clone())),
+                    Node::Leaf { depth, .. } | Node::Splitting { depth, .. } => (*depth, None),
+                })
+                .collect();
+            let pending = shape.iter().map(|(_, children)| children.is_none()).collect();
+            *self.capture.lock() = Some(Capture { pending, retained: HashMap::new() });
+            let info = SnapshotInfo {
+                log_offset: log_end(),
+                leaves: Vec::new(),
+                retired: files.take_retired(),
+            };
+            (shape, info, self.splits_done.load(Ordering::Relaxed))
         };
+        // However this ends, the capture ends with it (and retained filters are freed).
+        let _end = EndCapture(self);
+        let mut w = HashingWriter { inner: w, hasher: Xxh3::new() };
         w.write_all(SNAPSHOT_MAGIC)?;
         w.write_all(&SNAPSHOT_VERSION.to_le_bytes())?;
         w.write_all(&[0; 6])?;
         w.write_all(&info.log_offset.to_le_bytes())?;
-        w.write_all(&self.len().to_le_bytes())?;
-        w.write_all(&self.splits_done.load(Ordering::Relaxed).to_le_bytes())?;
-        w.write_all(&(topo.nodes.len() as u32).to_le_bytes())?;
-        for (id, node) in topo.nodes.iter().enumerate() {
-            match node {
-                Node::Inner { depth, children } => {
+        w.write_all(&splits_done.to_le_bytes())?;
+        w.write_all(&(shape.len() as u32).to_le_bytes())?;
+        let mut count = 0u64;
+        for (id, (depth, children)) in shape.iter().enumerate() {
+            let id = id as NodeId;
+            match children {
+                Some(children) => {
                     w.write_all(&[NODE_INNER])?;
                     w.write_all(&depth.to_le_bytes())?;
                     w.write_all(&(children.len() as u32).to_le_bytes())?;
@@ -967,26 +1046,104 @@ impl Dsbf {
                         w.write_all(&c.to_le_bytes())?;
                     }
                 }
-                Node::Leaf { depth, leaf } => {
-                    let mut leaf = leaf.write();
-                    if !leaf.log.flush(&self.leaves) {
-                        self.leaves.check().map_err(io::Error::other)?;
-                    }
+                None => {
+                    let leaf = self.capture_leaf(id)?;
                     w.write_all(&[NODE_LEAF])?;
                     w.write_all(&depth.to_le_bytes())?;
-                    w.write_all(&leaf.log.len().to_le_bytes())?;
-                    w.write_all(&leaf.log.file_len().to_le_bytes())?;
-                    let filter = leaf.filter.encode();
-                    w.write_all(&(filter.len() as u64).to_le_bytes())?;
-                    w.write_all(&filter)?;
-                    info.leaves.push(id as NodeId);
+                    w.write_all(&leaf.records.to_le_bytes())?;
+                    w.write_all(&leaf.file_len.to_le_bytes())?;
+                    w.write_all(&leaf.last_lsn.to_le_bytes())?;
+                    w.write_all(&(leaf.filter.len() as u64).to_le_bytes())?;
+                    w.write_all(&leaf.filter)?;
+                    count += leaf.records;
+                    info.leaves.push(id);
                 }
-                Node::Splitting { .. } => return Ok(None),
             }
         }
+        w.write_all(&count.to_le_bytes())?;
         let check = w.hasher.digest();
         w.inner.write_all(&check.to_le_bytes())?;
         Ok(Some(info))
+    }
+
+    /// One leaf of a checkpoint's shape, as it is now (under its lock, its buffer appended to
+    /// its file first), as it froze, or as its finished split left it.
+    fn capture_leaf(&self, id: NodeId) -> io::Result<CapturedLeaf> {
+        let topo = self.topo.read();
+        let captured = match topo.nodes.get(id as usize) {
+            Some(Node::Leaf { leaf, .. }) => {
+                let mut leaf = leaf.write();
+                if !leaf.log.flush(&self.leaves) {
+                    self.leaves.check().map_err(io::Error::other)?;
+                }
+                CapturedLeaf {
+                    filter: leaf.filter.encode(),
+                    records: leaf.log.len(),
+                    file_len: leaf.log.file_len(),
+                    last_lsn: leaf.last_lsn,
+                }
+            }
+            Some(Node::Splitting { frozen, .. }) => CapturedLeaf {
+                filter: frozen.filter.encode(),
+                records: frozen.log.len(),
+                file_len: frozen.log.file_len(),
+                last_lsn: frozen.last_lsn,
+            },
+            Some(Node::Inner { .. }) | None => {
+                let retained = self.capture.lock().as_mut().and_then(|c| c.retained.remove(&id));
+                let Some(r) = retained else {
+                    return Err(io::Error::other(format!("leaf {id} of the snapshot is gone")));
+                };
+                CapturedLeaf {
+                    filter: r.filter.encode(),
+                    records: r.records,
+                    file_len: r.file_len,
+                    last_lsn: r.last_lsn,
+                }
+            }
+        };
+        if let Some(c) = self.capture.lock().as_mut()
+            && let Some(p) = c.pending.get_mut(id as usize)
+        {
+            *p = false;
+        }
+        // A sealed file that could not be written holds fewer records than the leaf claims.
+        self.leaves.check().map_err(io::Error::other)?;
+        Ok(captured)
+    }
+
+    /// Recovery: records the fingerprints of one log record that ends at `end`, in
+    /// [`Mode::Record`], except those the snapshot leaf on their path already holds. `guard`
+    /// is [`LoadedSnapshot::guard`]: per node id of the snapshot, its leaf's `last_lsn` (0 for
+    /// the inner nodes).
+    pub fn replay(&self, fps: &[u64], end: u64, guard: &[u64]) {
+        let covered = |fp: u64| -> bool {
+            let topo = self.topo.read();
+            let mut id = ROOT;
+            loop {
+                if let Some(&lsn) = guard.get(id as usize)
+                    && lsn > 0
+                {
+                    return end <= lsn;
+                }
+                let (depth, children) = match topo.nodes.get(id as usize) {
+                    Some(Node::Inner { depth, children })
+                    | Some(Node::Splitting { depth, children, .. }) => (*depth, children),
+                    _ => return false,
+                };
+                id = children[self.route(fp, depth, children.len())];
+            }
+        };
+        let max_guard = guard.iter().copied().max().unwrap_or(0);
+        let kept: Vec<u64> = if end > max_guard {
+            fps.to_vec()
+        } else {
+            fps.iter().copied().filter(|&fp| !covered(fp)).collect()
+        };
+        let mut out = vec![false; kept.len()];
+        let never: Result<(), std::convert::Infallible> =
+            self.insert_batch_with(&kept, &mut out, Mode::Record, &mut |_| Ok(end));
+        let Ok(()) = never;
     }
 
     /// Rebuilds a tree from a snapshot (version 2, or version 1, whose inline leaf logs are
@@ -1018,7 +1175,8 @@ impl Dsbf {
         }
         r.take(6)?;
         let log_offset = r.u64()?;
-        let count = r.u64()?;
+        // Version 1 has the count here; version 2 at the end (it is known only then).
+        let v1_count = if version == SNAPSHOT_V1 { r.u64()? } else { 0 };
         let splits_done = r.u64()?;
         let node_count = r.u32()? as usize;
         if node_count == 0 || node_count > (u32::MAX / 2) as usize {
@@ -1029,6 +1187,7 @@ impl Dsbf {
         let mut nodes = Vec::with_capacity(node_count.min(1 << 16));
         let mut files_to_adopt = Vec::new();
         let mut logged = 0u64;
+        let mut guard = Vec::new();
         for id in 0..node_count {
             let id = id as NodeId;
             let tag = r.u8()?;
@@ -1043,8 +1202,13 @@ impl Dsbf {
                     nodes.push(Node::Inner { depth, children });
                 }
                 NODE_LEAF => {
-                    let (records, file_len) =
-                        if version == SNAPSHOT_V1 { (0, 0) } else { (r.u64()?, r.u64()?) };
+                    // Version 1 was written under the exclusive lock: every leaf covers the log
+                    // up to the snapshot's offset.
+                    let (records, file_len, last_lsn) = if version == SNAPSHOT_V1 {
+                        (0, 0, log_offset)
+                    } else {
+                        (r.u64()?, r.u64()?, r.u64()?)
+                    };
                     let filter_len = r.u64()?;
                     if filter_len > max_filter_len {
                         return Err(format!("node {id}: implausible filter length {filter_len}"));
@@ -1074,14 +1238,15 @@ impl Dsbf {
                         LeafLog::reopened(id, records, file_len)
                     };
                     logged += log.len();
-                    nodes.push(Node::Leaf {
-                        depth,
-                        leaf: Box::new(RwLock::new(Leaf { filter, log })),
-                    });
+                    guard.resize(id as usize + 1, 0);
+                    guard[id as usize] = last_lsn.max(1);
+                    let leaf = Leaf { filter, log, last_lsn };
+                    nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(leaf)) });
                 }
                 other => return Err(format!("node {id}: unknown node tag {other}")),
             }
         }
+        let count = if version == SNAPSHOT_V1 { v1_count } else { r.u64()? };
         let expected = r.hasher.digest();
         let mut stored = [0u8; 8];
         r.inner.read_exact(&mut stored).map_err(|e| format!("reading the checksum: {e}"))?;
@@ -1112,7 +1277,8 @@ impl Dsbf {
         tree.len.store(count, Ordering::Relaxed);
         tree.splits_done.store(splits_done, Ordering::Relaxed);
         tree.splits_started.store(splits_done, Ordering::Relaxed);
-        Ok(LoadedSnapshot { tree, log_offset, version, leaves: live })
+        guard.resize(node_count, 0);
+        Ok(LoadedSnapshot { tree, log_offset, version, leaves: live, guard })
     }
 }
 
@@ -1274,6 +1440,7 @@ fn new_leaf(params: &TreeParams, leaves: &LeafStore, id: NodeId) -> Leaf {
     Leaf {
         filter: BlockedBloom::new(params.leaf_bits, params.leaf_hashes, params.probe_seed()),
         log: LeafLog::new(leaves, id, reserve),
+        last_lsn: 0,
     }
 }
 
