@@ -43,7 +43,7 @@ pub const LEAF_FILE_VERSION: u16 = 1;
 /// Bytes of a leaf file's header.
 pub(crate) const HEADER_LEN: u64 = 16;
 /// Bytes of one record.
-pub(crate) const RECORD_LEN: usize = 16;
+pub const RECORD_LEN: usize = 16;
 const BLOCK_OVERHEAD: usize = 8 + 8;
 /// Records a file-backed leaf buffers before it appends them to its file as one block: 16 KiB
 /// of RAM per leaf, and one `write` per 1,024 URLs.

@@ -36,8 +36,10 @@
 //! # Quirks
 //! - While a leaf splits, its frozen filter and its children both answer queries, so for that
 //!   moment a query routed there sees the frozen leaf's FPR plus a small one from the children.
-//! - Each leaf keeps the fingerprints it recorded (8 bytes per URL) so it can be re-hashed into
-//!   children: the filter alone cannot be split.
+//! - Each leaf keeps the fingerprints it recorded so it can be re-hashed into children (the
+//!   filter alone cannot be split). [`Db::open`] and [`Db::temporary`] keep them in one file per
+//!   leaf (16 bytes per URL on disk, a 16 KiB buffer per leaf in RAM), so RAM holds the filters;
+//!   [`Db::in_memory`] keeps them on the heap, 8 bytes per URL.
 
 mod backend;
 mod db;

@@ -54,7 +54,19 @@ struct Dsbf {
     k: u32,
     leaves: u64,
     expected_fpr: f64,
+    /// RAM the namespace holds at capacity: its leaf filters and their record buffers.
+    ram_bytes: u64,
+    /// Disk it holds at capacity: leaf files (16 B per URL), without the log of `--data`.
+    leaf_file_bytes: u64,
+    /// `--data` adds the log: at least 8 B per URL, plus 16 B per record.
+    log_bytes_at_least: u64,
 }
+
+/// RAM per file-backed leaf besides its filter: its record buffer.
+const LEAF_BUFFER_BYTES: u64 =
+    (urlseen_engine::leaf_log::BUFFER_RECORDS * urlseen_engine::leaf_log::RECORD_LEN) as u64;
+/// Bytes of one fingerprint in a leaf file.
+const LEAF_RECORD_BYTES: u64 = urlseen_engine::leaf_log::RECORD_LEN as u64;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     // The leaf size a namespace with this capacity and rate would use, unless one is given.
@@ -68,6 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.fpr,
         Some(args.leaf_bits.unwrap_or_else(|| auto.effective_leaf_bits())),
     )?;
+    // What RSS and the disk will show at capacity: filters plus one record buffer per leaf in
+    // RAM, the fingerprints in leaf files (and the log, with --data) on disk.
+    let ram_bytes = p.leaves * (p.leaf_bits.div_ceil(512) * 64 + LEAF_BUFFER_BYTES);
+    let leaf_file_bytes = p.capacity * LEAF_RECORD_BYTES;
+    let log_bytes_at_least = p.capacity * 8;
     if args.json {
         let json = Json {
             capacity: p.capacity,
@@ -83,6 +100,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 k: p.leaf_hashes,
                 leaves: p.leaves,
                 expected_fpr: p.dsbf_fpr,
+                ram_bytes,
+                leaf_file_bytes,
+                log_bytes_at_least,
             },
         };
         println!("{}", serde_json::to_string_pretty(&json)?);
@@ -115,6 +135,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         p.leaf_hashes
     );
     println!("  c = {} leaves (formula 5), expected FPR {:.6} (formula 8)", p.leaves, p.dsbf_fpr);
+    println!(
+        "  RAM {} (filters + a 16 KiB record buffer per leaf); disk {} of leaf files \
+         (16 B/URL), and with --data a log of at least {}",
+        human(ram_bytes),
+        human(leaf_file_bytes),
+        human(log_bytes_at_least)
+    );
+    println!(
+        "  (a namespace that grew past its capacity by splits holds leaves between half full \
+         and full: up to twice this RAM per URL)"
+    );
     Ok(())
 }
 

@@ -182,6 +182,7 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
             writeln!(out, "  mode            {}", s.mode)?;
             writeln!(out, "  URLs            {}", s.count)?;
             writeln!(out, "  memory          {:.2} MiB", s.memory_bytes as f64 / 1048576.0)?;
+            writeln!(out, "  disk            {:.2} MiB", s.disk_bytes as f64 / 1048576.0)?;
             writeln!(
                 out,
                 "  FPR             worst leaf {:.6}, mean {:.6} (bound {})",

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The crash check of docs/benchmarks.md, on a data directory that a scale run filled:
+#   1. a second `urlseen filter --data DIR` over fresh URLs is killed with SIGKILL after SECONDS;
+#   2. the restart recovers (timed, with its peak RSS), and every URL the killed run printed
+#      (acknowledged) is fed back: none may be printed again;
+#   3. the false-positive rate on 1,000,000 other fresh URLs.
+#
+#   scripts/kill-restart.sh DIR SECONDS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=$1 secs=$2
+bin=target/release/urlseen
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# $! of a background pipeline is its last command: the filter.
+"$bin" gen --count 200000000 --repeats 0 --seed 3 | "$bin" filter --data "$dir" > "$tmp/printed" &
+filter=$!
+sleep "$secs"
+kill -9 "$filter"
+wait "$filter" 2>/dev/null || true
+# A line cut by the kill is not an acknowledgement.
+if [[ -s $tmp/printed && $(tail -c1 "$tmp/printed" | od -An -c | tr -d ' ') != '\n' ]]; then
+    sed -i '$ d' "$tmp/printed"
+fi
+echo "killed after ${secs}s: $(wc -l < "$tmp/printed") URLs printed (acknowledged)"
+again=$( { /usr/bin/time -v "$bin" filter --data "$dir" --stats < "$tmp/printed" 2> "$tmp/restart" ; } | wc -l)
+echo "restart: $(grep -o 'Elapsed (wall clock) time.*' "$tmp/restart"), peak RSS $(awk -F': ' '/Maximum resident/ {print $2}' "$tmp/restart") KiB"
+echo "acknowledged URLs printed again after the restart: $again"
+new=$("$bin" gen --count 1000000 --repeats 0 --seed 11 | "$bin" filter --data "$dir" | wc -l)
+echo "other fresh URLs: 1000000, answered seen: $((1000000 - new)) (FPR $(echo "(1000000 - $new) / 1000000" | bc -l))"
+[[ $again -eq 0 ]]
