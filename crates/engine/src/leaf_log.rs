@@ -121,7 +121,9 @@ pub struct LeafFiles {
 }
 
 impl LeafFiles {
-    /// The leaf files in `dir` (created if missing). `keep_retired`: see [`Self::take_retired`].
+    /// The leaf files in `dir` (created if missing). `keep_retired`: whether the files of
+    /// retired leaves must wait for the next checkpoint (a data directory, whose snapshot on disk
+    /// may still name them) or may go at once (a spill directory).
     ///
     /// # Errors
     /// [`Error::Io`].
