@@ -730,6 +730,9 @@ pub struct LeafReport {
     pub depth: u32,
     /// Elements recorded.
     pub count: u64,
+    /// Elements it holds before it splits (`u` at its depth: deeper leaves are larger when the
+    /// split policy's growth is above 1).
+    pub capacity: u64,
     /// Fraction of bits set.
     pub fill_ratio: f64,
     /// Estimated FPR from the count.
@@ -742,6 +745,7 @@ impl From<&LeafStats> for LeafReport {
             id: l.id,
             depth: l.depth,
             count: l.count,
+            capacity: l.capacity,
             fill_ratio: l.fill_ratio,
             estimated_fpr: l.estimated_fpr,
         }

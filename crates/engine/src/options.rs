@@ -116,11 +116,24 @@ pub struct SplitPolicy {
     pub step: usize,
     /// Who migrates a splitting leaf's fingerprints into its children.
     pub mode: SplitMode,
+    /// Each child's filter has this many times its parent's bits, up to
+    /// [`DEFAULT_MAX_LEAF_BITS`] (or the first leaves' size, if larger), as RedisBloom's
+    /// expansion makes each new sub-filter larger: a tree created small stays shallow as it
+    /// grows (capacity multiplies by about `fanout × growth` per level instead of `fanout`).
+    /// 1 keeps every leaf the size of the first ones. Every leaf is still sized by formulas
+    /// (4)–(6) for its own bits, so each stays under `f_max`.
+    pub growth: u32,
 }
 
 impl Default for SplitPolicy {
     fn default() -> Self {
-        SplitPolicy { fanout: 2, threshold: 1.0, step: 8192, mode: SplitMode::Background }
+        SplitPolicy {
+            fanout: 2,
+            threshold: 1.0,
+            step: 8192,
+            mode: SplitMode::Background,
+            growth: 4,
+        }
     }
 }
 
@@ -135,6 +148,9 @@ impl SplitPolicy {
         }
         if self.step == 0 {
             return bad("split.step", "must be at least 1".into());
+        }
+        if !(1..=16).contains(&self.growth) {
+            return bad("split.growth", format!("must be in 1..=16, got {}", self.growth));
         }
         Ok(())
     }

@@ -39,7 +39,9 @@ use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
-const META_VERSION: u16 = 1;
+/// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
+/// leaves it was made with.
+const META_VERSION: u16 = 2;
 
 /// How a data directory is opened.
 #[derive(Debug, Clone)]
@@ -484,7 +486,7 @@ impl DirLock {
 /// "URLSEENM" | version u16 | [0; 6] | canon version u32 | name len u32 | name
 /// capacity u64 | fpr f64 | leaf bits u64 (effective) | seed u64
 /// profile len u8 | profile | canon flags u8 | fanout u32 | threshold f64 | step u64 | mode u8
-/// exact u8 | counting u8 | xxh3_64 of everything before
+/// exact u8 | counting u8 | growth u32 (version 2) | xxh3_64 of everything before
 /// ```
 fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     let mut out = Vec::new();
@@ -518,6 +520,7 @@ fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     });
     out.push(u8::from(o.exact));
     out.push(u8::from(o.counting));
+    out.extend_from_slice(&o.split.growth.to_le_bytes());
     let check = xxhash_rust::xxh3::xxh3_64(&out);
     out.extend_from_slice(&check.to_le_bytes());
     out
@@ -538,7 +541,7 @@ fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u
         return Err(bad("not a urlseen namespace (bad magic)"));
     }
     let version = r.u16().map_err(err)?;
-    if version != META_VERSION {
+    if version != META_VERSION && version != 1 {
         return Err(Error::UnsupportedVersion {
             what: "namespace meta",
             found: u32::from(version),
@@ -575,6 +578,7 @@ fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u
     };
     let exact = r.u8().map_err(err)? != 0;
     let counting = r.u8().map_err(err)? != 0;
+    let growth = if version >= 2 { r.u32().map_err(err)? } else { 1 };
     if r.pos != body.len() {
         return Err(bad("trailing bytes"));
     }
@@ -584,7 +588,7 @@ fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u
         leaf_bits: Some(leaf_bits),
         canon,
         seed,
-        split: SplitPolicy { fanout, threshold, step, mode },
+        split: SplitPolicy { fanout, threshold, step, mode, growth },
         exact,
         counting,
     };
@@ -611,6 +615,7 @@ mod tests {
         assert_eq!(back.fpr, 0.002);
         assert_eq!(back.canon, o.canon);
         assert_eq!(back.leaf_bits, Some(o.effective_leaf_bits()));
+        assert_eq!(back.split, o.split);
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;

@@ -14,7 +14,9 @@
 //!
 //! # Splits
 //! A leaf whose log reaches its split point becomes *splitting*: its filter and log are frozen,
-//! `fanout` empty children are added under it, and from then on
+//! `fanout` empty children are added under it (each `growth` times its bits, up to a maximum:
+//! every depth has its own size, [`TreeParams::level`], so a tree created small stays shallow),
+//! and from then on
 //! - inserts go to the children (after checking the frozen filter, which still answers),
 //! - queries check the frozen filter and then the children,
 //! - a migrator re-hashes the frozen log into the children, one bounded step at a time,
@@ -74,6 +76,23 @@ pub struct TreeParams {
     pub seed: u64,
     /// The split policy.
     pub split: SplitPolicy,
+    /// The largest leaf growth makes, in bits.
+    pub max_leaf_bits: u64,
+    /// The leaves' sizes by depth (index: depth − 1), after growth.
+    levels: [Level; PRECOMPUTED_LEVELS],
+}
+
+/// The size of the leaves at one depth of a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Level {
+    /// Bits of the filter (`m`).
+    pub bits: u64,
+    /// Probes (`k`).
+    pub hashes: u32,
+    /// Elements before its FPR would pass `f_max` (formula 4, for blocked filters).
+    pub capacity: u64,
+    /// The element count at which it splits.
+    pub split_at: u64,
 }
 
 impl TreeParams {
@@ -85,7 +104,10 @@ impl TreeParams {
         let initial_leaves =
             plan::leaf_count(capacity, split_point).clamp(1, u64::from(u32::MAX / 2));
         let split_at = if split.mode == SplitMode::Never { u64::MAX } else { split_point };
-        TreeParams {
+        let max_leaf_bits =
+            leaf_bits.max(crate::options::DEFAULT_MAX_LEAF_BITS).div_ceil(512) * 512;
+        let levels = [Level::default(); PRECOMPUTED_LEVELS];
+        let mut params = TreeParams {
             leaf_bits,
             leaf_hashes,
             leaf_capacity,
@@ -94,7 +116,46 @@ impl TreeParams {
             fpr,
             seed,
             split,
+            max_leaf_bits,
+            levels,
+        };
+        params.size_levels();
+        params
+    }
+
+    /// Fills in `levels`: depth 1 has the first leaves' size, each deeper one `growth` times
+    /// its parent's bits, up to `max_leaf_bits`.
+    fn size_levels(&mut self) {
+        let mut bits = self.leaf_bits;
+        let mut prev: Option<Level> = None;
+        for i in 0..PRECOMPUTED_LEVELS {
+            if i > 0 {
+                bits = bits
+                    .saturating_mul(u64::from(self.split.growth.max(1)))
+                    .min(self.max_leaf_bits);
+                bits = bits.div_ceil(512) * 512;
+            }
+            let level = match prev {
+                Some(p) if p.bits == bits => p,
+                _ => {
+                    let (capacity, hashes) = plan::blocked_capacity(bits, self.fpr);
+                    let capacity = capacity.max(1);
+                    let split_point =
+                        ((capacity as f64 * self.split.threshold).floor() as u64).max(1);
+                    let split_at =
+                        if self.split.mode == SplitMode::Never { u64::MAX } else { split_point };
+                    Level { bits, hashes, capacity, split_at }
+                }
+            };
+            self.levels[i] = level;
+            prev = Some(level);
         }
+    }
+
+    /// The size of the leaves at `depth` (the root's children are at depth 1).
+    pub fn level(&self, depth: u32) -> Level {
+        let i = (depth.max(1) as usize - 1).min(PRECOMPUTED_LEVELS - 1);
+        self.levels[i]
     }
 
     fn probe_seed(&self) -> u64 {
@@ -118,6 +179,8 @@ struct Leaf {
     /// one after it. A snapshot stores it with the leaf, so recovery knows which log records
     /// the leaf already holds (see [`Dsbf::write_snapshot`]).
     last_lsn: u64,
+    /// The element count at which this leaf splits: its depth's (see [`TreeParams::level`]).
+    split_at: u64,
 }
 
 struct Frozen {
@@ -256,7 +319,7 @@ impl Dsbf {
         let mut nodes = Vec::with_capacity(c as usize + 1);
         nodes.push(Node::Inner { depth: 0, children: (1..=c).collect() });
         for id in 1..=c {
-            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, id)));
+            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, id, 1)));
             nodes.push(Node::Leaf { depth: 1, leaf });
         }
         Self::with_nodes(params, workers, leaves, nodes)
@@ -347,13 +410,13 @@ impl Dsbf {
                 };
                 let Some(cell) = topo.leaf(id) else { continue };
                 let mut leaf = cell.write();
-                if leaf.log.len() < self.params.split_at {
+                if leaf.log.len() < leaf.split_at {
                     let was = leaf.filter.insert(fp);
                     if !was || mode == Mode::Record {
                         leaf.log.push(&self.leaves, LeafRecord::new(fp, current_minute()));
                         self.len.fetch_add(1, Ordering::Relaxed);
                     }
-                    let filled = leaf.log.len() >= self.params.split_at;
+                    let filled = leaf.log.len() >= leaf.split_at;
                     // Under the leaf's lock, as in `insert_batch_core`.
                     let hooked = if !was || mode == Mode::Record { on_new(&[fp]) } else { Ok(0) };
                     if let Ok(lsn) = hooked {
@@ -523,7 +586,7 @@ impl Dsbf {
         group: &[(NodeId, u32)],
         g: &mut Groups<'_, '_, '_, '_, E>,
     ) {
-        let room = self.params.split_at.saturating_sub(leaf.log.len());
+        let room = leaf.split_at.saturating_sub(leaf.log.len());
         let take = group.len().min(usize::try_from(room).unwrap_or(usize::MAX));
         let first_recorded = g.recorded.len();
         let mut added = 0;
@@ -562,7 +625,7 @@ impl Dsbf {
             }
         }
         g.pending.extend(group[take..].iter().map(|&(_, i)| i));
-        if leaf.log.len() >= self.params.split_at {
+        if leaf.log.len() >= leaf.split_at {
             g.full.push(group[0].0);
         }
     }
@@ -600,7 +663,7 @@ impl Dsbf {
             self.len.fetch_add(1, Ordering::Relaxed);
             let lsn = on_new(std::slice::from_ref(&fp))?;
             leaf.last_lsn = leaf.last_lsn.max(lsn);
-            if leaf.log.len() >= self.params.split_at && !full.contains(&id) {
+            if leaf.log.len() >= leaf.split_at && !full.contains(&id) {
                 full.push(id);
             }
         }
@@ -686,7 +749,8 @@ impl Dsbf {
         let first_child = topo.nodes.len() as NodeId;
         let Some(node) = topo.nodes.get_mut(id as usize) else { return false };
         let Node::Leaf { depth, leaf } = node else { return false };
-        if leaf.get_mut().log.len() < self.params.split_at {
+        let leaf_mut = leaf.get_mut();
+        if leaf_mut.log.len() < leaf_mut.split_at {
             return false;
         }
         let depth = *depth;
@@ -694,14 +758,14 @@ impl Dsbf {
         let children: Box<[NodeId]> = (first_child..first_child + fanout).collect();
         let old = std::mem::replace(node, Node::Inner { depth, children: children.clone() });
         let Node::Leaf { leaf, .. } = old else { return false };
-        let Leaf { filter, mut log, last_lsn } = leaf.into_inner();
+        let Leaf { filter, mut log, last_lsn, .. } = leaf.into_inner();
         // Its buffered tail goes to the file, so the migrator reads it all from there.
         log.seal(&self.leaves);
         let frozen =
             Box::new(Frozen { filter, log, last_lsn, cursor: Mutex::new(Cursor::default()) });
         *node = Node::Splitting { depth, frozen, children };
         for id in first_child..first_child + fanout {
-            let leaf = Box::new(RwLock::new(new_leaf(&self.params, &self.leaves, id)));
+            let leaf = Box::new(RwLock::new(new_leaf(&self.params, &self.leaves, id, depth + 1)));
             topo.nodes.push(Node::Leaf { depth: depth + 1, leaf });
         }
         self.splits_started.fetch_add(1, Ordering::Relaxed);
@@ -792,7 +856,7 @@ impl Dsbf {
                 .collect();
             let mut end = chunk.len();
             for (group, leaf) in &groups {
-                let room = self.params.split_at.saturating_sub(leaf.log.len());
+                let room = leaf.split_at.saturating_sub(leaf.log.len());
                 if let Some(&(leaf_id, pos)) = usize::try_from(room).ok().and_then(|r| group.get(r))
                     && (pos as usize) < end
                 {
@@ -877,11 +941,11 @@ impl Dsbf {
                         id: id as NodeId,
                         depth: *depth,
                         count,
-                        capacity: self.params.leaf_capacity,
+                        capacity: self.params.level(*depth).capacity,
                         fill_ratio: leaf.filter.fill_ratio(),
                         estimated_fpr: plan::blocked_fpr(
-                            self.params.leaf_bits,
-                            self.params.leaf_hashes,
+                            self.params.level(*depth).bits,
+                            self.params.level(*depth).hashes,
                             count,
                         ),
                     });
@@ -1183,7 +1247,7 @@ impl Dsbf {
             return Err(format!("implausible node count {node_count}"));
         }
         // A filter's encoding: its bits plus a header and checksum of well under 4 KiB.
-        let max_filter_len = params.leaf_bits.div_ceil(512) * 64 + 4096;
+        let max_filter_len = params.max_leaf_bits.div_ceil(512) * 64 + 4096;
         let mut nodes = Vec::with_capacity(node_count.min(1 << 16));
         let mut files_to_adopt = Vec::new();
         let mut logged = 0u64;
@@ -1215,8 +1279,9 @@ impl Dsbf {
                     }
                     let filter = BlockedBloom::decode(&r.take(filter_len as usize)?)
                         .map_err(|e| format!("node {id}: leaf filter: {e}"))?;
-                    if filter.num_bits() != params.leaf_bits.div_ceil(512) * 512
-                        || filter.num_hashes() != params.leaf_hashes
+                    let level = params.level(depth);
+                    if filter.num_bits() != level.bits.div_ceil(512) * 512
+                        || filter.num_hashes() != level.hashes
                         || filter.seed() != params.probe_seed()
                     {
                         return Err(format!(
@@ -1240,7 +1305,7 @@ impl Dsbf {
                     logged += log.len();
                     guard.resize(id as usize + 1, 0);
                     guard[id as usize] = last_lsn.max(1);
-                    let leaf = Leaf { filter, log, last_lsn };
+                    let leaf = Leaf { filter, log, last_lsn, split_at: level.split_at };
                     nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(leaf)) });
                 }
                 other => return Err(format!("node {id}: unknown node tag {other}")),
@@ -1433,14 +1498,16 @@ fn group_by_node(items: &mut Vec<(NodeId, u32)>, nodes: usize, scratch: &mut Vec
     std::mem::swap(items, scratch);
 }
 
-fn new_leaf(params: &TreeParams, leaves: &LeafStore, id: NodeId) -> Leaf {
+fn new_leaf(params: &TreeParams, leaves: &LeafStore, id: NodeId, depth: u32) -> Leaf {
+    let level = params.level(depth);
     // In memory the log fills to `split_at` before the leaf splits: reserve it once instead of
     // growing it by copies. The allocator maps pages lazily, so an empty leaf costs no memory.
-    let reserve = params.split_at.min(1 << 24) as usize;
+    let reserve = level.split_at.min(1 << 24) as usize;
     Leaf {
-        filter: BlockedBloom::new(params.leaf_bits, params.leaf_hashes, params.probe_seed()),
+        filter: BlockedBloom::new(level.bits, level.hashes, params.probe_seed()),
         log: LeafLog::new(leaves, id, reserve),
         last_lsn: 0,
+        split_at: level.split_at,
     }
 }
 
@@ -1582,7 +1649,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn params(mode: SplitMode, fanout: u32, step: usize) -> TreeParams {
-        TreeParams::new(100, 0.01, 4096, 9, SplitPolicy { fanout, step, mode, threshold: 1.0 })
+        TreeParams::new(
+            100,
+            0.01,
+            4096,
+            9,
+            SplitPolicy { fanout, step, mode, threshold: 1.0, growth: 1 },
+        )
     }
 
     fn tree(mode: SplitMode) -> Arc<Dsbf> {

@@ -14,7 +14,8 @@ fn small(mode: SplitMode) -> NamespaceOptions {
         capacity: 2_000,
         fpr: 0.01,
         leaf_bits: Some(1 << 14),
-        split: SplitPolicy { mode, step: 257, ..SplitPolicy::default() },
+        // Uniform leaves (no growth), so the tree splits often: splits are what is tested.
+        split: SplitPolicy { mode, step: 257, growth: 1, ..SplitPolicy::default() },
         ..NamespaceOptions::default()
     }
 }

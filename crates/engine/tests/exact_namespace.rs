@@ -18,7 +18,7 @@ fn busy_exact(mode: SplitMode) -> NamespaceOptions {
         capacity: 1_000,
         fpr: 0.3,
         leaf_bits: Some(1 << 12),
-        split: SplitPolicy { mode, step: 101, ..SplitPolicy::default() },
+        split: SplitPolicy { mode, step: 101, growth: 1, ..SplitPolicy::default() },
         exact: true,
         ..NamespaceOptions::default()
     }

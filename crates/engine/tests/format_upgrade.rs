@@ -96,6 +96,8 @@ fn a_version_1_directory_is_upgraded_and_loses_nothing() {
         assert_eq!(rec.snapshot_offset, Some(40_408), "{rec:?}");
         assert_eq!(rec.replayed_fingerprints, 599, "{rec:?}");
         assert_eq!(ns.len(), 5_584);
+        // A version 1 meta had no growth: its tree keeps the equal-sized leaves it was made with.
+        assert_eq!(ns.options().split.growth, 1);
         // Exactly what 0.1.0 answers on the same directory: every recorded URL seen.
         assert_eq!(not_seen(&ns, recorded), NOT_RECORDED);
         let false_hits = ns.contains_batch(never).unwrap().iter().filter(|&&h| h).count();

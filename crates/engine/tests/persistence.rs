@@ -10,8 +10,14 @@ use urlseen_corpus::distinct_urls;
 use urlseen_engine::storage::FaultyStorage;
 use urlseen_engine::{Db, DbOptions, Error, Fsync, NamespaceOptions};
 
+/// Small and uniform (no growth), so that a few thousand URLs make many splits.
 fn small() -> NamespaceOptions {
-    NamespaceOptions { capacity: 1_000, fpr: 0.01, ..NamespaceOptions::default() }
+    NamespaceOptions {
+        capacity: 1_000,
+        fpr: 0.01,
+        split: urlseen_engine::SplitPolicy { growth: 1, ..Default::default() },
+        ..NamespaceOptions::default()
+    }
 }
 
 fn opts(fsync: Fsync) -> DbOptions {

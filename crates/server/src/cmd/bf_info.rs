@@ -27,8 +27,9 @@
 //! - `Capacity`: the capacity it was created with until the tree first splits; then the sum of
 //!   the leaves' capacities (what it holds before splitting again), never less than the former.
 //!   A `NONSCALING` filter's capacity is the one it was created with: it refuses more.
-//! - `Size`: bytes of filters and fingerprint logs (a DSBF keeps each leaf's fingerprints so
-//!   that it can split it).
+//! - `Size`: bytes of RAM the key holds: its filters and record buffers (a DSBF keeps each
+//!   leaf's fingerprints so that it can split it; without `--data` they spill to a temporary
+//!   directory, so they are not counted here).
 //! - `Number of filters`: the leaf filters.
 //! - `Number of items inserted`: items added and detected as new.
 //! - `Expansion rate`: the split fanout; null for `NONSCALING`.
@@ -81,7 +82,7 @@ impl BloomInfo {
         let s = ns.stats();
         let options = ns.options();
         let nonscaling = options.split.mode == SplitMode::Never;
-        let grown = s.leaf_capacity.saturating_mul(s.leaf_count as u64);
+        let grown = s.leaves.iter().map(|l| l.capacity).fold(0u64, u64::saturating_add);
         let capacity = if nonscaling || s.splits_started == 0 {
             options.capacity
         } else {
