@@ -76,7 +76,7 @@ fn routing_cost(c: &mut Criterion) {
     }
     db.wait_for_splits();
     let stats = ns.stats();
-    let total_bits = stats.leaf_bits * stats.leaf_count as u64;
+    let total_bits: u64 = stats.leaves.iter().map(|l| l.bits).sum();
     eprintln!(
         "DSBF: {} fingerprints, {} leaves of {} bits (k = {}), height {}, {:.0} MiB filters",
         stats.count,
@@ -177,5 +177,75 @@ fn growth(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, routing_cost, growth);
+/// Issue 10's shallow-growth goal: check-and-insert on a namespace created for 100,000 and grown
+/// by splits to `URLSEEN_BENCH_GROWN_N` fingerprints (default 20,000,000), against one blocked
+/// filter pre-sized to the tree's total bits and filled as much, one thread, same run. The tree
+/// keeps growing while it is measured (splits included), as a crawl's does.
+fn grown_vs_presized(c: &mut Criterion) {
+    let n = std::env::var("URLSEEN_BENCH_GROWN_N")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(20_000_000, |v| v as u64);
+    let fresh = Fresh(AtomicU64::new(1 << 40));
+    let db = Db::in_memory();
+    let ns = db
+        .create_namespace("grown", NamespaceOptions { capacity: 100_000, ..Default::default() })
+        .expect("namespace");
+    let mut fps = vec![0u64; 1 << 16];
+    let mut out = vec![false; 1 << 16];
+    let mut filled = 0;
+    while filled < n {
+        let take = ((n - filled) as usize).min(fps.len());
+        fresh.fill(&mut fps[..take]);
+        ns.seen_fingerprints(&fps[..take], &mut out[..take]).expect("in memory");
+        filled += take as u64;
+    }
+    db.wait_for_splits();
+    let stats = ns.stats();
+    let total_bits: u64 = stats.leaves.iter().map(|l| l.bits).sum();
+    eprintln!(
+        "grown DSBF: {} fingerprints, {} leaves, height {}, {:.0} MiB of filters",
+        stats.count,
+        stats.leaf_count,
+        stats.height,
+        total_bits as f64 / 8.0 / 1048576.0
+    );
+    let single = Mutex::new(BlockedBloom::new(total_bits, stats.leaf_hashes, 3));
+    {
+        let mut f = single.lock();
+        let refill = Fresh(AtomicU64::new(1 << 62));
+        let mut filled = 0;
+        while filled < n {
+            let take = ((n - filled) as usize).min(fps.len());
+            refill.fill(&mut fps[..take]);
+            f.insert_batch(&fps[..take], &mut out[..take]);
+            filled += take as u64;
+        }
+    }
+    let mut group = c.benchmark_group("grown_vs_presized");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(BATCH as u64));
+    group.bench_function("dsbf_grown", |b| {
+        b.iter_custom(|iters| {
+            timed(1, iters, &|fps, out| {
+                fresh.fill(fps);
+                ns.seen_fingerprints(fps, out).expect("in memory");
+            })
+        })
+    });
+    group.bench_function("blocked_presized", |b| {
+        b.iter_custom(|iters| {
+            timed(1, iters, &|fps, out| {
+                fresh.fill(fps);
+                single.lock().insert_batch(fps, out);
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, routing_cost, growth, grown_vs_presized);
 criterion_main!(benches);

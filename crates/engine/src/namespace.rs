@@ -733,6 +733,8 @@ pub struct LeafReport {
     /// Elements it holds before it splits (`u` at its depth: deeper leaves are larger when the
     /// split policy's growth is above 1).
     pub capacity: u64,
+    /// Bits of its filter.
+    pub bits: u64,
     /// Fraction of bits set.
     pub fill_ratio: f64,
     /// Estimated FPR from the count.
@@ -746,6 +748,7 @@ impl From<&LeafStats> for LeafReport {
             depth: l.depth,
             count: l.count,
             capacity: l.capacity,
+            bits: l.bits,
             fill_ratio: l.fill_ratio,
             estimated_fpr: l.estimated_fpr,
         }

@@ -942,6 +942,7 @@ impl Dsbf {
                         depth: *depth,
                         count,
                         capacity: self.params.level(*depth).capacity,
+                        bits: self.params.level(*depth).bits,
                         fill_ratio: leaf.filter.fill_ratio(),
                         estimated_fpr: plan::blocked_fpr(
                             self.params.level(*depth).bits,
@@ -1551,6 +1552,8 @@ pub struct LeafStats {
     pub count: u64,
     /// The leaf's capacity `u` under `f_max`.
     pub capacity: u64,
+    /// Bits of its filter (`m` at its depth).
+    pub bits: u64,
     /// Fraction of the filter's bits set.
     pub fill_ratio: f64,
     /// FPR of this leaf by formula, from its count.
