@@ -68,8 +68,9 @@ struct Inner {
     workers: Arc<SplitWorkers>,
     /// The data directory and its lock, for a persistent `Db`.
     root: Option<(PathBuf, DirLock)>,
-    /// The spill directory of a temporary `Db` (removed when it is dropped).
-    spill: Option<tempfile::TempDir>,
+    /// The spill directory of a temporary `Db`, removed when the `Db` and every namespace it
+    /// made are dropped.
+    spill: Option<Arc<tempfile::TempDir>>,
     options: DbOptions,
     closed: AtomicBool,
 }
@@ -85,7 +86,8 @@ impl Db {
     /// A `Db` that is not persisted, but keeps its leaves' fingerprints in files in a new
     /// spill directory under `parent` (or the system's temporary directory, `$TMPDIR`), so
     /// that RAM holds only the filters and small buffers. The directory is removed when the
-    /// `Db` is dropped (a killed process leaves it behind: it is named `urlseen-spill-*`).
+    /// `Db` and the namespaces it made are dropped (a killed process leaves it behind: it is
+    /// named `urlseen-spill-*`).
     ///
     /// # Errors
     /// [`Error::Io`] if the directory cannot be created.
@@ -95,10 +97,10 @@ impl Db {
             .prefix("urlseen-spill-")
             .tempdir_in(&parent)
             .map_err(|e| Error::io("create spill directory in", &parent, e))?;
-        Ok(Self::unpersisted(Some(dir)))
+        Ok(Self::unpersisted(Some(Arc::new(dir))))
     }
 
-    fn unpersisted(spill: Option<tempfile::TempDir>) -> Self {
+    fn unpersisted(spill: Option<Arc<tempfile::TempDir>>) -> Self {
         Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::new(BTreeMap::new()),
@@ -113,7 +115,7 @@ impl Db {
 
     /// The spill directory of a [`Db::temporary`].
     pub fn spill_dir(&self) -> Option<&Path> {
-        self.inner.spill.as_ref().map(tempfile::TempDir::path)
+        self.inner.spill.as_deref().map(tempfile::TempDir::path)
     }
 
     /// Opens (or creates) the data directory `dir` with default options (`fsync = everysec`),
@@ -196,10 +198,11 @@ impl Db {
             None => {
                 let leaves = match &inner.spill {
                     None => LeafStore::Memory,
-                    Some(spill) => LeafStore::Files(LeafFiles::open(
+                    Some(spill) => LeafStore::Files(LeafFiles::open_keeping(
                         Arc::clone(&inner.options.storage),
                         persist::namespace_dir(spill.path(), name).join("leaves"),
                         false,
+                        Some(Arc::clone(spill) as Arc<dyn std::any::Any + Send + Sync>),
                     )?),
                 };
                 Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers), leaves)?

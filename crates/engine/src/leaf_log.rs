@@ -118,6 +118,9 @@ pub struct LeafFiles {
     failed: AtomicBool,
     failure: Mutex<Option<String>>,
     disk_bytes: AtomicU64,
+    /// What must outlive these files' directory: a temporary `Db`'s spill directory, which is
+    /// removed when the last holder drops it (a namespace may outlive its `Db`).
+    _keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl LeafFiles {
@@ -128,6 +131,20 @@ impl LeafFiles {
     /// # Errors
     /// [`Error::Io`].
     pub fn open(storage: Arc<dyn Storage>, dir: PathBuf, keep_retired: bool) -> Result<Arc<Self>> {
+        Self::open_keeping(storage, dir, keep_retired, None)
+    }
+
+    /// [`Self::open`], holding `keep_alive` (the spill directory that contains `dir`) for as
+    /// long as these files are in use.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn open_keeping(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        keep_retired: bool,
+        keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<Arc<Self>> {
         storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         Ok(Arc::new(LeafFiles {
             storage,
@@ -137,6 +154,7 @@ impl LeafFiles {
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             disk_bytes: AtomicU64::new(0),
+            _keep_alive: keep_alive,
         }))
     }
 

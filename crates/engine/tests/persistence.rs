@@ -342,3 +342,24 @@ fn checkpoints_taken_under_load_recover_exactly() {
     );
     assert_all_seen(&db, "live", &recorded);
 }
+
+/// A temporary `Db`'s spill directory lives as long as a namespace it made, even past the
+/// `Db` itself, and goes with the last of them.
+#[test]
+fn a_spill_directory_outlives_the_db_while_a_namespace_lives() {
+    let parent = tempfile::tempdir().unwrap();
+    let db = Db::temporary(Some(parent.path())).unwrap();
+    let spill = db.spill_dir().unwrap().to_owned();
+    let ns = db.create_namespace("t", small()).unwrap();
+    drop(db);
+    // Still whole: splits read the leaf files back from the spill directory.
+    let urls = distinct_urls(5, 20_000);
+    let answers = ns.seen_batch(&urls).unwrap();
+    ns.complete_splits();
+    assert!(ns.stats().splits_done > 5);
+    let recorded: Vec<&String> = urls.iter().zip(answers).filter(|p| !p.1).map(|p| p.0).collect();
+    assert!(ns.contains_batch(&recorded).unwrap().iter().all(|&h| h));
+    assert!(spill.is_dir());
+    drop(ns);
+    assert!(!spill.exists(), "the spill directory outlived its last namespace");
+}
