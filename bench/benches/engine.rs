@@ -53,6 +53,35 @@ fn timed(threads: usize, iters: u64, work: &(dyn Fn(&mut [u64], &mut [bool]) + S
     start.elapsed()
 }
 
+/// Check-and-inserts `n` fresh fingerprints into `ns`, in batches.
+fn fill_namespace(ns: &urlseen_engine::Namespace, fresh: &Fresh, n: u64) {
+    let mut fps = vec![0u64; 1 << 16];
+    let mut out = vec![false; 1 << 16];
+    let mut filled = 0;
+    while filled < n {
+        let take = ((n - filled) as usize).min(fps.len());
+        fresh.fill(&mut fps[..take]);
+        ns.seen_fingerprints(&fps[..take], &mut out[..take]).expect("in memory");
+        filled += take as u64;
+    }
+}
+
+/// Inserts `n` fingerprints (other than the namespaces') into `filter`, showing each batch to
+/// `also` (to fill a peer with the same ones).
+fn fill_filter(filter: &mut BlockedBloom, n: u64, also: &mut dyn FnMut(&[u64])) {
+    let refill = Fresh(AtomicU64::new(1 << 62));
+    let mut fps = vec![0u64; 1 << 16];
+    let mut out = vec![false; 1 << 16];
+    let mut filled = 0;
+    while filled < n {
+        let take = ((n - filled) as usize).min(fps.len());
+        refill.fill(&mut fps[..take]);
+        filter.insert_batch(&fps[..take], &mut out[..take]);
+        also(&fps[..take]);
+        filled += take as u64;
+    }
+}
+
 fn routing_cost(c: &mut Criterion) {
     let n = prefill_count();
     let fresh = Fresh(AtomicU64::new(0));
@@ -65,15 +94,7 @@ fn routing_cost(c: &mut Criterion) {
             NamespaceOptions { capacity: n * 3 / 2, fpr: 0.01, ..Default::default() },
         )
         .expect("namespace");
-    let mut fps = vec![0u64; 1 << 16];
-    let mut out = vec![false; 1 << 16];
-    let mut filled = 0;
-    while filled < n {
-        let take = ((n - filled) as usize).min(fps.len());
-        fresh.fill(&mut fps[..take]);
-        ns.seen_fingerprints(&fps[..take], &mut out[..take]).expect("in memory");
-        filled += take as u64;
-    }
+    fill_namespace(&ns, &fresh, n);
     db.wait_for_splits();
     let stats = ns.stats();
     let total_bits: u64 = stats.leaves.iter().map(|l| l.bits).sum();
@@ -90,20 +111,11 @@ fn routing_cost(c: &mut Criterion) {
     let single = Mutex::new(BlockedBloom::new(total_bits, stats.leaf_hashes, 3));
     let fast =
         fastbloom::AtomicBloomFilter::with_num_bits(total_bits as usize).hashes(stats.leaf_hashes);
-    {
-        let mut f = single.lock();
-        let refill = Fresh(AtomicU64::new(1 << 62));
-        let mut filled = 0;
-        while filled < n {
-            let take = ((n - filled) as usize).min(fps.len());
-            refill.fill(&mut fps[..take]);
-            f.insert_batch(&fps[..take], &mut out[..take]);
-            for fp in &fps[..take] {
-                fast.insert(fp);
-            }
-            filled += take as u64;
+    fill_filter(&mut single.lock(), n, &mut |fps| {
+        for fp in fps {
+            fast.insert(fp);
         }
-    }
+    });
 
     let mut group = c.benchmark_group("seen_batch_100m");
     group
@@ -191,15 +203,7 @@ fn grown_vs_presized(c: &mut Criterion) {
     let ns = db
         .create_namespace("grown", NamespaceOptions { capacity: 100_000, ..Default::default() })
         .expect("namespace");
-    let mut fps = vec![0u64; 1 << 16];
-    let mut out = vec![false; 1 << 16];
-    let mut filled = 0;
-    while filled < n {
-        let take = ((n - filled) as usize).min(fps.len());
-        fresh.fill(&mut fps[..take]);
-        ns.seen_fingerprints(&fps[..take], &mut out[..take]).expect("in memory");
-        filled += take as u64;
-    }
+    fill_namespace(&ns, &fresh, n);
     db.wait_for_splits();
     let stats = ns.stats();
     let total_bits: u64 = stats.leaves.iter().map(|l| l.bits).sum();
@@ -211,17 +215,7 @@ fn grown_vs_presized(c: &mut Criterion) {
         total_bits as f64 / 8.0 / 1048576.0
     );
     let single = Mutex::new(BlockedBloom::new(total_bits, stats.leaf_hashes, 3));
-    {
-        let mut f = single.lock();
-        let refill = Fresh(AtomicU64::new(1 << 62));
-        let mut filled = 0;
-        while filled < n {
-            let take = ((n - filled) as usize).min(fps.len());
-            refill.fill(&mut fps[..take]);
-            f.insert_batch(&fps[..take], &mut out[..take]);
-            filled += take as u64;
-        }
-    }
+    fill_filter(&mut single.lock(), n, &mut |_| {});
     let mut group = c.benchmark_group("grown_vs_presized");
     group
         .sample_size(10)
