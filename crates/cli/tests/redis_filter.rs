@@ -158,14 +158,20 @@ fn two_filters_sharing_redis_print_each_url_once() {
 struct Serve {
     child: Child,
     port: u16,
+    /// Dropped after the child is killed (fields drop after `Drop::drop`).
+    _spill: tempfile::TempDir,
 }
 
 impl Serve {
     fn start(redis_port: u16) -> Serve {
+        let spill = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
             .args(["serve", "--http", "off", "--resp", &format!("127.0.0.1:{port}")])
             .args(["--redis", &format!("redis://127.0.0.1:{redis_port}/")])
+            // Its local keys spill here: a killed server cannot remove its spill directory.
+            .arg("--spill-dir")
+            .arg(spill.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -175,7 +181,7 @@ impl Serve {
             assert!(Instant::now() < deadline, "urlseen serve --redis did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Serve { child, port }
+        Serve { child, port, _spill: spill }
     }
 }
 
