@@ -468,6 +468,7 @@ impl LeafLog {
                         + (BUFFER_RECORDS * RECORD_LEN) as u64;
                     raw.resize(left.min(guess) as usize, 0);
                     read_exact_at(files, &path, pos.offset, &mut raw)?;
+                    let before = pos.records;
                     let mut at = 0;
                     while out.len() < want && pos.records < *on_disk {
                         let offset = pos.offset;
@@ -505,6 +506,14 @@ impl LeafLog {
                             records: pos.records + u64::from(count),
                             offset: offset + len as u64,
                         };
+                    }
+                    if pos.records == before {
+                        // Not even one block's header fits before the end: the file holds fewer
+                        // records than the leaf says (a damaged snapshot), never a reason to spin.
+                        return Err(Error::corrupt(
+                            &path,
+                            &format!("ends at byte {file_len}, before its record {before}"),
+                        ));
                     }
                 }
                 if out.len() < want && pos.records >= *on_disk {
@@ -639,6 +648,29 @@ mod tests {
                 .all(|(i, r)| r.fp == i as u64 * 3 && r.minute == i as u32 && r.host == 5)
         );
         store.check().unwrap();
+    }
+
+    #[test]
+    fn a_leaf_that_claims_more_records_than_its_file_holds_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = files(dir.path());
+        let mut log = LeafLog::new(&store, 3, 0);
+        for i in 0..BUFFER_RECORDS as u64 {
+            log.push(&store, LeafRecord::new(i, 0));
+        }
+        // As a damaged snapshot could describe it: one more record than the file has.
+        let lying = LeafLog::reopened(3, log.len() + 1, log.file_len());
+        let mut out = Vec::new();
+        let mut pos = ReadPos::default();
+        let mut result = Ok(pos);
+        for _ in 0..4 {
+            result = lying.read(&store, pos, 4096, &mut out);
+            match &result {
+                Ok(next) => pos = *next,
+                Err(_) => break,
+            }
+        }
+        assert!(matches!(result, Err(Error::Corrupt { .. })), "{result:?}");
     }
 
     #[test]
