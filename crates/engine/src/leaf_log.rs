@@ -158,11 +158,6 @@ impl LeafFiles {
         }))
     }
 
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The file of leaf `id`.
     pub fn path(&self, id: NodeId) -> PathBuf {
         self.dir.join(format!("{id}.leaf"))
@@ -386,6 +381,11 @@ impl LeafLog {
         if buffer.is_empty() {
             return true;
         }
+        if files.failed.load(Ordering::Acquire) {
+            // After any failed write the store takes no more: a retry could append after a torn
+            // block, and one per push would re-encode an ever longer buffer.
+            return false;
+        }
         let path = files.path(*id);
         let mut bytes =
             Vec::with_capacity(HEADER_LEN as usize + BLOCK_OVERHEAD + buffer.len() * RECORD_LEN);
@@ -602,13 +602,10 @@ fn decode_block(raw: &[u8], out: &mut Vec<LeafRecord>) -> std::result::Result<()
         return Err("checksum mismatch".into());
     }
     for r in body.get(8..).unwrap_or_default().chunks_exact(RECORD_LEN) {
-        let word = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&r[i..i + 8]);
-            u64::from_le_bytes(b)
-        };
-        let low = word(8);
-        out.push(LeafRecord { fp: word(0), minute: low as u32, host: (low >> 32) as u32 });
+        let (fp, meta) = r.split_at(8);
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        let meta = word(meta);
+        out.push(LeafRecord { fp: word(fp), minute: meta as u32, host: (meta >> 32) as u32 });
     }
     Ok(())
 }
@@ -671,6 +668,32 @@ mod tests {
             }
         }
         assert!(matches!(result, Err(Error::Corrupt { .. })), "{result:?}");
+    }
+
+    #[test]
+    fn after_a_failed_write_nothing_more_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = crate::storage::FaultyStorage::new();
+        let files =
+            LeafFiles::open(Arc::new(storage.clone()), dir.path().join("l"), false).unwrap();
+        let store = LeafStore::Files(Arc::clone(&files));
+        let mut log = LeafLog::new(&store, 1, 0);
+        storage.disk_full_after(100);
+        for i in 0..BUFFER_RECORDS as u64 {
+            log.push(&store, LeafRecord::new(i, 0));
+        }
+        assert!(store.check().is_err(), "the torn block poisons the store");
+        let torn = std::fs::metadata(files.path(1)).unwrap().len();
+        storage.disk_full_after(u64::MAX / 2);
+        for i in 0..(2 * BUFFER_RECORDS) as u64 {
+            log.push(&store, LeafRecord::new(i, 0));
+        }
+        assert_eq!(
+            std::fs::metadata(files.path(1)).unwrap().len(),
+            torn,
+            "appended after a torn block"
+        );
+        assert_eq!(log.len(), 3 * BUFFER_RECORDS as u64, "the records stay in memory");
     }
 
     #[test]

@@ -366,6 +366,15 @@ impl Dsbf {
         &self.leaves
     }
 
+    /// The coarse time stamped on new leaf records: read from the clock only for leaf files
+    /// (leaves in memory keep the fingerprint alone).
+    fn minute(&self) -> u32 {
+        match self.leaves {
+            LeafStore::Memory => 0,
+            LeafStore::Files(_) => current_minute(),
+        }
+    }
+
     /// Distinct fingerprints recorded.
     pub fn len(&self) -> u64 {
         self.len.load(Ordering::Relaxed)
@@ -414,7 +423,7 @@ impl Dsbf {
                 if leaf.log.len() < leaf.split_at {
                     let was = leaf.filter.insert(fp);
                     if !was || mode == Mode::Record {
-                        leaf.log.push(&self.leaves, LeafRecord::new(fp, current_minute()));
+                        leaf.log.push(&self.leaves, LeafRecord::new(fp, self.minute()));
                         self.len.fetch_add(1, Ordering::Relaxed);
                     }
                     let filled = leaf.log.len() >= leaf.split_at;
@@ -514,7 +523,7 @@ impl Dsbf {
         let mut recorded = Vec::new();
         let mut positives = Vec::new();
         let mut hooked = Ok(());
-        let minute = current_minute();
+        let minute = self.minute();
         while !pending.is_empty() {
             let mut full = Vec::new();
             {
@@ -660,7 +669,7 @@ impl Dsbf {
             // split carries into the children. It may take the leaf a little past its split
             // point; the split that follows is as correct as any other.
             leaf.filter.insert(fp);
-            leaf.log.push(&self.leaves, LeafRecord::new(fp, current_minute()));
+            leaf.log.push(&self.leaves, LeafRecord::new(fp, self.minute()));
             self.len.fetch_add(1, Ordering::Relaxed);
             let lsn = on_new(std::slice::from_ref(&fp))?;
             leaf.last_lsn = leaf.last_lsn.max(lsn);

@@ -584,11 +584,6 @@ impl App {
         Ok(())
     }
 
-    /// RAM held over every namespace: filters, buffers and indexes (what RSS shows of them).
-    pub fn memory_bytes(&self) -> u64 {
-        self.usage().0
-    }
-
     /// RAM and disk held over every namespace, in bytes.
     pub fn usage(&self) -> (u64, u64) {
         self.db
