@@ -158,6 +158,11 @@ impl LeafFiles {
         }))
     }
 
+    /// The directory of the leaf files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The file of leaf `id`.
     pub fn path(&self, id: NodeId) -> PathBuf {
         self.dir.join(format!("{id}.leaf"))

@@ -45,6 +45,7 @@ mod backend;
 mod db;
 mod error;
 pub mod exact;
+pub mod leaf_index;
 pub mod leaf_log;
 pub mod log;
 mod namespace;

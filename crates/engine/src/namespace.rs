@@ -2,13 +2,15 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 use urlseen_canon::Canonicalizer;
 use urlseen_filter::hash;
 
 use crate::error::{Error, Result};
-use crate::exact::{CountingOptions, CountingSet, ExactIndex, ExactOptions, ExactStats};
+use crate::exact::{CountingOptions, CountingSet, ExactOptions, ExactStats, RecentCache};
+use crate::leaf_index::IndexStore;
 use crate::leaf_log::LeafStore;
 use crate::log::Fsync;
 use crate::options::NamespaceOptions;
@@ -33,10 +35,56 @@ pub struct Namespace {
 /// What decides "seen" in a namespace.
 #[derive(Debug)]
 pub(crate) enum Set {
-    /// The DSBF; in exact mode with an index (LRU + store) behind its positives.
-    Tree { tree: Arc<Dsbf>, exact: Option<ExactIndex> },
+    /// The DSBF; in exact mode its leaves index their fingerprints, behind an LRU.
+    Tree { tree: Arc<Dsbf>, exact: Option<TreeExact> },
     /// A counting namespace: seed 004's IMP-CB, which can forget.
     Counting(CountingSet),
+}
+
+/// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
+/// [`Dsbf::insert_batch_exact`]), and how often an index confirmed a positive.
+#[derive(Debug)]
+pub(crate) struct TreeExact {
+    recent: RecentCache,
+    confirmed: AtomicU64,
+}
+
+impl TreeExact {
+    /// The cache, and `tree` made exact: its leaves index their records (in `index`, rebuilt
+    /// from the leaves' records).
+    pub(crate) fn enable(tree: &Dsbf, index: Arc<IndexStore>) -> Result<Self> {
+        tree.enable_exact(index)?;
+        Ok(TreeExact {
+            recent: RecentCache::new(exact_options().lru_capacity),
+            confirmed: AtomicU64::new(0),
+        })
+    }
+
+    fn report(&self, tree: &Dsbf) -> ExactReport {
+        let (lru_len, lru_capacity, lru_memory_bytes) = self.recent.sizes();
+        let index = tree.index_stats();
+        ExactReport::from(ExactStats {
+            lru_hits: self.recent.hits(),
+            store_reads: index.run_reads,
+            store_hits: self.confirmed.load(Ordering::Relaxed),
+            store_writes: index.runs_written,
+            recorded: tree.len(),
+            forgotten: 0,
+            stored: tree.len(),
+            lru_len,
+            lru_capacity,
+            lru_memory_bytes,
+        })
+    }
+}
+
+/// Where a tree's leaf indexes go: beside its leaf files (`index/`, emptied first), or on the
+/// heap when the leaves are.
+pub(crate) fn index_store(tree: &Dsbf) -> Result<Arc<IndexStore>> {
+    match tree.leaf_store() {
+        LeafStore::Memory => Ok(IndexStore::in_memory()),
+        LeafStore::Files(files) => IndexStore::create(files.dir().with_file_name("index")),
+    }
 }
 
 /// The exact index's options in a namespace (seed 002's LRU size, seed 004's refcounts).
@@ -67,7 +115,10 @@ impl Namespace {
             Set::Counting(CountingSet::in_memory(counting_options(&options)?)?)
         } else {
             let tree = Dsbf::new(crate::persist::tree_params(&options), workers, leaves);
-            let exact = options.is_exact().then(|| ExactIndex::in_memory(exact_options()));
+            let exact = match options.is_exact() {
+                true => Some(TreeExact::enable(&tree, index_store(&tree)?)?),
+                false => None,
+            };
             Set::Tree { tree, exact }
         };
         Ok(Self::from_parts(name, options, set, None))
@@ -280,10 +331,11 @@ impl Namespace {
         match &self.set {
             Set::Tree { exact: Some(exact), .. } => {
                 let mut hooks = ExactHooks {
-                    recorded_locked: &mut |new: &[u64]| -> Result<()> {
-                        Ok(exact.record_new_many(new)?)
+                    cached: &mut |fp| exact.recent.touch(fp),
+                    learn: &mut |fp| {
+                        exact.confirmed.fetch_add(1, Ordering::Relaxed);
+                        exact.recent.insert(fp);
                     },
-                    confirm: &mut |fp| -> Result<bool> { Ok(exact.check_positive(fp)?) },
                 };
                 tree.insert_batch_exact(fps, out, &mut hooks, &mut log_new)?;
             }
@@ -305,15 +357,6 @@ impl Namespace {
             && let Some(d) = &self.durable
         {
             d.log.commit(lsn)?;
-            // Under `always` the store is synced before the acknowledgement too. (Under the
-            // other policies it is not needed: recovery re-adds to the store whatever the log
-            // replays, so the store never knows less than the tree. For the same reason a
-            // "seen" above needs only the log.)
-            if d.log.policy() == Fsync::Always
-                && let Set::Tree { exact: Some(exact), .. } = &self.set
-            {
-                exact.sync()?;
-            }
         }
         Ok(())
     }
@@ -332,10 +375,12 @@ impl Namespace {
                 tree.contains_batch(fps, out);
                 if let Some(exact) = exact {
                     for (&fp, hit) in fps.iter().zip(out.iter_mut()) {
-                        if *hit {
-                            *hit = exact.contains(fp)?;
+                        if *hit && !exact.recent.touch(fp) {
+                            *hit = tree.contains_exact(fp);
                         }
                     }
+                    // An index that could not be read answered "seen": not an answer to give.
+                    tree.check()?;
                 }
             }
         }
@@ -425,10 +470,7 @@ impl Namespace {
     pub fn checkpoint(&self) -> Result<()> {
         let Some(d) = &self.durable else { return Ok(()) };
         match &self.set {
-            Set::Tree { tree, exact } => d.checkpoint(tree, &|| match exact {
-                Some(exact) => Ok(exact.sync()?),
-                None => Ok(()),
-            }),
+            Set::Tree { tree, .. } => d.checkpoint(tree, &|| Ok(())),
             Set::Counting(set) => Ok(set.sync()?),
         }
     }
@@ -440,10 +482,8 @@ impl Namespace {
     pub fn sync(&self) -> Result<()> {
         let Some(d) = &self.durable else { return Ok(()) };
         d.log.sync_all()?;
-        match &self.set {
-            Set::Tree { exact: Some(exact), .. } => exact.sync()?,
-            Set::Tree { exact: None, .. } => {}
-            Set::Counting(set) => set.sync()?,
+        if let Set::Counting(set) = &self.set {
+            set.sync()?;
         }
         Ok(())
     }
@@ -458,7 +498,7 @@ impl Namespace {
         let mut stats = match &self.set {
             Set::Tree { tree, exact } => {
                 let mut s = self.tree_stats(tree);
-                s.exact = exact.as_ref().map(|e| ExactReport::from(e.stats()));
+                s.exact = exact.as_ref().map(|e| e.report(tree));
                 s
             }
             Set::Counting(set) => self.counting_stats(set),

@@ -30,10 +30,10 @@ use parking_lot::Mutex;
 use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
 
 use crate::error::{Error, Result};
-use crate::exact::{CountingSet, ExactIndex, FingerprintStore, StoreDurability};
+use crate::exact::{CountingSet, StoreDurability};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
-use crate::namespace::{Set, counting_options, exact_options};
+use crate::namespace::{Set, TreeExact, counting_options, index_store};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
@@ -78,9 +78,6 @@ pub struct RecoveryReport {
     pub replayed_fingerprints: u64,
     /// Bytes of a torn log tail that were cut off.
     pub truncated_bytes: u64,
-    /// Exact mode: replayed fingerprints the store had lost (a crash under `everysec` or
-    /// `no`), written back to it.
-    pub store_reconciled: u64,
     /// The format version of the snapshot that was loaded, if it was older than this build's
     /// (the directory was upgraded: a new snapshot was written when it was opened).
     pub upgraded_from: Option<u16>,
@@ -267,55 +264,40 @@ fn open_set(dir: &Path, options: &NamespaceOptions, tree: Arc<Dsbf>, create: boo
     if !options.is_exact() {
         return Ok(Set::Tree { tree, exact: None });
     }
-    // Buffered: the log is the source of truth, and the namespace syncs the store with it.
-    let store = if create {
-        FingerprintStore::open(&store_dir, StoreDurability::Buffered)?
-    } else {
-        FingerprintStore::open_existing(&store_dir, StoreDurability::Buffered)?
-    };
-    Ok(Set::Tree { tree, exact: Some(ExactIndex::new(Box::new(store), exact_options())) })
+    // Exact mode confirms positives against the leaves' own records, indexed afresh at every
+    // open. Version 0.1 kept a second copy of every fingerprint in an LSM store: the leaf
+    // files and the log hold all of it, so that copy goes once the index is built.
+    let exact = TreeExact::enable(&tree, index_store(&tree)?)?;
+    storage_remove_dir(&store_dir)?;
+    Ok(Set::Tree { tree, exact: Some(exact) })
 }
 
-/// Replays one log record after the snapshot into `tree` (in exact mode, keeping its
-/// fingerprints for [`reconcile_store`]).
+/// Removes `dir` if it exists.
+fn storage_remove_dir(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove the old fingerprint store", dir, e)),
+    }
+}
+
+/// Replays one log record after the snapshot into `tree`.
 fn replay(
     tree: &Dsbf,
     guard: &[u64],
     options: &NamespaceOptions,
     report: &mut RecoveryReport,
-    replayed: &mut Vec<u64>,
     record: &Record,
 ) {
     match record.kind {
         RecordKind::Recorded if options.counting => {}
         RecordKind::Recorded => {
-            if options.is_exact() {
-                replayed.extend_from_slice(&record.fingerprints);
-            }
             tree.replay(&record.fingerprints, record.end, guard);
         }
         RecordKind::Forgotten => {}
     }
     report.replayed_records += 1;
     report.replayed_fingerprints += record.fingerprints.len() as u64;
-}
-
-/// Exact mode: makes the store hold every fingerprint the log replayed (a crash under
-/// `everysec` or `no` can lose store writes the log kept, and the tree, rebuilt from the log,
-/// would then send those fingerprints to a store that calls them new). Returns how many were
-/// missing.
-fn reconcile_store(exact: &ExactIndex, replayed: &[u64]) -> Result<u64> {
-    let mut missing = Vec::new();
-    for &fp in replayed {
-        if exact.store().get_record(fp)?.is_none() {
-            missing.push(fp);
-        }
-    }
-    missing.sort_unstable();
-    missing.dedup();
-    exact.record_new_many(&missing)?;
-    exact.sync()?;
-    Ok(missing.len() as u64)
 }
 
 /// A namespace read back from disk.
@@ -384,43 +366,24 @@ pub(crate) fn recover(
         None => (fresh(&mut report)?, 0),
     };
     let log_path = dir.join("log");
-    let mut replayed = Vec::new();
     let (mut log, truncated) =
         FingerprintLog::open_from(storage, &log_path, db.fsync, offset, &mut |record| {
-            replay(&tree, &guard, &options, &mut report, &mut replayed, &record);
+            replay(&tree, &guard, &options, &mut report, &record);
         })?;
     if log.end() < offset {
         report.snapshot_error =
             Some(format!("snapshot covers log offset {offset} beyond the log's end {}", log.end()));
         (report.replayed_records, report.replayed_fingerprints) = (0, 0);
-        replayed.clear();
         drop(log);
         tree = fresh(&mut report)?;
         offset = 0;
         guard.clear();
         (log, _) = FingerprintLog::open_from(storage, &log_path, db.fsync, 0, &mut |record| {
-            replay(&tree, &guard, &options, &mut report, &mut replayed, &record);
+            replay(&tree, &guard, &options, &mut report, &record);
         })?;
     }
     report.truncated_bytes = truncated;
     let set = open_set(dir, &options, tree, false)?;
-    if let Set::Tree { tree, exact: Some(exact) } = &set {
-        report.store_reconciled = reconcile_store(exact, &replayed)?;
-        // Every fingerprint in the tree went to the store first (and the log tail was just
-        // written back), so a store that holds fewer lost some: answering from it would call
-        // recorded URLs new.
-        if exact.len() < tree.len() {
-            return Err(Error::corrupt(
-                &dir.join(STORE_DIR),
-                &format!(
-                    "the fingerprint store holds {} fingerprints but the namespace recorded {}; \
-                     it lost data, and exact mode cannot answer safely from it",
-                    exact.len(),
-                    tree.len()
-                ),
-            ));
-        }
-    }
     let durable = Durable {
         dir: dir.to_owned(),
         storage: Arc::clone(storage),

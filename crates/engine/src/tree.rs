@@ -37,7 +37,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -45,6 +45,7 @@ use urlseen_filter::{BlockedBloom, hash, plan};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::Error;
+use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::{SplitMode, SplitPolicy};
 
@@ -182,6 +183,8 @@ struct Leaf {
     last_lsn: u64,
     /// The element count at which this leaf splits: its depth's (see [`TreeParams::level`]).
     split_at: u64,
+    /// Exact mode: the leaf's fingerprints, sorted, to confirm Bloom positives against.
+    index: Option<LeafIndex>,
 }
 
 struct Frozen {
@@ -189,6 +192,8 @@ struct Frozen {
     log: LeafLog,
     /// The leaf's `last_lsn` when it froze.
     last_lsn: u64,
+    /// Exact mode: the leaf's index when it froze (every record of `log`).
+    index: Option<LeafIndex>,
     /// How much of `log` is already in the children (changed only under the migrator lock).
     cursor: Mutex<Cursor>,
 }
@@ -244,17 +249,15 @@ pub enum Mode {
     Record,
 }
 
-/// What an exact-mode insert does beside the filters (see [`Dsbf::insert_batch_exact`]).
+/// What an exact-mode insert asks of its caller (see [`Dsbf::insert_batch_exact`]): seed
+/// 002's cache of recent URLs, in front of the leaf indexes.
 #[allow(missing_debug_implementations, reason = "it holds closures")]
-pub struct ExactHooks<'a, E> {
-    /// Sees the fingerprints one leaf recorded while that leaf's lock is still held, so a
-    /// concurrent positive for the same fingerprint (which needs that lock to see its bits)
-    /// finds them already recorded wherever this hook puts them.
-    pub recorded_locked: &'a mut dyn FnMut(&[u64]) -> Result<(), E>,
-    /// Decides a Bloom positive: `Ok(true)` seen; `Ok(false)` new, and the tree then records
-    /// it (in [`Mode::Record`]) before the topology lock is released, so no split can finish in
-    /// between and leave it out of the children.
-    pub confirm: &'a mut dyn FnMut(u64) -> Result<bool, E>,
+pub struct ExactHooks<'a> {
+    /// Answers a Bloom positive from a cache of fingerprints known to be recorded, before any
+    /// leaf index is read: `true` is "seen".
+    pub cached: &'a mut dyn FnMut(u64) -> bool,
+    /// Learns a fingerprint that a leaf index found recorded.
+    pub learn: &'a mut dyn FnMut(u64),
 }
 
 /// The shared state of one round of a batch insert.
@@ -269,7 +272,7 @@ struct Groups<'a, 'x, 'h, 'o, E> {
     minute: u32,
     /// Bloom positives of this round (exact mode only).
     positives: &'a mut Vec<u32>,
-    exact: Option<&'x mut ExactHooks<'h, E>>,
+    exact: Option<&'x mut ExactHooks<'h>>,
     /// The caller's hook for recorded fingerprints (the log append), called under the leaf's
     /// lock: once another writer can see a fingerprint's bits, its record is in the log.
     on_new: &'o mut dyn FnMut(&[u64]) -> Result<u64, E>,
@@ -291,6 +294,8 @@ pub struct Dsbf {
     topo: RwLock<Topology>,
     /// Serializes migration, so one split's log is never moved twice.
     migrator: Mutex<()>,
+    /// Exact mode: where the leaf indexes keep their runs (set once, by [`Self::enable_exact`]).
+    index: OnceLock<Arc<IndexStore>>,
     /// Where the leaves keep their fingerprints.
     leaves: LeafStore,
     /// The checkpoint in progress, if one is.
@@ -320,7 +325,7 @@ impl Dsbf {
         let mut nodes = Vec::with_capacity(c as usize + 1);
         nodes.push(Node::Inner { depth: 0, children: (1..=c).collect() });
         for id in 1..=c {
-            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, id, 1)));
+            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, false, id, 1)));
             nodes.push(Node::Leaf { depth: 1, leaf });
         }
         Self::with_nodes(params, workers, leaves, nodes)
@@ -346,6 +351,7 @@ impl Dsbf {
             level_seeds,
             topo: RwLock::new(Topology { nodes }),
             migrator: Mutex::new(()),
+            index: OnceLock::new(),
             leaves,
             capture: Mutex::new(None),
             len: AtomicU64::new(0),
@@ -423,7 +429,7 @@ impl Dsbf {
                 if leaf.log.len() < leaf.split_at {
                     let was = leaf.filter.insert(fp);
                     if !was || mode == Mode::Record {
-                        leaf.log.push(&self.leaves, LeafRecord::new(fp, self.minute()));
+                        self.record_in(&mut leaf, LeafRecord::new(fp, self.minute()));
                         self.len.fetch_add(1, Ordering::Relaxed);
                     }
                     let filled = leaf.log.len() >= leaf.split_at;
@@ -452,6 +458,90 @@ impl Dsbf {
             Walk::Seen => true,
             Walk::Leaf(id) => topo.leaf(id).is_some_and(|cell| cell.read().filter.contains(fp)),
         }
+    }
+
+    /// Exact mode's read-only lookup: whether `fp` is recorded, by the filters and then the
+    /// leaf indexes on its path. Without indexes (not [`Self::enable_exact`]), as
+    /// [`Self::contains`]. A failed index read answers `true` and fails the tree (see
+    /// [`Self::check`]).
+    pub fn contains_exact(&self, fp: u64) -> bool {
+        let topo = self.topo.read();
+        let mut id = ROOT;
+        loop {
+            let (depth, children) = match &topo.nodes[id as usize] {
+                Node::Leaf { leaf, .. } => {
+                    let leaf = leaf.read();
+                    return leaf.filter.contains(fp) && self.index_holds(leaf.index.as_ref(), fp);
+                }
+                Node::Inner { depth, children } => (*depth, children),
+                Node::Splitting { depth, frozen, children } => {
+                    if frozen.filter.contains(fp) && self.index_holds(frozen.index.as_ref(), fp) {
+                        return true;
+                    }
+                    (*depth, children)
+                }
+            };
+            id = children[self.route(fp, depth, children.len())];
+        }
+    }
+
+    /// Exact mode: gives every leaf an index of its records, read from its log, and every
+    /// leaf made from now on one too. Finishes the splits in progress first. Called once, when
+    /// the namespace opens; `store` is where the runs go.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Corrupt`] reading a leaf's file or writing a run.
+    pub fn enable_exact(&self, store: Arc<IndexStore>) -> Result<(), Error> {
+        self.complete_splits();
+        self.check()?;
+        let mut topo = self.topo.write();
+        let mut chunk = Vec::new();
+        for node in &mut topo.nodes {
+            let Node::Leaf { leaf, .. } = node else { continue };
+            let leaf = leaf.get_mut();
+            let mut index = LeafIndex::new(leaf.split_at);
+            let mut pos = ReadPos::default();
+            while !leaf.log.is_end(pos) {
+                pos = leaf.log.read(&self.leaves, pos, 1 << 16, &mut chunk)?;
+                for r in &chunk {
+                    index.insert(&store, r.fp)?;
+                }
+            }
+            leaf.index = Some(index);
+        }
+        let _ = self.index.set(store);
+        Ok(())
+    }
+
+    /// Exact mode's index counters and sizes (zero without indexes).
+    pub fn index_stats(&self) -> IndexStats {
+        self.index.get().map(|s| s.stats()).unwrap_or_default()
+    }
+
+    /// Appends `record` to `leaf`'s log and, in exact mode, to its index.
+    fn record_in(&self, leaf: &mut Leaf, record: LeafRecord) {
+        leaf.log.push(&self.leaves, record);
+        if let (Some(index), Some(store)) = (&mut leaf.index, self.index.get())
+            && let Err(e) = index.insert(store, record.fp)
+        {
+            store.fail(&e);
+        }
+    }
+
+    /// Whether `index` holds `fp`; `true` without an index (the filter's answer stands) and
+    /// when the index cannot be read (which fails the tree: a "seen" is never a lost URL).
+    fn index_holds(&self, index: Option<&LeafIndex>, fp: u64) -> bool {
+        self.index_find(index, fp) != Found::No
+    }
+
+    /// [`Self::index_holds`], saying where: [`Found::Tail`] without an index or on a failed
+    /// read (nothing that is worth caching).
+    fn index_find(&self, index: Option<&LeafIndex>, fp: u64) -> Found {
+        let (Some(index), Some(store)) = (index, self.index.get()) else { return Found::Tail };
+        index.find(fp).unwrap_or_else(|e| {
+            store.fail(&e);
+            Found::Tail
+        })
     }
 
     /// [`Self::insert`] for many fingerprints: `out[i]` answers `fps[i]`. The batch is grouped
@@ -487,13 +577,13 @@ impl Dsbf {
     }
 
     /// Exact mode's check-and-insert: [`Self::insert_batch_with`] in [`Mode::CheckAndInsert`],
-    /// where `hooks.recorded_locked` records every Bloom negative under its leaf lock, and
-    /// `hooks.confirm` decides every Bloom positive (a fingerprint it calls new is recorded in
-    /// the tree too). `on_new` sees both kinds of recorded fingerprints, as in
-    /// [`Self::insert_batch_with`]. The first error stops the hooks and is returned.
+    /// where every Bloom positive is decided by `hooks.cached`, then by the indexes of the
+    /// leaves on its path (found: `hooks.learn` sees it; not found: a false positive, recorded
+    /// as new). `on_new` sees every recorded fingerprint, as in [`Self::insert_batch_with`].
+    /// Without indexes (not [`Self::enable_exact`]), as [`Self::insert_batch_with`].
     ///
     /// # Errors
-    /// Whatever a hook returns.
+    /// Whatever `on_new` returns.
     ///
     /// # Panics
     /// If `out.len() != fps.len()`.
@@ -501,7 +591,7 @@ impl Dsbf {
         &self,
         fps: &[u64],
         out: &mut [bool],
-        hooks: &mut ExactHooks<'_, E>,
+        hooks: &mut ExactHooks<'_>,
         on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         self.insert_batch_core(fps, out, Mode::CheckAndInsert, Some(hooks), on_new)
@@ -512,7 +602,7 @@ impl Dsbf {
         fps: &[u64],
         out: &mut [bool],
         mode: Mode,
-        mut exact: Option<&mut ExactHooks<'_, E>>,
+        mut exact: Option<&mut ExactHooks<'_>>,
         on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
@@ -612,22 +702,19 @@ impl Dsbf {
             for (&(_, i), (&fp, &was)) in chunk.iter().zip(chunk_fps.iter().zip(chunk_was.iter())) {
                 g.out[i as usize] = was;
                 if !was || g.mode == Mode::Record {
-                    leaf.log.push(&self.leaves, LeafRecord::new(fp, g.minute));
+                    self.record_in(leaf, LeafRecord::new(fp, g.minute));
                     g.recorded.push(fp);
                     added += 1;
-                } else if g.exact.is_some() {
+                } else if g.exact.is_some()
+                    && !leaf.index.as_ref().is_some_and(|index| index.in_tail(fp))
+                {
+                    // A positive the leaf recorded lately is decided here, under the lock
+                    // already held; the rest wait for `confirm_positives`.
                     g.positives.push(i);
                 }
             }
         }
         self.len.fetch_add(added, Ordering::Relaxed);
-        if let Some(hooks) = g.exact.as_deref_mut()
-            && g.failed.is_none()
-            && added > 0
-            && let Err(e) = (hooks.recorded_locked)(&g.recorded[first_recorded..])
-        {
-            g.failed = Some(e);
-        }
         if g.failed.is_none() && added > 0 {
             match (g.on_new)(&g.recorded[first_recorded..]) {
                 Ok(lsn) => leaf.last_lsn = leaf.last_lsn.max(lsn),
@@ -640,8 +727,9 @@ impl Dsbf {
         }
     }
 
-    /// Exact mode: asks `hooks.confirm` about every Bloom positive of a round, and records the
-    /// ones it calls new, all under the caller's topology lock (see [`ExactHooks::confirm`]).
+    /// Exact mode: decides every Bloom positive of a round (see [`Self::insert_batch_exact`]),
+    /// and records the false ones, all under the caller's topology lock, so no split can finish
+    /// in between and leave a recorded fingerprint out of the children.
     #[allow(
         clippy::too_many_arguments,
         reason = "the round's state, passed apart to borrow it apart"
@@ -652,24 +740,59 @@ impl Dsbf {
         fps: &[u64],
         out: &mut [bool],
         positives: &[u32],
-        hooks: &mut ExactHooks<'_, E>,
+        hooks: &mut ExactHooks<'_>,
         full: &mut Vec<NodeId>,
         on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
     ) -> Result<(), E> {
         for &i in positives {
             let fp = fps[i as usize];
-            if (hooks.confirm)(fp)? {
+            if (hooks.cached)(fp) {
+                continue;
+            }
+            // Down the path: a splitting node's frozen index holds what its frozen filter
+            // does, the leaf's index what the leaf recorded (its own and what migrated in).
+            // Only what took reads to find is worth the cache: the tails hold the recent rest.
+            let mut learn = |found: Found| match found {
+                Found::No => false,
+                Found::Tail => true,
+                Found::Run => {
+                    (hooks.learn)(fp);
+                    true
+                }
+            };
+            let mut id = ROOT;
+            let mut found = Found::No;
+            while let Some((depth, children)) = match &topo.nodes[id as usize] {
+                Node::Leaf { .. } => None,
+                Node::Inner { depth, children } => Some((*depth, children)),
+                Node::Splitting { depth, frozen, children } => {
+                    if frozen.filter.contains(fp) {
+                        found = self.index_find(frozen.index.as_ref(), fp);
+                    }
+                    Some((*depth, children))
+                }
+            } {
+                if found != Found::No {
+                    break;
+                }
+                id = children[self.route(fp, depth, children.len())];
+            }
+            if learn(found) {
+                continue;
+            }
+            let Some(cell) = topo.leaf(id) else { continue };
+            let mut leaf = cell.write();
+            // Under the leaf's lock: a writer that recorded `fp` meanwhile put it in the index
+            // before it let go of the lock.
+            if leaf.filter.contains(fp) && learn(self.index_find(leaf.index.as_ref(), fp)) {
                 continue;
             }
             out[i as usize] = false;
-            let Walk::Leaf(id) = self.walk(topo, ROOT, fp, false) else { continue };
-            let Some(cell) = topo.leaf(id) else { continue };
-            let mut leaf = cell.write();
-            // Logged even though the filter (falsely) holds it already: the log is what a
-            // split carries into the children. It may take the leaf a little past its split
+            // Recorded even though the filter (falsely) may hold it already: the log is what
+            // a split carries into the children. It may take the leaf a little past its split
             // point; the split that follows is as correct as any other.
             leaf.filter.insert(fp);
-            leaf.log.push(&self.leaves, LeafRecord::new(fp, self.minute()));
+            self.record_in(&mut leaf, LeafRecord::new(fp, self.minute()));
             self.len.fetch_add(1, Ordering::Relaxed);
             let lsn = on_new(std::slice::from_ref(&fp))?;
             leaf.last_lsn = leaf.last_lsn.max(lsn);
@@ -768,14 +891,16 @@ impl Dsbf {
         let children: Box<[NodeId]> = (first_child..first_child + fanout).collect();
         let old = std::mem::replace(node, Node::Inner { depth, children: children.clone() });
         let Node::Leaf { leaf, .. } = old else { return false };
-        let Leaf { filter, mut log, last_lsn, .. } = leaf.into_inner();
+        let Leaf { filter, mut log, last_lsn, index, .. } = leaf.into_inner();
         // Its buffered tail goes to the file, so the migrator reads it all from there.
         log.seal(&self.leaves);
-        let frozen =
-            Box::new(Frozen { filter, log, last_lsn, cursor: Mutex::new(Cursor::default()) });
+        let cursor = Mutex::new(Cursor::default());
+        let frozen = Box::new(Frozen { filter, log, last_lsn, index, cursor });
         *node = Node::Splitting { depth, frozen, children };
+        let exact = self.index.get().is_some();
         for id in first_child..first_child + fanout {
-            let leaf = Box::new(RwLock::new(new_leaf(&self.params, &self.leaves, id, depth + 1)));
+            let leaf = new_leaf(&self.params, &self.leaves, exact, id, depth + 1);
+            let leaf = Box::new(RwLock::new(leaf));
             topo.nodes.push(Node::Leaf { depth: depth + 1, leaf });
         }
         self.splits_started.fetch_add(1, Ordering::Relaxed);
@@ -810,7 +935,8 @@ impl Dsbf {
     /// # Errors
     /// [`Error::Poisoned`] naming the failure.
     pub fn check(&self) -> Result<(), Error> {
-        self.leaves.check()
+        self.leaves.check()?;
+        self.index.get().map_or(Ok(()), |index| index.check())
     }
 
     /// Moves up to `split.step` fingerprints of splitting node `id` into the leaves below it,
@@ -885,8 +1011,10 @@ impl Dsbf {
                 leaf.filter.insert_batch(&fps, &mut was);
                 for &(_, pos) in &group[..take] {
                     // Always logged, even if the child's filter already (falsely) held it:
-                    // the log, not the filter, is what the child's own split carries on.
-                    leaf.log.push(&self.leaves, chunk[pos as usize]);
+                    // the log, not the filter, is what the child's own split carries on. In
+                    // exact mode it goes to the child's index too, which must hold everything
+                    // in the child's log when the frozen index is gone.
+                    self.record_in(leaf, chunk[pos as usize]);
                 }
             }
             drop(groups);
@@ -913,6 +1041,8 @@ impl Dsbf {
         }
         let inner = Node::Inner { depth: *depth, children: std::mem::take(children) };
         if let Node::Splitting { frozen, .. } = std::mem::replace(node, inner) {
+            // The frozen index goes too (its runs' files with it): the children's indexes hold
+            // everything now.
             let Frozen { filter, log, last_lsn, .. } = *frozen;
             // A checkpoint that has yet to write this leaf writes it as it froze.
             if let Some(c) = self.capture.lock().as_mut()
@@ -940,12 +1070,14 @@ impl Dsbf {
                 Node::Splitting { depth, frozen, .. } => {
                     splitting += 1;
                     memory += frozen.filter.memory_bytes() as u64 + frozen.log.memory_bytes();
+                    memory += frozen.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                 }
                 Node::Leaf { depth, leaf } => {
                     let leaf = leaf.read();
                     let count = leaf.log.len();
                     memory += leaf.filter.memory_bytes() as u64 + leaf.log.memory_bytes();
+                    memory += leaf.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                     leaves.push(LeafStats {
                         id: id as NodeId,
@@ -964,14 +1096,15 @@ impl Dsbf {
             }
         }
         let worst_fpr = leaves.iter().map(|l| l.estimated_fpr).fold(0.0, f64::max);
+        let index = self.index_stats();
         TreeStats {
             count: self.len(),
             leaves,
             inner_nodes: inner,
             splitting_nodes: splitting,
             height,
-            memory_bytes: memory,
-            disk_bytes: self.leaves.disk_bytes(),
+            memory_bytes: memory + index.run_memory_bytes,
+            disk_bytes: self.leaves.disk_bytes() + index.disk_bytes,
             splits_started: self.splits_started.load(Ordering::Relaxed),
             splits_done: self.splits_done.load(Ordering::Relaxed),
             worst_leaf_fpr: worst_fpr,
@@ -1316,7 +1449,9 @@ impl Dsbf {
                     logged += log.len();
                     guard.resize(id as usize + 1, 0);
                     guard[id as usize] = last_lsn.max(1);
-                    let leaf = Leaf { filter, log, last_lsn, split_at: level.split_at };
+                    // Exact mode builds its index later, from the file (`enable_exact`).
+                    let split_at = level.split_at;
+                    let leaf = Leaf { filter, log, last_lsn, split_at, index: None };
                     nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(leaf)) });
                 }
                 other => return Err(format!("node {id}: unknown node tag {other}")),
@@ -1509,7 +1644,7 @@ fn group_by_node(items: &mut Vec<(NodeId, u32)>, nodes: usize, scratch: &mut Vec
     std::mem::swap(items, scratch);
 }
 
-fn new_leaf(params: &TreeParams, leaves: &LeafStore, id: NodeId, depth: u32) -> Leaf {
+fn new_leaf(params: &TreeParams, leaves: &LeafStore, exact: bool, id: NodeId, depth: u32) -> Leaf {
     let level = params.level(depth);
     // In memory the log fills to `split_at` before the leaf splits: reserve it once instead of
     // growing it by copies. The allocator maps pages lazily, so an empty leaf costs no memory.
@@ -1519,6 +1654,7 @@ fn new_leaf(params: &TreeParams, leaves: &LeafStore, id: NodeId, depth: u32) -> 
         log: LeafLog::new(leaves, id, reserve),
         last_lsn: 0,
         split_at: level.split_at,
+        index: exact.then(|| LeafIndex::new(level.split_at)),
     }
 }
 
@@ -1539,9 +1675,10 @@ pub struct TreeStats {
     pub splitting_nodes: usize,
     /// Depth of the deepest leaf (the root is depth 0, its children depth 1).
     pub height: u32,
-    /// RAM: filters and leaf buffers (in memory: leaf logs), in bytes.
+    /// RAM: filters and leaf buffers (in memory: leaf logs), and in exact mode the indexes'
+    /// tails and fence pointers, in bytes.
     pub memory_bytes: u64,
-    /// Bytes of leaf files on disk.
+    /// Bytes of leaf files on disk, and in exact mode of index runs.
     pub disk_bytes: u64,
     /// Splits begun.
     pub splits_started: u64,

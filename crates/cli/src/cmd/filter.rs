@@ -146,6 +146,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             s.worst_leaf_fpr,
             s.fpr_bound,
         )?;
+        if let Some(e) = &s.exact {
+            writeln!(
+                io::stderr().lock(),
+                "urlseen filter: exact: {} Bloom positives answered by the LRU, {} confirmed by \
+                 the leaf indexes ({} run page reads, {} runs written)",
+                e.lru_hits,
+                e.store_hits,
+                e.store_reads,
+                e.store_writes,
+            )?;
+        }
     }
     drop(ns);
     db.close()?;

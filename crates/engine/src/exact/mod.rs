@@ -126,6 +126,67 @@ fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
 }
 
+/// Seed 002's cache of recent fingerprints: an LRU, sharded when it is big enough to share.
+///
+/// Exact mode over a DSBF keeps one in front of the leaf indexes (see
+/// [`Dsbf::insert_batch_exact`](crate::tree::Dsbf::insert_batch_exact)); an [`ExactIndex`] keeps
+/// one in front of its store.
+#[derive(Debug)]
+pub struct RecentCache {
+    shards: Box<[Mutex<FpLru>]>,
+    hits: AtomicU64,
+}
+
+impl RecentCache {
+    /// A cache of `capacity` fingerprints (0: none).
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        let n = if capacity >= SHARD_MIN_CAPACITY { SHARDS } else { 1 };
+        let per_shard = capacity.div_ceil(n);
+        let shards = (0..n).map(|_| Mutex::new(FpLru::new(per_shard))).collect();
+        RecentCache { shards, hits: AtomicU64::new(0) }
+    }
+
+    /// The shard of `fp`, locked.
+    fn shard(&self, fp: u64) -> MutexGuard<'_, FpLru> {
+        let i = if self.shards.len() == 1 {
+            0
+        } else {
+            (mix64(fp ^ SHARD_SALT) >> 60) as usize % self.shards.len()
+        };
+        self.shards[i].lock()
+    }
+
+    /// Whether `fp` is cached; a hit is refreshed and counted.
+    pub fn touch(&self, fp: u64) -> bool {
+        let hit = self.shard(fp).touch(fp);
+        bump(&self.hits, u64::from(hit));
+        hit
+    }
+
+    /// Caches `fp`, evicting the least recently used if full.
+    pub fn insert(&self, fp: u64) {
+        self.shard(fp).insert(fp);
+    }
+
+    /// Hits since the cache was made.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Entries now, capacity, and heap bytes.
+    pub fn sizes(&self) -> (u64, u64, u64) {
+        let (mut len, mut capacity, mut memory) = (0, 0, 0);
+        for shard in &*self.shards {
+            let lru = shard.lock();
+            len += lru.len() as u64;
+            capacity += lru.capacity() as u64;
+            memory += lru.memory_bytes() as u64;
+        }
+        (len, capacity, memory)
+    }
+}
+
 /// Seed 002's exact layer behind a Bloom filter: an LRU of recent fingerprints, then a
 /// fingerprint store with reference counts (seed 004). See the [module docs](self).
 ///
@@ -133,7 +194,8 @@ fn bump(c: &AtomicU64, n: u64) {
 #[derive(Debug)]
 pub struct ExactIndex {
     store: Box<dyn FpStore>,
-    shards: Box<[Mutex<FpLru>]>,
+    /// The LRU; its shard locks also make every call on one fingerprint atomic.
+    recent: RecentCache,
     count_references: bool,
     counters: Counters,
 }
@@ -142,12 +204,9 @@ impl ExactIndex {
     /// An index over `store`.
     #[must_use]
     pub fn new(store: Box<dyn FpStore>, options: ExactOptions) -> Self {
-        let n = if options.lru_capacity >= SHARD_MIN_CAPACITY { SHARDS } else { 1 };
-        let per_shard = options.lru_capacity.div_ceil(n);
-        let shards = (0..n).map(|_| Mutex::new(FpLru::new(per_shard))).collect();
         ExactIndex {
             store,
-            shards,
+            recent: RecentCache::new(options.lru_capacity),
             count_references: options.count_references,
             counters: Counters::default(),
         }
@@ -175,12 +234,7 @@ impl ExactIndex {
 
     /// The shard of `fp`, locked: its LRU, and the lock that makes calls on `fp` atomic.
     fn shard(&self, fp: u64) -> MutexGuard<'_, FpLru> {
-        let i = if self.shards.len() == 1 {
-            0
-        } else {
-            (mix64(fp ^ SHARD_SALT) >> 60) as usize % self.shards.len()
-        };
-        self.shards[i].lock()
+        self.recent.shard(fp)
     }
 
     /// Seed 002's decision for a Bloom positive: is `fp` truly recorded?
@@ -355,13 +409,7 @@ impl ExactIndex {
     pub fn stats(&self) -> ExactStats {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let (mut lru_len, mut lru_capacity, mut lru_memory_bytes) = (0, 0, 0);
-        for shard in &*self.shards {
-            let lru = shard.lock();
-            lru_len += lru.len() as u64;
-            lru_capacity += lru.capacity() as u64;
-            lru_memory_bytes += lru.memory_bytes() as u64;
-        }
+        let (lru_len, lru_capacity, lru_memory_bytes) = self.recent.sizes();
         ExactStats {
             lru_hits: get(&c.lru_hits),
             store_reads: get(&c.store_reads),
