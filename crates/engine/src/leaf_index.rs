@@ -43,6 +43,8 @@ pub const TAIL_MIN: usize = 64;
 pub const MERGE_FANOUT: usize = 4;
 /// Fingerprints per fence pointer: one lookup reads this many (512 bytes).
 pub const PAGE: usize = 64;
+/// Fingerprints [`LeafIndex::build`] sorts into one run (8 MiB).
+pub const BUILD_CHUNK: usize = 1 << 20;
 /// Fingerprints a merge reads from each run at once.
 const MERGE_CHUNK: usize = 8192;
 
@@ -356,6 +358,52 @@ impl LeafIndex {
         LeafIndex { tail: HashSet::default(), tail_max, runs: Vec::new() }
     }
 
+    /// The index of a leaf's existing records, in bulk: `next` fills a chunk of fingerprints
+    /// (from the leaf's file) and returns `Ok(false)` after the last one. Each chunk of up to
+    /// [`BUILD_CHUNK`] is sorted into a run, and the runs are merged into one: a sequential read
+    /// of the file and about one write of the index, with no tail churn.
+    ///
+    /// # Errors
+    /// Those of `next`; [`Error::Io`] writing a run.
+    pub fn build(
+        store: &Arc<IndexStore>,
+        split_at: u64,
+        mut next: impl FnMut(&mut Vec<u64>) -> Result<bool>,
+    ) -> Result<LeafIndex> {
+        let mut index = LeafIndex::new(split_at);
+        let mut runs = Vec::new();
+        let mut chunk = Vec::new();
+        let mut more = true;
+        while more {
+            chunk.clear();
+            while more && chunk.len() < BUILD_CHUNK {
+                more = next(&mut chunk)?;
+            }
+            chunk.sort_unstable();
+            chunk.dedup();
+            if chunk.is_empty() {
+                continue;
+            }
+            let mut w = store.writer(0)?;
+            for &fp in &chunk {
+                w.push(fp)?;
+            }
+            runs.push(w.finish()?);
+        }
+        if runs.len() > 1 {
+            runs = vec![merge(store, &runs, 0)?];
+        }
+        if let Some(mut run) = runs.pop() {
+            // The tier its size would have reached by merging, so later runs merge into it
+            // only once they are as big.
+            while index.tail_max.saturating_mul(MERGE_FANOUT.pow(run.tier + 1)) <= run.len {
+                run.tier += 1;
+            }
+            index.runs.push(run);
+        }
+        Ok(index)
+    }
+
     /// Records `fp`. A full tail becomes a run (and runs may merge), all under the caller's
     /// lock: sequential I/O of at most the leaf's own index.
     ///
@@ -495,8 +543,9 @@ mod tests {
     }
 
     fn check(store: &Arc<IndexStore>) {
-        let mut index = LeafIndex::new(u64::MAX);
-        let recorded = fps(TAIL_MAX as u64 * 20 + 7, 1);
+        // Tails of 1,024: 20 of them become runs.
+        let mut index = LeafIndex::new(8 * 1024);
+        let recorded = fps(1024 * 20 + 7, 1);
         for &fp in &recorded {
             index.insert(store, fp).unwrap();
         }
@@ -530,17 +579,43 @@ mod tests {
     }
 
     #[test]
+    fn a_bulk_build_finds_everything_and_later_inserts_merge_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = IndexStore::create(dir.path().join("index")).unwrap();
+        let recorded = fps(BUILD_CHUNK as u64 + 1000, 5);
+        let mut chunks = recorded.chunks(70_000);
+        let mut index = LeafIndex::build(&store, 1 << 20, |out| match chunks.next() {
+            Some(c) => {
+                out.extend_from_slice(c);
+                Ok(true)
+            }
+            None => Ok(false),
+        })
+        .unwrap();
+        assert_eq!(index.runs(), 1);
+        assert_eq!(index.len(), recorded.len() as u64);
+        let later = fps(50_000, 6);
+        for &fp in &later {
+            index.insert(&store, fp).unwrap();
+        }
+        for &fp in recorded.iter().chain(&later) {
+            assert!(index.contains(fp).unwrap(), "{fp:#x} not found");
+        }
+        assert!(!fps(10_000, 7).iter().any(|&fp| index.contains(fp).unwrap()));
+    }
+
+    #[test]
     fn a_run_that_cannot_be_read_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let store = IndexStore::create(dir.path().join("index")).unwrap();
-        let mut index = LeafIndex::new(u64::MAX);
-        for fp in fps(TAIL_MAX as u64, 3) {
+        let mut index = LeafIndex::new(8 * 1024);
+        for fp in fps(1024, 3) {
             index.insert(&store, fp).unwrap();
         }
         assert_eq!(index.runs(), 1);
         let run = std::fs::read_dir(dir.path().join("index")).unwrap().next().unwrap().unwrap();
         std::fs::OpenOptions::new().write(true).open(run.path()).unwrap().set_len(8).unwrap();
-        let probe = fps(TAIL_MAX as u64, 3)[TAIL_MAX - 1];
+        let probe = fps(1024, 3)[1023];
         assert!(matches!(index.contains(probe), Err(Error::Io { .. })));
     }
 }

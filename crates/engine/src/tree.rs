@@ -495,21 +495,51 @@ impl Dsbf {
         self.complete_splits();
         self.check()?;
         let mut topo = self.topo.write();
-        let mut chunk = Vec::new();
-        for node in &mut topo.nodes {
-            let Node::Leaf { leaf, .. } = node else { continue };
-            let leaf = leaf.get_mut();
-            let mut index = LeafIndex::new(leaf.split_at);
-            let mut pos = ReadPos::default();
-            while !leaf.log.is_end(pos) {
-                pos = leaf.log.read(&self.leaves, pos, 1 << 16, &mut chunk)?;
-                for r in &chunk {
-                    index.insert(&store, r.fp)?;
-                }
+        let leaves: Vec<&mut Leaf> = topo
+            .nodes
+            .iter_mut()
+            .filter_map(|node| match node {
+                Node::Leaf { leaf, .. } => Some(leaf.get_mut()),
+                _ => None,
+            })
+            .collect();
+        // Leaves are independent: one builder per core, each taking the next leaf.
+        let queue = Mutex::new(leaves.into_iter());
+        let failed = Mutex::new(None);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    while let Some(leaf) = queue.lock().next() {
+                        if let Err(e) = self.build_index(leaf, &store) {
+                            *failed.lock() = Some(e);
+                            return;
+                        }
+                    }
+                });
             }
-            leaf.index = Some(index);
+        });
+        if let Some(e) = failed.into_inner() {
+            return Err(e);
         }
         let _ = self.index.set(store);
+        Ok(())
+    }
+
+    /// Indexes every record of `leaf`'s log (see [`LeafIndex::build`]).
+    fn build_index(&self, leaf: &mut Leaf, store: &Arc<IndexStore>) -> Result<(), Error> {
+        let mut pos = ReadPos::default();
+        let mut records = Vec::new();
+        let log = &leaf.log;
+        let index = LeafIndex::build(store, leaf.split_at, |out| {
+            if log.is_end(pos) {
+                return Ok(false);
+            }
+            pos = log.read(&self.leaves, pos, 1 << 16, &mut records)?;
+            out.extend(records.iter().map(|r| r.fp));
+            Ok(!log.is_end(pos))
+        })?;
+        leaf.index = Some(index);
         Ok(())
     }
 
