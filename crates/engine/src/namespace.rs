@@ -682,11 +682,11 @@ pub struct NamespaceStats {
 pub struct ExactReport {
     /// Bloom positives answered by the LRU (no store read).
     pub lru_hits: u64,
-    /// Point reads of the store.
+    /// Point reads of the store (counting); page reads of leaf index runs (exact DSBF).
     pub store_reads: u64,
-    /// Store reads that found the fingerprint.
+    /// Store reads that found the fingerprint; positives found in a run (exact DSBF).
     pub store_hits: u64,
-    /// Write batches sent to the store.
+    /// Write batches sent to the store; runs written (exact DSBF).
     pub store_writes: u64,
     /// Fingerprints recorded in the store.
     pub recorded: u64,

@@ -149,8 +149,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(e) = &s.exact {
             writeln!(
                 io::stderr().lock(),
-                "urlseen filter: exact: {} Bloom positives answered by the LRU, {} confirmed by \
-                 the leaf indexes ({} run page reads, {} runs written)",
+                "urlseen filter: exact: {} Bloom positives answered by the LRU, {} found in leaf \
+                 index runs ({} run page reads, {} runs written)",
                 e.lru_hits,
                 e.store_hits,
                 e.store_reads,

@@ -1,5 +1,10 @@
-//! Exact mode: confirm every Bloom positive against a fingerprint store, so the only false
-//! positives left are 64-bit fingerprint collisions.
+//! Exact mode: confirm every Bloom positive against the fingerprints themselves, so the only
+//! false positives left are 64-bit fingerprint collisions.
+//!
+//! An exact namespace over the DSBF confirms against each leaf's own records, sorted in its
+//! [`LeafIndex`](crate::leaf_index::LeafIndex), behind seed 002's [`RecentCache`] (see
+//! [`Dsbf::insert_batch_exact`](crate::tree::Dsbf::insert_batch_exact)). This module holds that
+//! cache, and the store-based layers that counting namespaces use:
 //!
 //! Seed 002's layers, and seed 004's fingerprint database with reference counts and deletion:
 //!
@@ -10,7 +15,7 @@
 //!                                       └─ not found ─▶ NEW   (a Bloom false positive: record it)
 //! ```
 //!
-//! - [`ExactIndex`] is the part behind any Bloom filter (the DSBF's leaves): the recent-URL
+//! - [`ExactIndex`] is the part behind any Bloom filter (a counting set's filters): the recent-URL
 //!   [`FpLru`] and a [`FpStore`] ([`FingerprintStore`] on disk, [`MemStore`] in memory).
 //! - [`CountingSet`] is seed 004's IMP-CB as a whole set: generations of counting Bloom filters
 //!   in front of an [`ExactIndex`], growing by doubling (seed 002) and able to
