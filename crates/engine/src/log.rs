@@ -36,7 +36,8 @@ use crate::storage::{AppendFile, Storage};
 const MAGIC: &[u8; 8] = b"URLSEENL";
 /// The log format version this build writes and reads.
 pub const LOG_VERSION: u16 = 1;
-const HEADER_LEN: u64 = 16;
+/// Bytes of the log's header: a log this long holds no record.
+pub(crate) const HEADER_LEN: u64 = 16;
 const RECORD_OVERHEAD: usize = 8 + 8;
 /// Largest record payload accepted on read: a bigger length field is corruption.
 const MAX_PAYLOAD: u32 = 64 << 20;

@@ -513,6 +513,8 @@ impl Namespace {
                 syncs: l.syncs,
                 sync_micros: l.sync_micros,
                 snapshot_offset: d.snapshot_end.load(std::sync::atomic::Ordering::Acquire),
+                recovery_truncated_bytes: d.recovery.truncated_bytes,
+                recovery_snapshot_error: d.recovery.snapshot_error.clone(),
             }
         });
         stats
@@ -759,6 +761,12 @@ pub struct PersistenceStats {
     pub sync_micros: u64,
     /// Log offset covered by the newest snapshot.
     pub snapshot_offset: u64,
+    /// Bytes of a torn or damaged log tail that recovery cut when the namespace was opened
+    /// (records in them are gone; under `fsync = always` none of them was acknowledged).
+    pub recovery_truncated_bytes: u64,
+    /// Why recovery did not use the snapshot, if it did not (the namespace was rebuilt from the
+    /// log instead, which loses nothing).
+    pub recovery_snapshot_error: Option<String>,
 }
 
 /// One leaf in [`NamespaceStats`].

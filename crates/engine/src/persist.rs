@@ -7,7 +7,9 @@
 //! DIR/ns/<hex of name>/snapshot the tree at a log offset: its shape, every leaf's filter, and
 //!                               how much of each leaf file it covers
 //! DIR/ns/<hex of name>/leaves/  one file per leaf: the fingerprints it holds (see `leaf_log`)
-//! DIR/ns/<hex of name>/store/   exact mode: the fingerprint store (an LSM, see `exact`)
+//! DIR/ns/<hex of name>/index/   exact mode: sorted runs of each leaf's fingerprints, derived
+//!                               from the leaf files at every open (see `leaf_index`)
+//! DIR/ns/<hex of name>/store/   counting mode: the fingerprint store (an LSM, see `exact`)
 //! ```
 //! A counting namespace keeps no log records and no snapshot: its store is its source of truth
 //! and its counting filters are rebuilt from the store when it is opened.
@@ -318,6 +320,19 @@ pub(crate) fn recover(
     let storage = &db.storage;
     let meta_path = dir.join("meta");
     let Some(meta) = storage.read(&meta_path).map_err(|e| Error::io("read", &meta_path, e))? else {
+        // The meta file is written last, so a directory without one may be a create that did
+        // not finish: that holds nothing and goes. One that holds data lost its meta file:
+        // deleting it would lose every URL in it, so nothing is touched.
+        if let Some(what) = recorded_data(storage, dir)? {
+            return Err(Error::corrupt(
+                &meta_path,
+                &format!(
+                    "missing, but the namespace directory holds data ({what}); nothing was \
+                     changed. Restore the meta file from a backup, or move the directory out of \
+                     the data directory to set the namespace aside"
+                ),
+            ));
+        }
         storage
             .remove_dir_all(dir)
             .map_err(|e| Error::io("remove unfinished namespace", dir, e))?;
@@ -338,6 +353,15 @@ pub(crate) fn recover(
     let snap_path = dir.join("snapshot");
     let snapshot = storage.open_read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
     let snapshot_bytes = storage.file_len(&snap_path).ok().flatten().unwrap_or(0);
+    // Checked before anything is changed: a log shorter than what the snapshot covers lost
+    // records that only the snapshot and the leaf files (which loading cuts back) still hold.
+    let log_path = dir.join("log");
+    let log_len = storage.file_len(&log_path).map_err(|e| Error::io("stat", &log_path, e))?;
+    if let (Some(covered), Some(len)) = (snapshot_log_offset(storage, &snap_path), log_len)
+        && len < covered
+    {
+        return Err(log_behind_snapshot(&log_path, len, covered));
+    }
     let loaded = snapshot
         .map(|mut r| Dsbf::read_snapshot(params, Arc::clone(workers), leaves.clone(), &mut r));
     let fresh = |report: &mut RecoveryReport| -> Result<Arc<Dsbf>> {
@@ -347,7 +371,7 @@ pub(crate) fn recover(
         Ok(Dsbf::new(params, Arc::clone(workers), leaves.clone()))
     };
     let mut guard = Vec::new();
-    let (mut tree, mut offset) = match loaded {
+    let (tree, offset) = match loaded {
         Some(Ok(s)) => {
             report.snapshot_offset = Some(s.log_offset);
             if s.version < SNAPSHOT_VERSION {
@@ -365,22 +389,14 @@ pub(crate) fn recover(
         }
         None => (fresh(&mut report)?, 0),
     };
-    let log_path = dir.join("log");
-    let (mut log, truncated) =
+    let (log, truncated) =
         FingerprintLog::open_from(storage, &log_path, db.fsync, offset, &mut |record| {
             replay(&tree, &guard, &options, &mut report, &record);
         })?;
     if log.end() < offset {
-        report.snapshot_error =
-            Some(format!("snapshot covers log offset {offset} beyond the log's end {}", log.end()));
-        (report.replayed_records, report.replayed_fingerprints) = (0, 0);
-        drop(log);
-        tree = fresh(&mut report)?;
-        offset = 0;
-        guard.clear();
-        (log, _) = FingerprintLog::open_from(storage, &log_path, db.fsync, 0, &mut |record| {
-            replay(&tree, &guard, &options, &mut report, &record);
-        })?;
+        // The snapshot was written after the log was synced up to `offset`, so a log that ends
+        // before it lost records in the middle (damage, not a torn tail).
+        return Err(log_behind_snapshot(&log_path, log.end(), offset));
     }
     report.truncated_bytes = truncated;
     let set = open_set(dir, &options, tree, false)?;
@@ -395,6 +411,51 @@ pub(crate) fn recover(
         recovery: report,
     };
     Ok(Some(Recovered { name, options, set, durable }))
+}
+
+/// The log offset a snapshot file says it covers, read from its header alone (`None` if it has
+/// none: then loading it fails and says why).
+fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
+    let mut head = [0u8; 24];
+    let n = storage.read_at(path, 0, &mut head).ok()?;
+    (n == head.len() && head[..8] == *crate::tree::SNAPSHOT_MAGIC)
+        .then(|| u64::from_le_bytes(head[16..24].try_into().unwrap_or_default()))
+}
+
+/// The refusal for a log that ends before the offset its snapshot covers.
+fn log_behind_snapshot(log: &Path, end: u64, offset: u64) -> Error {
+    Error::corrupt(
+        log,
+        &format!(
+            "ends at byte {end}, but the snapshot covers it up to byte {offset}: records are \
+             missing from the log; nothing was changed. Restore the log from a backup, or, to \
+             keep only what the log holds, remove the snapshot file (URLs recorded after byte \
+             {end} will be new again)"
+        ),
+    )
+}
+
+/// What in a namespace directory without meta shows that URLs were recorded there, if anything:
+/// a log with records, a snapshot, a leaf file, a store, or a file this build does not know.
+fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String>> {
+    let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
+    for name in names {
+        let path = dir.join(&name);
+        let holds = match name.as_str() {
+            "log" => storage
+                .file_len(&path)
+                .map_err(|e| Error::io("stat", &path, e))?
+                .is_some_and(|len| len > crate::log::HEADER_LEN),
+            LEAVES_DIR => !storage.list(&path).map_err(|e| Error::io("list", &path, e))?.is_empty(),
+            // Derived from the leaf files, never data of its own.
+            "index" => false,
+            _ => true,
+        };
+        if holds {
+            return Ok(Some(format!("{name:?}")));
+        }
+    }
+    Ok(None)
 }
 
 /// The tree parameters a namespace's options give.

@@ -1142,7 +1142,7 @@ impl Dsbf {
     }
 }
 
-const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
+pub(crate) const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
 /// The snapshot format version this build writes. It reads this one and version 1, whose leaves
 /// carried their fingerprints inline (opening such a snapshot moves them to leaf files).
 pub const SNAPSHOT_VERSION: u16 = 2;

@@ -653,12 +653,18 @@ impl App {
             }
         }
         type PGetter = fn(&urlseen_engine::PersistenceStats) -> f64;
-        let durable: [(&str, &str, &str, PGetter); 3] = [
+        let durable: [(&str, &str, &str, PGetter); 4] = [
             ("log_bytes", "gauge", "Bytes in the fingerprint log.", |p| p.log_bytes as f64),
             ("fsyncs_total", "counter", "Log fsyncs since open.", |p| p.syncs as f64),
             ("fsync_seconds_total", "counter", "Time spent in log fsyncs since open.", |p| {
                 p.sync_micros as f64 / 1e6
             }),
+            (
+                "recovery_truncated_bytes",
+                "gauge",
+                "Bytes of a torn or damaged log tail cut when the namespace was opened.",
+                |p| p.recovery_truncated_bytes as f64,
+            ),
         ];
         if stats.iter().any(|(_, s)| s.persistence.is_some()) {
             for (name, kind, help, get) in durable {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use urlseen_canon::Canonicalizer;
 use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
-use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, SeenSet, SplitPolicy};
+use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SplitPolicy};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
 use crate::lines::{Line, LineBatches, write_line};
@@ -115,8 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return run_redis(&args, urls.clone(), options);
     }
     let db = match &args.data {
-        Some(dir) => Db::open_with(dir, DbOptions { fsync: args.fsync, ..DbOptions::default() })
-            .with_context(|| format!("opening data directory {}", dir.display()))?,
+        Some(dir) => super::open_data_dir(dir, args.fsync, false)?,
         None if args.in_memory => Db::in_memory(),
         None => Db::temporary(args.spill_dir.as_deref()).context("creating the spill directory")?,
     };

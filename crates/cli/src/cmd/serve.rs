@@ -49,7 +49,7 @@ use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{info, warn};
-use urlseen_engine::{Db, DbOptions, Fsync, Profile};
+use urlseen_engine::{Db, Fsync, Profile};
 use urlseen_server::http::{self, HttpState};
 use urlseen_server::{App, AppConfig, Config, Limits};
 
@@ -286,8 +286,7 @@ impl Settings {
 fn open_db(data: Option<&Path>, spill: Option<&Path>, fsync: Fsync) -> anyhow::Result<Db> {
     match data {
         None => Db::temporary(spill).context("creating the spill directory"),
-        Some(dir) => Db::open_with(dir, DbOptions { fsync, ..DbOptions::default() })
-            .with_context(|| format!("opening data directory {}", dir.display())),
+        Some(dir) => super::open_data_dir(dir, fsync, false),
     }
 }
 

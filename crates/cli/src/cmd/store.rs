@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, NamespaceStats};
+use urlseen_engine::{Fsync, NamespaceOptions, NamespaceStats};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
 use crate::lines::{Line, LineBatches, MAX_BATCH};
@@ -55,8 +55,7 @@ pub struct ImportArgs {
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<()> {
-    let db = Db::open_with(&args.data, DbOptions { fsync: args.fsync, ..DbOptions::default() })
-        .with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let db = super::open_data_dir(&args.data, args.fsync, false)?;
     let options = NamespaceOptions {
         capacity: args.capacity,
         fpr: args.fpr,
@@ -155,8 +154,7 @@ pub struct StatsArgs {
 }
 
 pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
-    let db = Db::open(&args.data)
-        .with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let db = super::open_data_dir(&args.data, Fsync::EverySec, true)?;
     let names = match &args.ns {
         Some(name) => {
             anyhow::ensure!(
@@ -219,6 +217,16 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
                     "  log             {} bytes, snapshot at {}, fsync {}",
                     p.log_bytes, p.snapshot_offset, p.fsync
                 )?;
+                if p.recovery_truncated_bytes > 0 {
+                    writeln!(
+                        out,
+                        "  recovery        cut {} bytes of a torn or damaged log tail",
+                        p.recovery_truncated_bytes
+                    )?;
+                }
+                if let Some(reason) = &p.recovery_snapshot_error {
+                    writeln!(out, "  recovery        snapshot not used: {reason}")?;
+                }
             }
         }
     }
@@ -242,8 +250,7 @@ pub struct ForgetArgs {
 }
 
 pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
-    let db = Db::open_with(&args.data, DbOptions { fsync: Fsync::Always, ..DbOptions::default() })
-        .with_context(|| format!("opening data directory {}", args.data.display()))?;
+    let db = super::open_data_dir(&args.data, Fsync::Always, true)?;
     let ns = db
         .namespace(&args.ns)
         .with_context(|| format!("no namespace {:?} in {}", args.ns, args.data.display()))?;

@@ -78,10 +78,22 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
     out.field("aof_enabled", u8::from(db.path().is_some()));
     match (app.remote(), db.path()) {
         (Some(_), _) => out.field("urlseen_storage", "redis"),
-        (None, Some(dir)) => out
-            .field("urlseen_storage", "data_directory")
-            .field("urlseen_data_dir", dir.display())
-            .field("urlseen_fsync", db.fsync().name()),
+        (None, Some(dir)) => {
+            // What recovery dropped when the namespaces were opened: stderr said so then; this
+            // keeps saying it.
+            let (mut truncated, mut rebuilt) = (0, 0);
+            for ns in db.namespace_names().iter().filter_map(|n| db.namespace(n)) {
+                if let Some(r) = ns.recovery() {
+                    truncated += r.truncated_bytes;
+                    rebuilt += u64::from(r.snapshot_error.is_some());
+                }
+            }
+            out.field("urlseen_storage", "data_directory")
+                .field("urlseen_data_dir", dir.display())
+                .field("urlseen_fsync", db.fsync().name())
+                .field("urlseen_recovery_truncated_bytes", truncated)
+                .field("urlseen_recovery_snapshots_unused", rebuilt)
+        }
         (None, None) => out.field("urlseen_storage", "memory"),
     };
 }

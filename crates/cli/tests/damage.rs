@@ -1,0 +1,142 @@
+//! Damage to a data directory, as a user or a failing disk leaves it: recovery refuses what it
+//! cannot explain, with a message that says how to repair, and changes nothing; what it cuts is
+//! reported; read-only commands create nothing. Each test asserts the exit code, the message,
+//! and that every URL recorded before the damage is still there once it is undone (or, for a cut
+//! tail, that only the damaged bytes went).
+
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use urlseen_corpus::distinct_urls;
+
+/// Runs `urlseen args…` with `input` on stdin; returns (stdout lines, stderr, success).
+fn run(args: &[&str], input: &[u8]) -> (Vec<String>, String, bool) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    // A command that refuses to start closes stdin unread: a broken pipe is not a failure.
+    let _ = writer.join().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    (
+        stdout.lines().map(str::to_owned).collect(),
+        String::from_utf8_lossy(&out.stderr).into(),
+        out.status.success(),
+    )
+}
+
+fn lines(urls: &[String]) -> Vec<u8> {
+    urls.iter().flat_map(|u| u.bytes().chain(std::iter::once(b'\n'))).collect()
+}
+
+/// A data directory that recorded `urls` in namespace "default" (closed, so with a
+/// snapshot), that namespace's directory, and the URLs it printed (recorded as new: a few of
+/// `urls` are the same URL once canonicalized).
+fn recorded(urls: &[String]) -> (tempfile::TempDir, PathBuf, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let (out, err, ok) = run(&["filter", "--data", data, "--capacity", "1000"], &lines(urls));
+    assert!(ok, "{err}");
+    assert!(out.len() > urls.len() * 9 / 10, "{} of {} new", out.len(), urls.len());
+    let ns = fs::read_dir(dir.path().join("ns")).unwrap().next().unwrap().unwrap().path();
+    (dir, ns, out)
+}
+
+/// Every file under `dir` with its length, sorted: what "nothing was changed" compares.
+fn listing(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(listing(&entry.path()));
+        } else {
+            out.push((entry.path(), entry.metadata().unwrap().len()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// How many of `urls` a `filter` run over `dir` prints (answers new), recording them.
+fn new_again(dir: &Path, urls: &[String]) -> (usize, String) {
+    let (out, err, ok) = run(&["filter", "--data", dir.to_str().unwrap()], &lines(urls));
+    assert!(ok, "{err}");
+    (out.len(), err)
+}
+
+#[test]
+fn a_missing_meta_is_refused_and_nothing_is_deleted() {
+    let urls = distinct_urls(31, 5_000);
+    let (dir, ns, urls) = recorded(&urls);
+    let meta = fs::read(ns.join("meta")).unwrap();
+    fs::remove_file(ns.join("meta")).unwrap();
+    let before = listing(&ns);
+    let (_, err, ok) = run(&["stats", "--data", dir.path().to_str().unwrap()], b"");
+    assert!(!ok, "a namespace without meta was opened");
+    assert!(err.contains("meta") && err.contains("missing"), "{err}");
+    assert!(err.contains("Restore the meta file"), "no repair advice: {err}");
+    assert_eq!(listing(&ns), before, "recovery changed the namespace's files");
+    fs::write(ns.join("meta"), meta).unwrap();
+    assert_eq!(new_again(dir.path(), &urls).0, 0, "URLs lost after the meta came back");
+}
+
+#[test]
+fn a_log_shorter_than_its_snapshot_is_refused_and_nothing_is_deleted() {
+    let urls = distinct_urls(32, 5_000);
+    let (dir, ns, urls) = recorded(&urls);
+    let log = fs::read(ns.join("log")).unwrap();
+    fs::write(ns.join("log"), &log[..16]).unwrap();
+    let before = listing(&ns);
+    let (out, err, ok) = run(&["filter", "--data", dir.path().to_str().unwrap()], &lines(&urls));
+    assert!(!ok, "a log shorter than its snapshot was accepted");
+    assert!(out.is_empty(), "URLs were answered from a damaged namespace");
+    assert!(err.contains("records are missing from the log"), "{err}");
+    assert!(err.contains("remove the snapshot file"), "no repair advice: {err}");
+    assert_eq!(listing(&ns), before, "recovery changed the namespace's files");
+    fs::write(ns.join("log"), log).unwrap();
+    assert_eq!(new_again(dir.path(), &urls).0, 0, "URLs lost after the log came back");
+}
+
+#[test]
+fn a_damaged_log_tail_is_cut_reported_and_nothing_else_is_lost() {
+    let urls = distinct_urls(33, 5_000);
+    let (dir, ns, urls) = recorded(&urls);
+    // A zero-filled tail, as a crash on some file systems leaves after the last record.
+    let mut log = fs::OpenOptions::new().append(true).open(ns.join("log")).unwrap();
+    log.write_all(&[0u8; 1000]).unwrap();
+    drop(log);
+    let (again, err) = new_again(dir.path(), &urls);
+    assert!(err.contains("cut 1000 bytes"), "the cut was not reported: {err}");
+    assert_eq!(again, 0, "URLs before the damaged tail were lost");
+    // The report stays visible in `stats` of that run's data; a later open has nothing to cut.
+    let (out, err, ok) = run(&["stats", "--data", dir.path().to_str().unwrap()], b"");
+    assert!(ok, "{err}");
+    assert!(!err.contains("cut"), "a clean log was reported cut: {err}");
+    let count = format!("URLs            {}", urls.len());
+    assert!(out.iter().any(|l| l.contains(&count)), "{out:?}");
+}
+
+#[test]
+fn stats_does_not_create_a_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("typo-dir");
+    let (_, err, ok) = run(&["stats", "--data", typo.to_str().unwrap()], b"");
+    assert!(!ok, "stats of a directory that does not exist succeeded");
+    assert!(err.contains("not a urlseen data directory"), "{err}");
+    assert!(!typo.exists(), "stats created {}", typo.display());
+    // Nor does it turn an unrelated directory into a data directory.
+    let (_, _, ok) = run(&["stats", "--data", dir.path().to_str().unwrap()], b"");
+    assert!(!ok);
+    assert!(!dir.path().join("ns").exists() && !dir.path().join("LOCK").exists());
+}
