@@ -59,6 +59,18 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Request size limits.
     pub limits: Limits,
+    /// Redis' `protected-mode` (default on): while there is no [`requirepass`](Self::requirepass),
+    /// only loopback clients are served; others get `-DENIED …` and are closed, so that a
+    /// server bound to a public address by mistake cannot be written (or `FLUSHALL`ed) by
+    /// anyone. The HTTP API answers them 403.
+    pub protected_mode: bool,
+}
+
+impl Config {
+    /// Whether a client at `peer` is refused by protected mode.
+    pub fn protected_refuses(&self, peer: std::net::IpAddr) -> bool {
+        self.protected_mode && self.requirepass.is_none() && !peer.to_canonical().is_loopback()
+    }
 }
 
 impl Default for Config {
@@ -70,6 +82,7 @@ impl Default for Config {
             idle_timeout: None,
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
+            protected_mode: true,
         }
     }
 }

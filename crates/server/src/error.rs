@@ -26,6 +26,13 @@ pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client alre
 pub const HELLO_BAD_VERSION: &str = "ERR Protocol version is not an integer or out of range";
 /// `HELLO 4`.
 pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
+/// A client from beyond loopback while protected mode is on and there is no password (the
+/// form of Redis' reply: clients and scanners recognise `-DENIED … protected mode`).
+pub const DENIED: &str = "DENIED urlseen is running in protected mode because protected mode is \
+     enabled and no password is set for the default user. In this mode connections are only \
+     accepted from the loopback interface. To connect from other computers, set a password \
+     (--requirepass), or restart with '--protected-mode no' after making sure the server is not \
+     reachable from the internet";
 /// The extra client past `maxclients`.
 pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
 /// `SELECT` of any database but 0.

@@ -18,20 +18,23 @@
 //! the URL is invalid, with the reason in `errors` (left out when empty). A body that is not
 //! that JSON gets `{"error": …}` with status 400 (bad JSON), 415 (no JSON content type) or 422
 //! (wrong shape); bodies are limited to [`MAX_BODY`] bytes (413 past it). When the server has a
-//! password (`requirepass`), the `/v1` routes want `Authorization: Bearer <password>` (401
-//! otherwise); `/healthz` and `/metrics` stay open. Batches run on tokio's blocking pool, so a
+//! password (`requirepass`), every route (`/v1`, `/metrics`, `/healthz`) wants
+//! `Authorization: Bearer <password>` (401 otherwise); without one, protected mode (on by
+//! default) serves loopback peers only (403 otherwise). Batches run on tokio's blocking pool, so a
 //! big one does not hold up the RESP connections.
 
 use std::fmt::Write as _;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
@@ -54,6 +57,7 @@ pub struct HttpState {
     app: Arc<App>,
     metrics: Arc<Metrics>,
     password: Option<Arc<str>>,
+    protected: bool,
     sources: Vec<MetricsSource>,
 }
 
@@ -69,12 +73,18 @@ impl std::fmt::Debug for HttpState {
 impl HttpState {
     /// Serves `app`, reporting `metrics` (the RESP server's: [`Dispatch::metrics`](crate::Dispatch::metrics)).
     pub fn new(app: Arc<App>, metrics: Arc<Metrics>) -> HttpState {
-        HttpState { app, metrics, password: None, sources: Vec::new() }
+        HttpState { app, metrics, password: None, protected: true, sources: Vec::new() }
     }
 
-    /// Requires `Authorization: Bearer <password>` on the `/v1` routes.
+    /// Requires `Authorization: Bearer <password>` on every route.
     pub fn requirepass(mut self, password: Option<String>) -> HttpState {
         self.password = password.map(Arc::from);
+        self
+    }
+
+    /// Protected mode (default on): without a password, only loopback peers are served.
+    pub fn protected_mode(mut self, on: bool) -> HttpState {
+        self.protected = on;
         self
     }
 
@@ -96,6 +106,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/v1/namespaces/{ns}/check", post(check))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
 
@@ -110,7 +121,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     tracing::info!(addr = %listener.local_addr()?, "HTTP server listening");
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await?;
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, service).with_graceful_shutdown(shutdown).await?;
     tracing::info!("HTTP server stopped");
     Ok(())
 }
@@ -133,21 +145,34 @@ fn message(e: &CommandError) -> String {
     }
 }
 
-/// The 401 reply when a password is required and `headers` do not carry it.
-fn denied(state: &HttpState, headers: &HeaderMap) -> Option<Response> {
-    let Some(password) = &state.password else { return None };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given == Some(&**password) {
-        None
-    } else {
-        Some(error(
-            StatusCode::UNAUTHORIZED,
-            "authentication required: Authorization: Bearer <requirepass>",
-        ))
+/// In front of every route: with a password, the request must carry it
+/// (`Authorization: Bearer <password>`, else 401); without one, in protected mode, only
+/// loopback peers are served (else 403, as RESP's `-DENIED`).
+async fn guard(State(state): State<HttpState>, request: Request, next: Next) -> Response {
+    match &state.password {
+        Some(password) => {
+            let given = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            if given != Some(&**password) {
+                return error(
+                    StatusCode::UNAUTHORIZED,
+                    "authentication required: Authorization: Bearer <requirepass>",
+                );
+            }
+        }
+        None if state.protected => {
+            // No peer address: the router was called in-process, not over a socket.
+            let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+            if peer.is_some_and(|ip| !ip.to_canonical().is_loopback()) {
+                return error(StatusCode::FORBIDDEN, crate::error::DENIED);
+            }
+        }
+        None => {}
     }
+    next.run(request).await
 }
 
 async fn healthz() -> &'static str {
@@ -175,21 +200,11 @@ struct NamespaceList {
     namespaces: Vec<String>,
 }
 
-async fn list(State(state): State<HttpState>, headers: HeaderMap) -> Response {
-    if let Some(denied) = denied(&state, &headers) {
-        return denied;
-    }
+async fn list(State(state): State<HttpState>) -> Response {
     Json(NamespaceList { namespaces: state.app.db().namespace_names() }).into_response()
 }
 
-async fn info(
-    State(state): State<HttpState>,
-    Path(ns): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Some(denied) = denied(&state, &headers) {
-        return denied;
-    }
+async fn info(State(state): State<HttpState>, Path(ns): Path<String>) -> Response {
     let Some(namespace) = state.app.namespace(ns.as_bytes()) else {
         return error(StatusCode::NOT_FOUND, "not found");
     };
@@ -248,31 +263,25 @@ impl From<Vec<Result<bool, CommandError>>> for SeenResponse {
 async fn seen(
     State(state): State<HttpState>,
     Path(ns): Path<String>,
-    headers: HeaderMap,
     body: Result<Json<UrlsRequest>, JsonRejection>,
 ) -> Response {
-    batch(state, ns, headers, body, true).await
+    batch(state, ns, body, true).await
 }
 
 async fn check(
     State(state): State<HttpState>,
     Path(ns): Path<String>,
-    headers: HeaderMap,
     body: Result<Json<UrlsRequest>, JsonRejection>,
 ) -> Response {
-    batch(state, ns, headers, body, false).await
+    batch(state, ns, body, false).await
 }
 
 async fn batch(
     state: HttpState,
     ns: String,
-    headers: HeaderMap,
     body: Result<Json<UrlsRequest>, JsonRejection>,
     write: bool,
 ) -> Response {
-    if let Some(denied) = denied(&state, &headers) {
-        return denied;
-    }
     let urls = match body {
         Ok(Json(request)) => request.urls,
         Err(rejection) => return error(rejection.status(), &rejection.body_text()),

@@ -18,7 +18,7 @@ use crate::client::{ClientInfo, ClientRegistry, ConnState};
 use crate::config::{Config, UNAUTHENTICATED_MAX_QUERY_BUFFER};
 use crate::connection::{Connection, WRITE_CHUNK};
 use crate::dispatch::{Dispatch, MAX_BATCH, Outcome};
-use crate::error::{MAX_CLIENTS, ProtocolError};
+use crate::error::{DENIED, MAX_CLIENTS, ProtocolError};
 use crate::metrics::Metrics;
 
 /// What every connection shares: the configuration, the metrics, the connected clients.
@@ -137,6 +137,11 @@ where
                 }
             }
             accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) if server.config.protected_refuses(peer.ip()) => {
+                    server.metrics.connections_rejected.fetch_add(1, Relaxed);
+                    warn!(%peer, "protected mode: refusing a client from beyond loopback");
+                    tasks.spawn(refuse(stream, DENIED));
+                }
                 Ok((stream, peer)) => match permits.clone().try_acquire_owned() {
                     Ok(permit) => {
                         let id = server.next_client_id();
@@ -149,7 +154,7 @@ where
                     Err(_) => {
                         server.metrics.connections_rejected.fetch_add(1, Relaxed);
                         warn!(%peer, "max number of clients reached; refusing a connection");
-                        tasks.spawn(refuse(stream));
+                        tasks.spawn(refuse(stream, MAX_CLIENTS));
                     }
                 },
                 Err(e) => {
@@ -182,11 +187,11 @@ where
     Ok(())
 }
 
-/// Tells a client over `maxclients` why it is refused, then closes.
-async fn refuse(mut stream: TcpStream) {
-    let mut reply = Vec::with_capacity(MAX_CLIENTS.len() + 3);
+/// Tells a refused client why (`error`: over `maxclients`, or protected mode), then closes.
+async fn refuse(mut stream: TcpStream, error: &'static str) {
+    let mut reply = Vec::with_capacity(error.len() + 3);
     reply.push(b'-');
-    reply.extend_from_slice(MAX_CLIENTS.as_bytes());
+    reply.extend_from_slice(error.as_bytes());
     reply.extend_from_slice(b"\r\n");
     let write = async {
         stream.write_all(&reply).await?;

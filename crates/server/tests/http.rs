@@ -195,12 +195,16 @@ async fn bad_requests_get_json_errors() {
 }
 
 #[tokio::test]
-async fn a_password_protects_the_api_not_health() {
+async fn a_password_protects_every_route() {
     let h = start(Some("s3cret")).await;
-    let (status, _, _) = request(h.addr, "GET", "/healthz", &[], "").await;
-    assert_eq!(status, 200);
-    let (status, _, _) = request(h.addr, "GET", "/metrics", &[], "").await;
-    assert_eq!(status, 200);
+    // /metrics lists namespace names: it wants the password like the API, and so does /healthz.
+    for path in ["/healthz", "/metrics", "/v1/namespaces"] {
+        let (status, _, reply) = request(h.addr, "GET", path, &[], "").await;
+        assert_eq!(status, 401, "{path}: {reply}");
+        let (status, _, _) =
+            request(h.addr, "GET", path, &[("Authorization", "Bearer s3cret")], "").await;
+        assert_eq!(status, 200, "{path}");
+    }
     let body = r#"{"urls":["https://a.example/"]}"#;
     let (status, _, reply) =
         request(h.addr, "POST", "/v1/namespaces/jobs/seen", &[JSON], body).await;
@@ -225,6 +229,31 @@ async fn a_password_protects_the_api_not_health() {
     assert_eq!((status, reply.as_str()), (200, r#"{"seen":[false]}"#));
     let (status, _, _) = request(h.addr, "GET", "/v1/namespaces", &[], "").await;
     assert_eq!(status, 401);
+}
+
+/// Protected mode: without a password, a peer beyond loopback gets 403 on every route, and
+/// loopback peers are served.
+#[tokio::test]
+async fn protected_mode_serves_loopback_only() {
+    let app = Arc::new(App::in_memory());
+    let resp = common::TestServer::start_app(Config::default(), app.clone()).await;
+    let listener = TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let state = HttpState::new(app.clone(), resp.metrics.clone());
+    tokio::spawn(serve(listener, router(state), std::future::pending()));
+    let outside = SocketAddr::new(common::TestServer::non_loopback_ip(), port);
+    let body = r#"{"urls":["https://a.example/"]}"#;
+    let (status, _, reply) =
+        request(outside, "POST", "/v1/namespaces/jobs/seen", &[JSON], body).await;
+    assert_eq!(status, 403, "{reply}");
+    assert!(reply.contains("protected mode"), "{reply}");
+    assert!(app.db().namespace_names().is_empty(), "a denied request wrote");
+    let (status, _, _) = request(outside, "GET", "/metrics", &[], "").await;
+    assert_eq!(status, 403);
+    let local = SocketAddr::from(([127, 0, 0, 1], port));
+    let (status, _, reply) =
+        request(local, "POST", "/v1/namespaces/jobs/seen", &[JSON], body).await;
+    assert_eq!((status, reply.as_str()), (200, r#"{"seen":[false]}"#));
 }
 
 #[tokio::test]

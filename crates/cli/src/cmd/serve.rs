@@ -19,6 +19,7 @@
 //! data = "/var/lib/urlseen"    # a data directory (persistence)
 //! fsync = "everysec"           # always | everysec | no
 //! requirepass = "s3cret"
+//! protected_mode = true      # without requirepass, serve loopback clients only
 //! maxclients = 10000
 //! timeout = 0                  # close clients idle this many seconds (0: never)
 //! shutdown_grace = 10          # seconds to finish in-flight commands on shutdown
@@ -78,6 +79,11 @@ pub struct Args {
     /// token).
     #[arg(long, value_name = "PASSWORD")]
     requirepass: Option<String>,
+    /// Protected mode, as Redis' (default yes): while there is no --requirepass, only clients
+    /// on loopback are served; others get `-DENIED` (HTTP: 403). `no` serves everyone: make
+    /// sure the server is not reachable from the internet first.
+    #[arg(long, value_name = "yes|no", value_parser = parse_yes_no)]
+    protected_mode: Option<bool>,
     /// Most simultaneous RESP clients (default 10000).
     #[arg(long, value_name = "N")]
     maxclients: Option<usize>,
@@ -93,6 +99,14 @@ pub struct Args {
     /// go to Redis; BF.*, URL.FORGET and URL.INFO are refused.
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with = "data")]
     redis: Option<Vec<String>>,
+}
+
+fn parse_yes_no(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(format!("expected yes or no, got {s:?}")),
+    }
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -140,6 +154,7 @@ struct FileConfig {
     data: Option<PathBuf>,
     fsync: Option<String>,
     requirepass: Option<String>,
+    protected_mode: Option<bool>,
     maxclients: Option<usize>,
     timeout: Option<u64>,
     shutdown_grace: Option<u64>,
@@ -220,6 +235,7 @@ impl Settings {
                 .shutdown_grace
                 .map_or(defaults.shutdown_grace, Duration::from_secs),
             limits,
+            protected_mode: args.protected_mode.or(file.protected_mode).unwrap_or(true),
         };
         if server.maxclients == 0 {
             anyhow::bail!("maxclients must be at least 1");
@@ -354,7 +370,14 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
     };
     for addr in [Some(server.resp_addr), http_addr].into_iter().flatten() {
         if !addr.ip().is_loopback() && server.requirepass.is_none() {
-            warn!(%addr, "listening beyond loopback without a password (--requirepass)");
+            if server.protected_mode {
+                warn!(
+                    %addr,
+                    "no password (--requirepass): protected mode serves loopback clients only"
+                );
+            } else {
+                warn!(%addr, "protected mode off and no password: anyone who reaches {addr} can write and FLUSHALL");
+            }
         }
     }
     info!(
@@ -373,7 +396,8 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
     let grace = server.shutdown_grace;
     let http_task = http_listener.map(|listener| {
         let state = HttpState::new(app.clone(), dispatch.metrics().clone())
-            .requirepass(server.requirepass.clone());
+            .requirepass(server.requirepass.clone())
+            .protected_mode(server.protected_mode);
         tokio::spawn(http::serve(listener, http::router(state), stopped(stop_rx.clone())))
     });
     urlseen_server::run(resp, server, dispatch, stopped(stop_rx.clone())).await?;

@@ -45,7 +45,16 @@ impl TestServer {
         config: Config,
         dispatch: Dispatch<S>,
     ) -> TestServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        TestServer::start_on("127.0.0.1:0", config, dispatch).await
+    }
+
+    /// A server whose listener is bound to `bind` (e.g. every interface, `0.0.0.0:0`).
+    pub async fn start_on<S: Send + Sync + 'static>(
+        bind: &str,
+        config: Config,
+        dispatch: Dispatch<S>,
+    ) -> TestServer {
+        let listener = TcpListener::bind(bind).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let dispatch = Arc::new(dispatch);
         let metrics = dispatch.metrics().clone();
@@ -54,6 +63,17 @@ impl TestServer {
             let _ = stopped.await;
         }));
         TestServer { addr, metrics, stop: Some(stop), handle: Some(handle) }
+    }
+
+    /// This machine's address on its default route: not loopback, so a client connecting
+    /// from it is "beyond loopback" to a server bound to every interface. (A UDP connect sends
+    /// nothing; it only picks the route.)
+    pub fn non_loopback_ip() -> std::net::IpAddr {
+        let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        probe.connect("203.0.113.1:9").expect("a default route, to find a non-loopback address");
+        let ip = probe.local_addr().unwrap().ip();
+        assert!(!ip.is_loopback() && !ip.is_unspecified(), "no non-loopback address: {ip}");
+        ip
     }
 
     pub async fn connect(&self) -> Client {
