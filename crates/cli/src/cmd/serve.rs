@@ -19,7 +19,7 @@
 //! data = "/var/lib/urlseen"    # a data directory (persistence)
 //! fsync = "everysec"           # always | everysec | no
 //! requirepass = "s3cret"
-//! protected_mode = true      # without requirepass, serve loopback clients only
+//! protected_mode = true        # without requirepass, serve loopback clients only
 //! maxclients = 10000
 //! timeout = 0                  # close clients idle this many seconds (0: never)
 //! shutdown_grace = 10          # seconds to finish in-flight commands on shutdown
