@@ -140,3 +140,14 @@ fn stats_does_not_create_a_data_directory() {
     assert!(!ok);
     assert!(!dir.path().join("ns").exists() && !dir.path().join("LOCK").exists());
 }
+
+#[test]
+fn a_capacity_beyond_ram_is_a_clear_error_not_an_abort() {
+    let (out, err, ok) = run(&["filter", "--capacity", "1e15"], b"http://a.example/\n");
+    assert!(!ok && out.is_empty());
+    assert!(
+        err.contains("more than this machine's") && err.contains("smaller --capacity"),
+        "{err}"
+    );
+    assert!(!err.contains("memory allocation"), "{err}");
+}

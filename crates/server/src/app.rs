@@ -133,6 +133,11 @@ pub struct AppConfig {
     /// with `ERR Insufficient memory to create filter` (default 4 GiB). A namespace still grows
     /// past it by splitting as it fills.
     pub max_namespace_bytes: u64,
+    /// Redis' `maxmemory`: most bytes of RAM all namespaces together may hold (0: no limit). A
+    /// namespace (`BF.RESERVE`, `URL.RESERVE`, or one made on first use) whose filters would
+    /// take the total past it is refused with `ERR Insufficient memory to create filter`, and
+    /// the server goes on. Growth by splits is not bounded by it.
+    pub maxmemory: u64,
 }
 
 impl Default for AppConfig {
@@ -141,6 +146,7 @@ impl Default for AppConfig {
             url_defaults: NamespaceOptions::default(),
             bloom_defaults: BloomParams::default(),
             max_namespace_bytes: 4 << 30,
+            maxmemory: 0,
         }
     }
 }
@@ -377,6 +383,10 @@ impl App {
         if bytes > self.config.max_namespace_bytes {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
+        let budget = self.config.maxmemory;
+        if budget > 0 && self.usage().0.saturating_add(bytes) > budget {
+            return Err(CommandError::custom(INSUFFICIENT_MEMORY));
+        }
         Ok(())
     }
 
@@ -582,6 +592,11 @@ impl App {
         self.db.sync()?;
         tracing::info!(namespaces = self.db.namespace_names().len(), "engine flushed and synced");
         Ok(())
+    }
+
+    /// The configured `maxmemory` (0: no limit).
+    pub fn maxmemory(&self) -> u64 {
+        self.config.maxmemory
     }
 
     /// RAM and disk held over every namespace, in bytes.

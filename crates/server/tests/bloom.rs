@@ -344,3 +344,31 @@ async fn no_false_negatives_and_fpr_near_the_bound() {
     let fp = found.iter().filter(|f| **f == Frame::Integer(1)).count();
     assert!(fp <= 200, "{fp} false positives in 10 000 at error rate 0.01");
 }
+
+/// `maxmemory` bounds all namespaces together: a reservation that would pass it is refused
+/// with RedisBloom's error, nothing is allocated, and the server goes on serving.
+#[tokio::test]
+async fn maxmemory_refuses_a_reservation_past_the_budget_and_keeps_serving() {
+    use std::sync::Arc;
+    use urlseen_engine::Db;
+    use urlseen_server::{App, AppConfig};
+    let config = AppConfig { maxmemory: 256 << 20, ..AppConfig::default() };
+    let app = Arc::new(App::new(Db::in_memory(), config));
+    let server = TestServer::start_app(Config::default(), app.clone()).await;
+    let mut c = server.connect().await;
+    c.expect(
+        &["BF.RESERVE", "huge", "0.01", "2000000000"],
+        b"-ERR Insufficient memory to create filter\r\n",
+    )
+    .await;
+    assert!(app.db().namespace_names().is_empty(), "a refused reservation left a namespace");
+    // Within the budget alone, each; the second would take the total past it.
+    c.expect(&["BF.RESERVE", "a", "0.01", "100000000"], b"+OK\r\n").await;
+    c.expect(
+        &["BF.RESERVE", "b", "0.01", "150000000"],
+        b"-ERR Insufficient memory to create filter\r\n",
+    )
+    .await;
+    c.expect(&["BF.ADD", "a", "x"], b":1\r\n").await;
+    c.expect(&["PING"], b"+PONG\r\n").await;
+}

@@ -119,6 +119,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None if args.in_memory => Db::in_memory(),
         None => Db::temporary(args.spill_dir.as_deref()).context("creating the spill directory")?,
     };
+    if db.namespace(&args.ns).is_none() {
+        super::check_fits_in_ram(&options)?;
+    }
     let ns = db.namespace_or_create(&args.ns, options)?;
     let canon = Canonicalizer::new(ns.options().canon.clone());
 

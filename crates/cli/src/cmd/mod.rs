@@ -52,3 +52,39 @@ pub fn open_data_dir(dir: &Path, fsync: Fsync, existing: bool) -> anyhow::Result
     }
     Ok(db)
 }
+
+/// Refuses, with the figures, a new namespace whose filters alone would need more than this
+/// machine's RAM up front (`--capacity 1e15` would otherwise abort on a failed allocation):
+/// the namespace grows past its capacity by splitting, so a smaller one loses nothing.
+pub fn check_fits_in_ram(options: &urlseen_engine::NamespaceOptions) -> anyhow::Result<()> {
+    if options.counting {
+        return Ok(());
+    }
+    options.validate()?;
+    let p = urlseen_engine::tree::TreeParams::new(
+        options.capacity,
+        options.fpr,
+        options.effective_leaf_bits(),
+        options.seed,
+        options.split,
+    );
+    let needed = u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8);
+    let Some(ram) = total_ram() else { return Ok(()) };
+    anyhow::ensure!(
+        needed <= ram,
+        "--capacity {} at fpr {} needs {:.1} GiB of filters up front, more than this machine's \
+         {:.1} GiB of RAM; give a smaller --capacity (the filter grows past it by splitting)",
+        options.capacity,
+        options.fpr,
+        needed as f64 / f64::from(1u32 << 30),
+        ram as f64 / f64::from(1u32 << 30)
+    );
+    Ok(())
+}
+
+/// This machine's RAM in bytes (`/proc/meminfo`), where known.
+pub fn total_ram() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}

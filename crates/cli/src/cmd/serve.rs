@@ -24,6 +24,7 @@
 //! timeout = 0                  # close clients idle this many seconds (0: never)
 //! shutdown_grace = 10          # seconds to finish in-flight commands on shutdown
 //! max_namespace_bytes = 4294967296
+//! maxmemory = "16gb"           # all namespaces; default 3/4 of RAM ("0": no limit)
 //!
 //! [limits]
 //! max_bulk_len = 33554432
@@ -84,6 +85,12 @@ pub struct Args {
     /// sure the server is not reachable from the internet first.
     #[arg(long, value_name = "yes|no", value_parser = parse_yes_no)]
     protected_mode: Option<bool>,
+    /// Most RAM all namespaces together may hold, as Redis' maxmemory (`256mb`, `4gb`, bytes;
+    /// 0: no limit). Default: three quarters of this machine's RAM. A BF.RESERVE or URL.RESERVE
+    /// (or a first URL.SEEN) whose filters would pass it gets `-ERR Insufficient memory to
+    /// create filter`; growth by splits is not bounded by it.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    maxmemory: Option<u64>,
     /// Most simultaneous RESP clients (default 10000).
     #[arg(long, value_name = "N")]
     maxclients: Option<usize>,
@@ -99,6 +106,32 @@ pub struct Args {
     /// go to Redis; BF.*, URL.FORGET and URL.INFO are refused.
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with = "data")]
     redis: Option<Vec<String>>,
+}
+
+/// A size as Redis writes it: bytes, or a number with `k`/`m`/`g` (powers of 1000) or
+/// `kb`/`mb`/`gb` (powers of 1024), case-insensitive.
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit: u64 = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" => 1_000,
+        "kb" => 1 << 10,
+        "m" => 1_000_000,
+        "mb" => 1 << 20,
+        "g" => 1_000_000_000,
+        "gb" => 1 << 30,
+        other => {
+            return Err(format!("unknown unit {other:?} in {s:?} (use k, kb, m, mb, g or gb)"));
+        }
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("expected a size such as 256mb, got {s:?}"))?;
+    n.checked_mul(unit).ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// Three quarters of this machine's RAM, or no limit where that is unknown.
+fn default_maxmemory() -> u64 {
+    super::total_ram().map_or(0, |bytes| bytes / 4 * 3)
 }
 
 fn parse_yes_no(s: &str) -> Result<bool, String> {
@@ -155,6 +188,7 @@ struct FileConfig {
     fsync: Option<String>,
     requirepass: Option<String>,
     protected_mode: Option<bool>,
+    maxmemory: Option<String>,
     maxclients: Option<usize>,
     timeout: Option<u64>,
     shutdown_grace: Option<u64>,
@@ -274,6 +308,11 @@ impl Settings {
         if let Some(bytes) = file.max_namespace_bytes {
             app.max_namespace_bytes = bytes;
         }
+        app.maxmemory = match (&args.maxmemory, &file.maxmemory) {
+            (Some(bytes), _) => *bytes,
+            (None, Some(text)) => parse_bytes(text).map_err(|e| invalid("maxmemory", e))?,
+            (None, None) => default_maxmemory(),
+        };
         let data = args.data.clone().or(file.data);
         if args.redis.is_some() && data.is_some() {
             return Err(invalid(
@@ -522,6 +561,22 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn sizes_parse_as_redis_writes_them() {
+        assert_eq!(parse_bytes("256mb"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1GB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("2k"), Ok(2_000));
+        assert_eq!(parse_bytes("12345"), Ok(12_345));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert!(parse_bytes("12tb").unwrap_err().contains("unknown unit"));
+        assert!(parse_bytes("mb").is_err() && parse_bytes("-1mb").is_err());
+        assert!(parse_bytes("99999999999gb").unwrap_err().contains("too large"));
+        let args = Args { maxmemory: Some(256 << 20), ..Args::default() };
+        assert_eq!(Settings::new(&args).unwrap().app.maxmemory, 256 << 20);
+        let default = Settings::new(&Args::default()).unwrap().app.maxmemory;
+        assert!(default > 0 && Some(default) < super::super::total_ram(), "{default}");
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         counting: args.counting,
         ..NamespaceOptions::default()
     };
+    if db.namespace(&args.ns).is_none() {
+        super::check_fits_in_ram(&options)?;
+    }
     let ns = db.namespace_or_create(&args.ns, options)?;
     let total_bytes: u64 = args
         .files

@@ -112,7 +112,8 @@ fn memory(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
         .field("used_memory_rss", rss_bytes().unwrap_or(0))
         .field("urlseen_disk_bytes", disk)
         .field("urlseen_disk_human", human(disk))
-        .field("maxmemory", 0)
+        .field("maxmemory", app.maxmemory())
+        .field("maxmemory_human", human(app.maxmemory()))
         .field("maxmemory_policy", "noeviction");
 }
 
