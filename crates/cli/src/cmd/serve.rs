@@ -502,7 +502,9 @@ mod tests {
         assert_eq!(s.server.idle_timeout, None);
         assert_eq!(s.fsync, Fsync::EverySec);
         assert!(s.data.is_none() && s.server.requirepass.is_none());
-        assert_eq!(s.app, AppConfig::default());
+        assert!(s.server.protected_mode);
+        // The library's default is no limit; the CLI's is three quarters of RAM.
+        assert_eq!(s.app, AppConfig { maxmemory: default_maxmemory(), ..AppConfig::default() });
     }
 
     #[test]
