@@ -57,6 +57,23 @@ pub trait SeenSet: Send + Sync {
     /// If `out.len() != fps.len()`.
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<(), Self::Error>;
 
+    /// [`Self::seen_fingerprints`], with `then` seeing the answers before they count as
+    /// recorded where the backend can hold them back (a persistent [`Namespace`]: see
+    /// [`Namespace::seen_fingerprints_then`]); elsewhere `then` runs after the write. `then`'s
+    /// error is returned as is.
+    ///
+    /// # Errors
+    /// The backend's, or `then`'s.
+    fn seen_fingerprints_then(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<(), SeenThenError<Self::Error>> {
+        self.seen_fingerprints(fps, out).map_err(SeenThenError::Backend)?;
+        then(out).map_err(SeenThenError::Then)
+    }
+
     /// Check-and-insert of one URL: `true` if it was seen before.
     ///
     /// # Errors
@@ -96,6 +113,17 @@ pub trait SeenSet: Send + Sync {
     }
 }
 
+/// Why [`SeenSet::seen_fingerprints_then`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SeenThenError<E: std::error::Error + 'static> {
+    /// The backend's error.
+    #[error(transparent)]
+    Backend(E),
+    /// `then`'s: the answers could not be handed on.
+    #[error(transparent)]
+    Then(std::io::Error),
+}
+
 impl SeenSet for Namespace {
     type Error = Error;
 
@@ -105,6 +133,24 @@ impl SeenSet for Namespace {
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         Namespace::seen_fingerprints(self, fps, out)
+    }
+
+    fn seen_fingerprints_then(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<(), SeenThenError<Error>> {
+        let mut failed = None;
+        let result = Namespace::seen_fingerprints_then(self, fps, out, &mut |answers| {
+            then(answers)
+                .inspect_err(|e| failed = Some(std::io::Error::new(e.kind(), e.to_string())))
+        });
+        match (result, failed) {
+            (Ok(()), _) => Ok(()),
+            (Err(_), Some(e)) => Err(SeenThenError::Then(e)),
+            (Err(e), None) => Err(SeenThenError::Backend(e)),
+        }
     }
 
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {

@@ -56,7 +56,7 @@ pub mod redis;
 pub mod storage;
 pub mod tree;
 
-pub use backend::SeenSet;
+pub use backend::{SeenSet, SeenThenError};
 pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
 pub use error::{Error, Result};
 pub use log::Fsync;

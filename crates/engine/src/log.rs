@@ -153,6 +153,44 @@ pub struct FingerprintLog {
     poisoned: Mutex<Option<String>>,
     syncs: AtomicU64,
     sync_micros: AtomicU64,
+    /// Held by a writer whose records must not reach the file yet (see [`Self::hold`]); every
+    /// flush takes it first.
+    hold: Mutex<()>,
+}
+
+/// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
+#[derive(Debug)]
+#[must_use = "dropping a hold without commit or discard leaves its records to the next flush"]
+pub struct LogHold<'a> {
+    log: &'a FingerprintLog,
+    /// Where the held records start in the pending buffer, and the log offset there.
+    start: (usize, u64),
+    _held: parking_lot::MutexGuard<'a, ()>,
+}
+
+impl LogHold<'_> {
+    /// Makes everything up to `lsn` as durable as the policy promises, as
+    /// [`FingerprintLog::commit`], and lets go.
+    ///
+    /// # Errors
+    /// As [`FingerprintLog::commit`].
+    pub fn commit(self, lsn: u64) -> Result<()> {
+        self.log.flush_held(lsn, self.log.policy == Fsync::Always)
+    }
+
+    /// Drops the records appended since the hold began, so no flush ever writes them, and
+    /// poisons the log for `reason`: the state in memory has them, and must not be
+    /// acknowledged or snapshotted any more.
+    pub fn discard(self, reason: String) {
+        let mut pending = self.log.pending.lock();
+        let (len, end) = self.start;
+        if pending.bytes.len() >= len {
+            pending.bytes.truncate(len);
+            pending.end = end;
+        }
+        drop(pending);
+        self.log.poison_for(reason);
+    }
 }
 
 impl FingerprintLog {
@@ -218,7 +256,21 @@ impl FingerprintLog {
             poisoned: Mutex::new(None),
             syncs: AtomicU64::new(0),
             sync_micros: AtomicU64::new(0),
+            hold: Mutex::new(()),
         })
+    }
+
+    /// Holds back everything appended from now on from the file: every other flush (commits,
+    /// the every-second sync, a checkpoint's) waits until the hold commits or is discarded.
+    /// For a writer that hands its answers on before they count as recorded: `urlseen filter`
+    /// prints a batch's new URLs, then commits, so a crash in between loses the batch (its
+    /// URLs are new again after restart: printed twice at worst, never recorded unprinted).
+    pub fn hold(&self) -> LogHold<'_> {
+        let held = self.hold.lock();
+        let pending = self.pending.lock();
+        let start = (pending.bytes.len(), pending.end);
+        drop(pending);
+        LogHold { log: self, start, _held: held }
     }
 
     /// The fsync policy.
@@ -286,6 +338,17 @@ impl FingerprintLog {
     }
 
     fn flush_to(&self, lsn: u64, sync: bool) -> Result<()> {
+        let done = if sync { &self.synced_to } else { &self.written_to };
+        if done.load(Ordering::Acquire) >= lsn {
+            self.check()?;
+            return Ok(());
+        }
+        let _not_held = self.hold.lock();
+        self.flush_held(lsn, sync)
+    }
+
+    /// [`Self::flush_to`] by whoever holds `hold`.
+    fn flush_held(&self, lsn: u64, sync: bool) -> Result<()> {
         self.check()?;
         let done = if sync { &self.synced_to } else { &self.written_to };
         if done.load(Ordering::Acquire) >= lsn {

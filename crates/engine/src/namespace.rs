@@ -22,6 +22,9 @@ thread_local! {
     static CANON_BUF: RefCell<String> = RefCell::new(String::with_capacity(256));
 }
 
+/// What [`Namespace::seen_fingerprints_then`] calls with a batch's answers before committing.
+type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
+
 /// One crawl job's URL-seen set. Cheap to share (`Arc`), `Send + Sync`.
 #[derive(Debug)]
 pub struct Namespace {
@@ -277,18 +280,53 @@ impl Namespace {
     /// Check-and-insert of many fingerprints into a caller's result slice (no allocation for
     /// results). In a persistent `Db` the batch is one log record and one commit.
     ///
-    /// In exact mode a Bloom negative is recorded in the store (no read) before its leaf lock
-    /// is released, and a Bloom positive is decided by the LRU, then the store (seed 002).
+    /// In exact mode a Bloom negative enters its leaf's index before the leaf lock is
+    /// released, and a Bloom positive is decided by the leaf's recent records, the LRU, then
+    /// the leaf indexes (seed 002).
     ///
     /// # Errors
-    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`]; in exact mode,
+    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`]; in a counting namespace,
     /// [`Error::Store`]. Then no answer of the batch is an acknowledgement.
     ///
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
-        let result = self.seen_fingerprints_inner(fps, out);
+        self.seen_fingerprints_guarded(fps, out, None)
+    }
+
+    /// [`Self::seen_fingerprints`] for a caller that hands the answers on (prints the new
+    /// URLs) before they count as recorded: `then` sees the answers while the batch's log
+    /// record is still held back from the disk, and the batch is committed only once `then`
+    /// returns `Ok`. A crash before that loses the batch, so after a restart its URLs are new
+    /// again: at-least-once, never recorded but not handed on. If `then` fails, the batch is
+    /// never written and the namespace refuses writes until reopened.
+    ///
+    /// A counting namespace has no log to hold: `then` runs after its store write.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints`]; [`Error::Io`] naming `then`'s failure.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn seen_fingerprints_then(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<()> {
+        assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
+        self.seen_fingerprints_guarded(fps, out, Some(then))
+    }
+
+    /// Either of the above, poisoning the log after a store failure.
+    fn seen_fingerprints_guarded(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        then: Option<&mut HandOn<'_>>,
+    ) -> Result<()> {
+        let result = self.seen_fingerprints_inner(fps, out, then);
         if let (Err(e @ Error::Store(_)), Some(d)) = (&result, &self.durable) {
             // A store failure can leave the batch half-recorded (bits set, some fingerprints
             // stored) with no acknowledgement given: refuse every later write until the data
@@ -299,7 +337,17 @@ impl Namespace {
         result
     }
 
-    fn seen_fingerprints_inner(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+    fn seen_fingerprints_inner(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        mut then: Option<&mut HandOn<'_>>,
+    ) -> Result<()> {
+        let handed_on = |e: std::io::Error| Error::Io {
+            what: "hand on the answers (the batch was not recorded)".into(),
+            path: "-".into(),
+            source: e,
+        };
         let tree = match &self.set {
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
@@ -312,7 +360,7 @@ impl Namespace {
                 {
                     set.sync()?;
                 }
-                return Ok(());
+                return then.map_or(Ok(()), |then| then(out)).map_err(handed_on);
             }
             Set::Tree { tree, .. } => tree,
         };
@@ -320,6 +368,12 @@ impl Namespace {
             d.log.check()?;
         }
         tree.check()?;
+        // Nothing of this batch reaches the log file before `then` has seen the answers. (Only
+        // then: a hold keeps every other writer's flush waiting.)
+        let hold = match (&self.durable, &then) {
+            (Some(d), Some(_)) => Some(d.log.hold()),
+            _ => None,
+        };
         let mut lsn = 0;
         let mut log_new = |new: &[u64]| -> Result<u64> {
             let Some(d) = &self.durable else { return Ok(0) };
@@ -344,19 +398,27 @@ impl Namespace {
         // A leaf file that could not be written keeps its records in memory, but from then on
         // nothing is acknowledged (see `leaf_log`).
         tree.check()?;
-        if let Some(d) = &self.durable
-            && out.iter().any(|&seen| seen)
-        {
-            // A "seen" may rest on another writer's record that is appended (under the leaf's
-            // lock, before its bits could be seen) but not yet written or synced: it is an
-            // acknowledgement too, so it waits for everything appended so far. (Group commit
-            // makes this a wait for a sync already under way, and nothing when all is durable.)
-            d.log.commit(d.log.end())?;
+        if let Some(Err(e)) = then.as_mut().map(|then| then(out)) {
+            if let Some(hold) = hold {
+                hold.discard(format!(
+                    "namespace {:?}: the answers of a batch could not be handed on ({e}); it was \
+                     not recorded; reopen to go on",
+                    self.name
+                ));
+            }
+            return Err(handed_on(e));
         }
-        if lsn > 0
-            && let Some(d) = &self.durable
-        {
-            d.log.commit(lsn)?;
+        let Some(d) = &self.durable else { return Ok(()) };
+        // A "seen" may rest on another writer's record that is appended (under the leaf's lock,
+        // before its bits could be seen) but not yet written or synced: it is an
+        // acknowledgement too, so it waits for everything appended so far. (Group commit makes
+        // this a wait for a sync already under way, and nothing when all is durable.)
+        let end = if out.iter().any(|&seen| seen) { d.log.end() } else { lsn };
+        match hold {
+            Some(hold) if end > 0 => hold.commit(end)?,
+            Some(_) => {}
+            None if end > 0 => d.log.commit(end)?,
+            None => {}
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use urlseen_canon::Canonicalizer;
 use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
-use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SplitPolicy};
+use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
 use crate::lines::{Line, LineBatches, write_line};
@@ -214,28 +214,36 @@ fn stream<S: SeenSet>(
         }
         seen.clear();
         seen.resize(fps.len(), false);
-        set.seen_fingerprints(&fps, &mut seen)?;
-        for (line, slot) in batch.iter().zip(&slots) {
-            match *slot {
-                Slot::Skip => {}
-                Slot::Invalid if args.keep_invalid => write_line(&mut out, &line.bytes)?,
-                Slot::Invalid => {}
-                Slot::Url(j) if seen[j] => {}
-                Slot::Url(_) => {
-                    new += 1;
-                    if args.print_canonical {
-                        // Valid UTF-8 and canonicalizable: both were checked when fingerprinting.
-                        let url = std::str::from_utf8(&line.bytes).unwrap_or_default();
-                        canon.canonicalize_into(url, &mut canonical)?;
-                        write_line(&mut out, canonical.as_bytes())?;
-                    } else {
-                        write_line(&mut out, &line.bytes)?;
+        // The batch's new URLs are written out (and flushed) before the batch counts as
+        // recorded: a crash in between prints them again after restart, never loses them.
+        let mut print = |seen: &[bool]| -> io::Result<()> {
+            for (line, slot) in batch.iter().zip(&slots) {
+                match *slot {
+                    Slot::Skip => {}
+                    Slot::Invalid if args.keep_invalid => write_line(&mut out, &line.bytes)?,
+                    Slot::Invalid => {}
+                    Slot::Url(j) if seen[j] => {}
+                    Slot::Url(_) => {
+                        new += 1;
+                        if args.print_canonical {
+                            // Valid UTF-8 and canonicalizable: both checked when fingerprinting.
+                            let url = std::str::from_utf8(&line.bytes).unwrap_or_default();
+                            canon
+                                .canonicalize_into(url, &mut canonical)
+                                .map_err(io::Error::other)?;
+                            write_line(&mut out, canonical.as_bytes())?;
+                        } else {
+                            write_line(&mut out, &line.bytes)?;
+                        }
                     }
                 }
             }
-        }
-        if input.would_block() {
-            out.flush()?;
+            out.flush()
+        };
+        match set.seen_fingerprints_then(&fps, &mut seen, &mut print) {
+            Ok(()) => {}
+            Err(SeenThenError::Then(e)) => return Err(e).context("writing to stdout"),
+            Err(SeenThenError::Backend(e)) => return Err(e.into()),
         }
     }
     out.flush()?;
