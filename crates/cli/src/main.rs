@@ -44,6 +44,8 @@ enum Command {
     Stats(cmd::store::StatsArgs),
     /// Forget URLs in a counting namespace of a data directory.
     Forget(cmd::store::ForgetArgs),
+    /// Verify every file of a data directory (like redis-check-aof); --repair fixes what it can.
+    Check(cmd::store::CheckArgs),
     /// Serve the Redis protocol (BF.*, URL.*) and HTTP metrics, for crawlers in any language.
     Serve(cmd::serve::Args),
 }
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::store::import(args),
         Command::Stats(args) => cmd::store::stats(args),
         Command::Forget(args) => cmd::store::forget(args),
+        Command::Check(args) => cmd::store::check(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
     match result {

@@ -151,3 +151,77 @@ fn a_capacity_beyond_ram_is_a_clear_error_not_an_abort() {
     );
     assert!(!err.contains("memory allocation"), "{err}");
 }
+
+fn check(dir: &Path, repair: bool) -> (String, String, bool) {
+    let mut args = vec!["check", "--data", dir.to_str().unwrap()];
+    if repair {
+        args.push("--repair");
+    }
+    let (out, err, ok) = run(&args, b"");
+    (out.join("\n"), err, ok)
+}
+
+#[test]
+fn check_passes_a_sound_directory_and_changes_nothing() {
+    let urls = distinct_urls(34, 5_000);
+    let (dir, ns, _) = recorded(&urls);
+    let before = listing(&ns);
+    let (out, err, ok) = check(dir.path(), false);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("all blocks sound") && out.contains("0 with problems"), "{out}");
+    assert_eq!(listing(&ns), before);
+}
+
+#[test]
+fn check_finds_a_torn_tail_and_repair_cuts_it() {
+    let urls = distinct_urls(35, 5_000);
+    let (dir, ns, urls) = recorded(&urls);
+    let clean = fs::metadata(ns.join("log")).unwrap().len();
+    let mut log = fs::OpenOptions::new().append(true).open(ns.join("log")).unwrap();
+    log.write_all(&[0xab; 77]).unwrap();
+    drop(log);
+    let before = listing(&ns);
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(!ok, "a torn tail passed the check: {out}");
+    assert!(out.contains("PROBLEM log: a torn or damaged tail of 77 bytes"), "{out}");
+    assert_eq!(listing(&ns), before, "check without --repair changed files");
+    let (out, err, ok) = check(dir.path(), true);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("repaired") && out.ends_with("0 with problems"), "{out}");
+    assert_eq!(fs::metadata(ns.join("log")).unwrap().len(), clean);
+    assert_eq!(new_again(dir.path(), &urls).0, 0, "the repair lost URLs");
+}
+
+#[test]
+fn check_finds_a_damaged_leaf_file_and_repair_rebuilds_it_from_the_log() {
+    let urls = distinct_urls(36, 5_000);
+    let (dir, ns, urls) = recorded(&urls);
+    let leaf = fs::read_dir(ns.join("leaves")).unwrap().next().unwrap().unwrap().path();
+    let mut bytes = fs::read(&leaf).unwrap();
+    bytes[100] ^= 0xff; // inside the first block's records
+    fs::write(&leaf, bytes).unwrap();
+    let before = listing(&ns);
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(!ok, "a damaged leaf file passed the check: {out}");
+    assert!(out.contains("PROBLEM leaf files"), "{out}");
+    assert_eq!(listing(&ns), before, "check without --repair changed files");
+    let (out, err, ok) = check(dir.path(), true);
+    assert!(ok, "{out}\n{err}");
+    assert!(ns.join("snapshot.damaged").exists(), "the damaged snapshot was not kept");
+    assert_eq!(new_again(dir.path(), &urls).0, 0, "the repair lost URLs");
+}
+
+#[test]
+fn check_reports_a_missing_meta_and_repair_leaves_it_alone() {
+    let urls = distinct_urls(37, 2_000);
+    let (dir, ns, _) = recorded(&urls);
+    fs::remove_file(ns.join("meta")).unwrap();
+    let before = listing(&ns);
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(!ok);
+    assert!(out.contains("PROBLEM meta is missing"), "{out}");
+    let (_, err, ok) = check(dir.path(), true);
+    assert!(!ok);
+    assert!(err.contains("need a decision") && err.contains("nothing was changed"), "{err}");
+    assert_eq!(listing(&ns), before);
+}

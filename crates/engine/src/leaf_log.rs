@@ -118,6 +118,8 @@ pub struct LeafFiles {
     failed: AtomicBool,
     failure: Mutex<Option<String>>,
     disk_bytes: AtomicU64,
+    /// `urlseen check`: adopting a leaf checks it and changes nothing.
+    read_only: bool,
     /// What must outlive these files' directory: a temporary `Db`'s spill directory, which is
     /// removed when the last holder drops it (a namespace may outlive its `Db`).
     _keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
@@ -154,8 +156,24 @@ impl LeafFiles {
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             disk_bytes: AtomicU64::new(0),
+            read_only: false,
             _keep_alive: keep_alive,
         }))
+    }
+
+    /// The leaf files in `dir` for checking only: nothing is created, cut or deleted.
+    pub(crate) fn open_read_only(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
+        Arc::new(LeafFiles {
+            storage,
+            dir,
+            keep_retired: true,
+            retired: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            disk_bytes: AtomicU64::new(0),
+            read_only: true,
+            _keep_alive: None,
+        })
     }
 
     /// The directory of the leaf files.
@@ -271,7 +289,7 @@ impl LeafFiles {
             return Err(fail(format!("holds {actual} bytes, the snapshot covers {len}")));
         }
         read_header(self, &path).map_err(|e| fail(e.to_string()))?;
-        if actual > len {
+        if actual > len && !self.read_only {
             self.storage.truncate(&path, len).map_err(|e| fail(e.to_string()))?;
         }
         self.disk_bytes.fetch_add(len, Ordering::Relaxed);

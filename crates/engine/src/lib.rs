@@ -66,5 +66,5 @@ pub use namespace::{
 pub use options::{
     DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
-pub use persist::{DbOptions, RecoveryReport};
+pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir};
 pub use urlseen_canon::{Options as CanonOptions, Profile};

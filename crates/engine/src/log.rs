@@ -207,6 +207,21 @@ impl FingerprintLog {
         Self::open_at(storage, path, policy, HEADER_LEN)
     }
 
+    /// Reads and checks the log at `path` without changing it (`urlseen check`): returns the
+    /// records and fingerprints in it, the offset its valid records end at, and the bytes of
+    /// a torn tail after them (which opening would cut).
+    ///
+    /// # Errors
+    /// As [`Self::open`]: a bad header, or a bad record with valid ones after it.
+    pub fn verify(storage: &Arc<dyn Storage>, path: &Path) -> Result<(u64, u64, u64, u64)> {
+        let (mut records, mut fingerprints) = (0u64, 0u64);
+        let (end, torn) = parse_stream(storage, path, 0, &mut |r| {
+            records += 1;
+            fingerprints += r.fingerprints.len() as u64;
+        })?;
+        Ok((records, fingerprints, end, torn))
+    }
+
     /// Opens the log at `path`, reading every complete record and cutting a torn tail.
     ///
     /// # Errors

@@ -650,3 +650,137 @@ mod tests {
         }
     }
 }
+
+/// What [`check_data_dir`] found in one namespace directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NamespaceCheck {
+    /// The namespace directory.
+    pub dir: PathBuf,
+    /// The namespace's name, if its meta file could be read.
+    pub name: Option<String>,
+    /// What was verified and found sound.
+    pub notes: Vec<String>,
+    /// What is damaged or missing, each with what opening (or `--repair`) would do about it.
+    pub problems: Vec<String>,
+    /// Whether `--repair` fixes every problem found without losing a record the log holds
+    /// (a torn tail is cut; a damaged snapshot or leaf file is rebuilt from the log).
+    pub repairable: bool,
+    /// Whether the snapshot or a leaf file it names is damaged: the repair sets the snapshot
+    /// aside, so that opening replays the whole log into new leaf files.
+    pub rebuild_from_log: bool,
+}
+
+/// Verifies every namespace of the data directory `root`, reading only: meta, the whole log
+/// (every record's checksum), the snapshot (its checksum, shape and filters) and every leaf
+/// file it names (every block's checksum and its length). Nothing is created, cut or deleted.
+///
+/// # Errors
+/// [`Error::Io`] listing the directory; `root` not being a data directory is reported as
+/// [`Error::Corrupt`].
+pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
+    let ns_root = root.join("ns");
+    if !ns_root.is_dir() {
+        return Err(Error::corrupt(root, "not a urlseen data directory (no ns/ inside)"));
+    }
+    let storage: Arc<dyn Storage> = Arc::new(OsStorage);
+    let mut names = storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
+    names.sort();
+    Ok(names.iter().map(|n| check_namespace(&storage, &ns_root.join(n))).collect())
+}
+
+fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
+    let mut c = NamespaceCheck { dir: dir.to_owned(), repairable: true, ..Default::default() };
+    let problem = |c: &mut NamespaceCheck, repairable: bool, text: String| {
+        c.repairable &= repairable;
+        c.problems.push(text);
+    };
+    let meta_path = dir.join("meta");
+    let options = match storage.read(&meta_path) {
+        Ok(Some(bytes)) => match decode_meta(&meta_path, &bytes) {
+            Ok((name, options, _)) => {
+                c.name = Some(name);
+                options
+            }
+            Err(e) => {
+                problem(&mut c, false, format!("{e}; restore the meta file from a backup"));
+                return c;
+            }
+        },
+        Ok(None) => {
+            match recorded_data(storage, dir) {
+                Ok(None) => c.notes.push("an unfinished create (no meta, no data)".into()),
+                Ok(Some(what)) => problem(
+                    &mut c,
+                    false,
+                    format!(
+                        "meta is missing but the directory holds data ({what}); restore the meta file"
+                    ),
+                ),
+                Err(e) => problem(&mut c, false, e.to_string()),
+            }
+            return c;
+        }
+        Err(e) => {
+            problem(&mut c, false, format!("reading {}: {e}", meta_path.display()));
+            return c;
+        }
+    };
+    if options.counting {
+        c.notes.push("counting namespace: its store is checked by fjall when opened".into());
+        return c;
+    }
+    let log_path = dir.join("log");
+    let log_end = match FingerprintLog::verify(storage, &log_path) {
+        Ok((records, fingerprints, end, torn)) => {
+            c.notes
+                .push(format!("log: {records} records, {fingerprints} fingerprints, {end} bytes"));
+            if torn > 0 {
+                problem(
+                    &mut c,
+                    true,
+                    format!(
+                        "log: a torn or damaged tail of {torn} bytes after byte {end} (opening cuts it)"
+                    ),
+                );
+            }
+            end
+        }
+        Err(e) => {
+            problem(&mut c, false, format!("log: {e}"));
+            return c;
+        }
+    };
+    let snap_path = dir.join("snapshot");
+    let Ok(Some(mut reader)) = storage.open_read(&snap_path) else {
+        c.notes.push("no snapshot: opening replays the whole log".into());
+        return c;
+    };
+    if let Some(covered) = snapshot_log_offset(storage, &snap_path)
+        && covered > log_end
+    {
+        problem(&mut c, false, log_behind_snapshot(&log_path, log_end, covered).to_string());
+        return c;
+    }
+    let files = LeafFiles::open_read_only(Arc::clone(storage), dir.join(LEAVES_DIR));
+    let workers = SplitWorkers::new(1);
+    match Dsbf::read_snapshot(tree_params(&options), workers, LeafStore::Files(files), &mut reader)
+    {
+        Ok(loaded) => match loaded.tree.verify_leaf_files() {
+            Ok(records) => c.notes.push(format!(
+                "snapshot: covers the log up to byte {}, {} leaves holding {records} records, all blocks sound",
+                loaded.log_offset,
+                loaded.leaves.len()
+            )),
+            Err(e) => {
+                c.rebuild_from_log = true;
+                problem(&mut c, true, format!("leaf files: {e} (repair rebuilds them from the log)"));
+            }
+        },
+        Err(reason) => {
+            c.rebuild_from_log = true;
+            problem(&mut c, true, format!("snapshot: {reason} (repair rebuilds it from the log)"));
+        }
+    }
+    c
+}

@@ -286,3 +286,67 @@ pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
     eprintln!("forgot {forgotten} URLs ({unknown} were not recorded, {invalid} invalid)");
     Ok(())
 }
+
+/// Verify every file of a data directory, like redis-check-aof; with --repair, fix what can be
+/// fixed without losing a record the log holds.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The data directory.
+    #[arg(long, value_name = "DIR")]
+    data: PathBuf,
+    /// Cut torn log tails, and rebuild damaged snapshots and leaf files from the log (the
+    /// damaged snapshot is kept as `snapshot.damaged`). Problems that would lose records
+    /// (a missing meta, a log shorter than its snapshot, damage in the middle of the log)
+    /// are reported, not touched.
+    #[arg(long)]
+    repair: bool,
+}
+
+/// Exit status: 0 when every namespace is sound (or was repaired), 1 otherwise.
+pub fn check(args: CheckArgs) -> anyhow::Result<()> {
+    let checks = urlseen_engine::check_data_dir(&args.data)
+        .with_context(|| format!("checking {}", args.data.display()))?;
+    let report = |checks: &[urlseen_engine::NamespaceCheck]| -> anyhow::Result<usize> {
+        let mut out = io::stdout().lock();
+        for c in checks {
+            let name = c.name.as_deref().map_or_else(|| "?".to_owned(), |n| format!("{n:?}"));
+            writeln!(out, "namespace {name} ({})", c.dir.display())?;
+            for note in &c.notes {
+                writeln!(out, "  ok      {note}")?;
+            }
+            for p in &c.problems {
+                writeln!(out, "  PROBLEM {p}")?;
+            }
+        }
+        let bad = checks.iter().filter(|c| !c.problems.is_empty()).count();
+        writeln!(out, "{} namespaces, {bad} with problems", checks.len())?;
+        Ok(bad)
+    };
+    let bad = report(&checks)?;
+    if bad == 0 {
+        return Ok(());
+    }
+    anyhow::ensure!(
+        args.repair,
+        "problems found; run again with --repair to fix what can be fixed"
+    );
+    let unrepairable: Vec<_> = checks.iter().filter(|c| !c.repairable).collect();
+    anyhow::ensure!(
+        unrepairable.is_empty(),
+        "{} namespaces need a decision (see their PROBLEM lines); nothing was changed",
+        unrepairable.len()
+    );
+    for c in checks.iter().filter(|c| c.rebuild_from_log) {
+        let snapshot = c.dir.join("snapshot");
+        std::fs::rename(&snapshot, c.dir.join("snapshot.damaged"))
+            .with_context(|| format!("setting {} aside", snapshot.display()))?;
+    }
+    // Opening does the rest: it cuts torn tails and replays the log where there is no snapshot.
+    let db = super::open_data_dir(&args.data, Fsync::Always, true)?;
+    db.checkpoint()?;
+    db.close()?;
+    writeln!(io::stdout().lock(), "repaired; checking again")?;
+    let bad = report(&urlseen_engine::check_data_dir(&args.data)?)?;
+    anyhow::ensure!(bad == 0, "problems remain after the repair");
+    Ok(())
+}
