@@ -95,6 +95,7 @@ impl Default for Config {
 /// | `max_bulk_len` | 32 MiB | `proto-max-bulk-len` (512 MiB) | `-ERR Protocol error: invalid bulk length` |
 /// | `max_args` | 1 048 576 | multibulk length | `-ERR Protocol error: invalid multibulk length` |
 /// | `max_query_buffer` | 64 MiB | `client-query-buffer-limit` (1 GiB) | `-ERR Protocol error: query buffer limit reached` |
+/// | `max_total_query_buffer` | 512 MiB | none | the same, to a client holding more than 1 MiB of it |
 ///
 /// The defaults are far below Redis': a URL is a few hundred bytes and no urlseen command needs
 /// a bulk bigger than a dump chunk (RedisBloom's are at most 16 MiB), so a 32 MiB bulk is either
@@ -110,10 +111,20 @@ pub struct Limits {
     /// being received. Pipelined complete requests are executed as they arrive and do not
     /// accumulate.
     pub max_query_buffer: usize,
+    /// Most bytes of not-yet-executed requests all clients together may have buffered: many
+    /// clients each just under `max_query_buffer` must not add up to the machine's RAM. A
+    /// client that reads past it while holding more than 1 MiB of it gets the query-buffer
+    /// error and is closed; smaller clients are never cut.
+    pub max_total_query_buffer: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_bulk_len: 32 << 20, max_args: 1 << 20, max_query_buffer: 64 << 20 }
+        Limits {
+            max_bulk_len: 32 << 20,
+            max_args: 1 << 20,
+            max_query_buffer: 64 << 20,
+            max_total_query_buffer: 512 << 20,
+        }
     }
 }

@@ -440,7 +440,8 @@ mod tests {
 
     /// Every request in `chunks`, fed one after the other, and whether it ended in an error.
     fn requests(chunks: &[&[u8]], authenticated: bool) -> (Vec<Vec<Bytes>>, Option<ProtocolError>) {
-        let limits = Limits { max_args: 8, max_bulk_len: 64, max_query_buffer: 1024 };
+        let limits =
+            Limits { max_args: 8, max_bulk_len: 64, max_query_buffer: 1024, ..Limits::default() };
         let mut p = RequestParser::new();
         let mut buf = BytesMut::new();
         let mut out = Vec::new();

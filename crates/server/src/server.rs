@@ -30,6 +30,9 @@ pub struct ServerState {
     started: Instant,
     local_addr: Option<SocketAddr>,
     next_client_id: AtomicU64,
+    /// Bytes of not-yet-executed requests over all clients (see
+    /// [`Limits::max_total_query_buffer`](crate::Limits)).
+    query_buffers: AtomicU64,
 }
 
 impl ServerState {
@@ -46,6 +49,7 @@ impl ServerState {
             started: Instant::now(),
             local_addr,
             next_client_id: AtomicU64::new(1),
+            query_buffers: AtomicU64::new(0),
         }
     }
 
@@ -271,6 +275,8 @@ where
     let idle = config.idle_timeout.filter(|d| !d.is_zero());
     // A request read ahead while collecting a batch, to run after it.
     let mut pending: Option<Vec<Bytes>> = None;
+    // This client's share of the server's query buffers, given back when it goes.
+    let mut share = QueryBufferShare { total: &server.query_buffers, mine: 0 };
     loop {
         loop {
             let argv = match pending.take() {
@@ -357,10 +363,42 @@ where
         } else {
             config.limits.max_query_buffer.min(UNAUTHENTICATED_MAX_QUERY_BUFFER)
         };
-        if conn.query_buffer_len() > limit {
+        let buffered = conn.query_buffer_len();
+        let total = share.set(buffered as u64);
+        let over_total = total > config.limits.max_total_query_buffer as u64
+            && buffered > TOTAL_QUERY_BUFFER_EXEMPT;
+        if buffered > limit || over_total {
             metrics.query_buffer_disconnections.fetch_add(1, Relaxed);
             return fail(conn, state, metrics, idle, &ProtocolError::QueryBufferLimit).await;
         }
+    }
+}
+
+/// A client holding at most this much of the query buffers is never cut for the total.
+const TOTAL_QUERY_BUFFER_EXEMPT: usize = 1 << 20;
+
+/// One client's part of the server-wide query-buffer count.
+struct QueryBufferShare<'a> {
+    total: &'a AtomicU64,
+    mine: u64,
+}
+
+impl QueryBufferShare<'_> {
+    /// Sets this client's part to `bytes`; returns the server's total.
+    fn set(&mut self, bytes: u64) -> u64 {
+        let total = if bytes >= self.mine {
+            self.total.fetch_add(bytes - self.mine, Relaxed) + (bytes - self.mine)
+        } else {
+            self.total.fetch_sub(self.mine - bytes, Relaxed) - (self.mine - bytes)
+        };
+        self.mine = bytes;
+        total
+    }
+}
+
+impl Drop for QueryBufferShare<'_> {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.mine, Relaxed);
     }
 }
 

@@ -216,3 +216,47 @@ async fn a_client_that_reads_nothing_only_stalls_itself() {
     assert!(writer.await.unwrap(), "the server kept reading from a client that reads nothing");
     reader.expect(&["PING"], b"+PONG\r\n").await;
 }
+
+/// Many clients each under their own limit must not add up: past the server-wide total, the
+/// client that reads with more than 1 MiB buffered is closed; the others go on.
+#[tokio::test]
+async fn the_query_buffers_of_all_clients_have_a_total_limit() {
+    use tokio::io::AsyncWriteExt;
+    let config = Config {
+        limits: Limits { max_total_query_buffer: 5 << 20, ..Limits::default() },
+        ..Config::default()
+    };
+    let server = TestServer::start(config).await;
+    let mut small = server.connect().await;
+    let mut clients = Vec::new();
+    let chunk = vec![b'z'; 64 << 10];
+    // Three clients, each with 2 MiB of a 16 MiB ECHO: 6 MiB in all, over the 5 MiB total.
+    for _ in 0..3 {
+        let mut c = server.connect().await;
+        c.send(b"*2\r\n$4\r\nECHO\r\n$16000000\r\n").await;
+        for _ in 0..32 {
+            if c.stream.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        // Let the server read it all before the next client starts, so the third is the one
+        // that passes the total.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        clients.push(c);
+    }
+    let mut last = clients.pop().unwrap();
+    let reply = last.read_reply().await;
+    assert_eq!(
+        common::show(&reply),
+        common::show(b"-ERR Protocol error: query buffer limit reached\r\n")
+    );
+    last.assert_closed().await;
+    assert_eq!(server.metrics.query_buffer_disconnections(), 1);
+    // Small clients are never cut, and the first two are still connected.
+    small.expect(&["PING"], b"+PONG\r\n").await;
+    for c in &mut clients {
+        c.send(&vec![b'z'; 1000]).await;
+    }
+    small.expect(&["PING"], b"+PONG\r\n").await;
+    assert_eq!(server.metrics.query_buffer_disconnections(), 1);
+}

@@ -30,6 +30,7 @@
 //! max_bulk_len = 33554432
 //! max_args = 1048576
 //! max_query_buffer = 67108864
+//! max_total_query_buffer = 536870912  # all clients together
 //!
 //! [defaults]                   # namespaces URL.SEEN creates, and URL.RESERVE's defaults
 //! capacity = 1000000
@@ -205,6 +206,7 @@ struct FileLimits {
     max_bulk_len: Option<usize>,
     max_args: Option<usize>,
     max_query_buffer: Option<usize>,
+    max_total_query_buffer: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -258,6 +260,10 @@ impl Settings {
                 .limits
                 .max_query_buffer
                 .unwrap_or(defaults.limits.max_query_buffer),
+            max_total_query_buffer: file
+                .limits
+                .max_total_query_buffer
+                .unwrap_or(defaults.limits.max_total_query_buffer),
         };
         let idle = args.timeout.or(file.timeout).unwrap_or(0);
         let server = Config {
