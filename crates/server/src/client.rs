@@ -12,12 +12,18 @@ use parking_lot::Mutex;
 
 use crate::frame::Protocol;
 
+/// How long a connection waits before answering a wrong password: one guess per 200 ms per
+/// connection, and the connection is busy meanwhile.
+pub const FAILED_AUTH_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The state of one connection, owned by its task and handed to every command it runs.
 #[derive(Debug)]
 pub struct ConnState {
     protocol: Protocol,
     authenticated: bool,
     close_after_reply: bool,
+    /// A wrong password was given by the command just run: its reply is delayed.
+    failed_auth: bool,
     info: Arc<ClientInfo>,
     /// Per-connection state of the application (the engine's namespace cache).
     extension: Option<Box<dyn std::any::Any + Send + Sync>>,
@@ -30,9 +36,21 @@ impl ConnState {
             protocol: Protocol::Resp2,
             authenticated,
             close_after_reply: false,
+            failed_auth: false,
             info,
             extension: None,
         }
+    }
+
+    /// Marks that the command being run was given a wrong password: the connection delays its
+    /// reply by [`FAILED_AUTH_DELAY`], so that guessing passwords is slow.
+    pub fn note_failed_auth(&mut self) {
+        self.failed_auth = true;
+    }
+
+    /// Whether the last command was given a wrong password (and forgets it).
+    pub(crate) fn take_failed_auth(&mut self) -> bool {
+        std::mem::take(&mut self.failed_auth)
     }
 
     /// The client id (`CLIENT ID`), unique for the life of the server.

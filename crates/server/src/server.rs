@@ -322,6 +322,9 @@ where
                     Outcome::Reply(reply) => conn.write_frame(&reply, state.protocol()),
                     Outcome::Drop => return Ok(End::Drop),
                 }
+                if state.take_failed_auth() {
+                    tokio::time::sleep(crate::client::FAILED_AUTH_DELAY).await;
+                }
                 if state.closing() {
                     flush(conn, metrics, idle).await?;
                     return Ok(End::Close);

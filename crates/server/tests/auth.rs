@@ -109,3 +109,24 @@ async fn unauthenticated_clients_cannot_send_big_requests() {
     let echoed = c.read_reply().await;
     assert_eq!(echoed.len(), "$100000\r\n".len() + 100_000 + 2);
 }
+
+/// A wrong password is answered after a delay (200 ms per guess on a connection), so guessing
+/// is slow; the right one is then accepted as usual.
+#[tokio::test]
+async fn wrong_passwords_are_answered_slowly() {
+    let server = TestServer::start(with_password()).await;
+    let mut c = server.connect().await;
+    let started = std::time::Instant::now();
+    let mut guesses = Vec::new();
+    for guess in ["a", "b", "c"] {
+        guesses.extend(resp(&[b"AUTH", guess.as_bytes()]));
+    }
+    c.send(&guesses).await;
+    for _ in 0..3 {
+        assert_eq!(c.read_reply().await, WRONGPASS);
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(600), "{:?}", started.elapsed());
+    c.expect(&["HELLO", "3", "AUTH", "default", "nope"], WRONGPASS).await;
+    c.expect(&["AUTH", "s3cret"], b"+OK\r\n").await;
+    c.expect(&["PING"], b"+PONG\r\n").await;
+}

@@ -51,7 +51,8 @@ fn auth<S>(ctx: Ctx<'_, S>, mut args: Parse) -> CommandResult {
     } else {
         (args.next_bytes()?, args.next_bytes()?)
     };
-    check_password(ctx.server.config(), &user, &password)?;
+    check_password(ctx.server.config(), &user, &password)
+        .inspect_err(|_| ctx.conn.note_failed_auth())?;
     ctx.conn.set_authenticated(true);
     Ok(Frame::ok())
 }

@@ -77,7 +77,8 @@ fn hello<S>(ctx: Ctx<'_, S>, mut args: Parse) -> CommandResult {
         }
     }
     if let Some((user, password)) = credentials {
-        check_password(ctx.server.config(), &user, &password)?;
+        check_password(ctx.server.config(), &user, &password)
+            .inspect_err(|_| ctx.conn.note_failed_auth())?;
         ctx.conn.set_authenticated(true);
     }
     if !ctx.conn.is_authenticated() {
