@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
@@ -73,6 +73,10 @@ struct Inner {
     spill: Option<Arc<tempfile::TempDir>>,
     options: DbOptions,
     closed: AtomicBool,
+    /// Held by the housekeeping thread while it syncs or checkpoints, and by `close`/drop: so a
+    /// closed `Db` waits for that work, and the thread never holds the `Db` itself (which would
+    /// keep the directory locked after the user dropped it).
+    busy: Arc<Mutex<()>>,
 }
 
 impl Db {
@@ -109,6 +113,7 @@ impl Db {
                 spill,
                 options: DbOptions::default(),
                 closed: AtomicBool::new(false),
+                busy: Arc::new(Mutex::new(())),
             }),
         }
     }
@@ -162,8 +167,9 @@ impl Db {
             spill: None,
             options,
             closed: AtomicBool::new(false),
+            busy: Arc::new(Mutex::new(())),
         });
-        spawn_housekeeping(Arc::downgrade(&inner));
+        spawn_housekeeping(Arc::downgrade(&inner), Arc::clone(&inner.busy));
         Ok(Db { inner })
     }
 
@@ -323,6 +329,7 @@ impl Db {
     /// The first failure.
     pub fn close(self) -> Result<()> {
         self.inner.closed.store(true, Ordering::Release);
+        let _housekeeping_done = self.inner.busy.lock();
         self.checkpoint()
     }
 
@@ -334,6 +341,7 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         if !self.inner.closed.swap(true, Ordering::AcqRel) && self.inner.root.is_some() {
+            let _housekeeping_done = self.inner.busy.lock();
             let _ = self.checkpoint();
         }
     }
@@ -341,7 +349,7 @@ impl Drop for Db {
 
 /// Once a second: sync the logs under `everysec`, and checkpoint namespaces whose log grew past
 /// the threshold. Ends when the `Db` is gone.
-fn spawn_housekeeping(db: Weak<Inner>) {
+fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
     let _ = std::thread::Builder::new().name("urlseen-sync".into()).spawn(move || {
         loop {
             for _ in 0..10 {
@@ -350,11 +358,15 @@ fn spawn_housekeeping(db: Weak<Inner>) {
                     return;
                 }
             }
+            let _busy = busy.lock();
+            // Closed meanwhile (close waits for this lock after marking it): the directory may
+            // be someone else's once this returns.
             let Some(inner) = db.upgrade() else { return };
             if inner.closed.load(Ordering::Acquire) {
                 return;
             }
             let all: Vec<Arc<Namespace>> = inner.namespaces.read().values().cloned().collect();
+            drop(inner);
             for ns in all {
                 let Some(d) = ns.durable() else { continue };
                 if d.log.policy() == Fsync::EverySec {

@@ -44,7 +44,7 @@ use urlseen_engine::{
 use urlseen_engine::redis::RedisDb;
 
 use crate::error::{
-    BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, URL_NOT_UTF8, WRONGTYPE,
+    BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, OOM, URL_NOT_UTF8, WRONGTYPE,
     canon_error, engine_error,
 };
 use crate::remote::{NOT_WITH_REDIS, Remote};
@@ -136,7 +136,8 @@ pub struct AppConfig {
     /// Redis' `maxmemory`: most bytes of RAM all namespaces together may hold (0: no limit). A
     /// namespace (`BF.RESERVE`, `URL.RESERVE`, or one made on first use) whose filters would
     /// take the total past it is refused with `ERR Insufficient memory to create filter`, and
-    /// the server goes on. Growth by splits is not bounded by it.
+    /// the server goes on; once they hold more (grown by splits), writes get `-OOM` (Redis'
+    /// `noeviction`) and reads go on.
     pub maxmemory: u64,
 }
 
@@ -175,7 +176,15 @@ pub struct App {
     generation: AtomicU64,
     /// `--redis`: where the URL namespaces live instead of `db`.
     remote: Option<Remote>,
+    /// RAM the namespaces held when last measured, and when (ms since `started`): measuring
+    /// walks every leaf, so writes read a figure at most [`USAGE_REFRESH`] old.
+    used_memory: AtomicU64,
+    used_measured_ms: AtomicU64,
+    started: std::time::Instant,
 }
+
+/// How stale the RAM figure that `maxmemory` checks may be.
+const USAGE_REFRESH: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The namespace a connection used last (keyed by its name), so that a pipeline of commands on
 /// one namespace skips the `Db`'s lookup (a lock, a map search, a reference count). Kept in the
@@ -197,6 +206,10 @@ impl App {
             nonscaling: Mutex::new(()),
             generation: AtomicU64::new(0),
             remote: None,
+            // Measured at the first write 100 ms after start (nothing is held before).
+            used_memory: AtomicU64::new(0),
+            used_measured_ms: AtomicU64::new(0),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -414,6 +427,7 @@ impl App {
         stop_when_full: bool,
     ) -> Result<Inserted, CommandError> {
         assert_eq!(fps.len(), out.len(), "App::insert: one answer per fingerprint");
+        self.check_memory()?;
         if ns.options().split.mode != SplitMode::Never {
             if let ([fp], [answer]) = (fps, &mut *out) {
                 // One item (the common pipelined `URL.SEEN ns url`): the engine's single
@@ -597,6 +611,31 @@ impl App {
     /// The configured `maxmemory` (0: no limit).
     pub fn maxmemory(&self) -> u64 {
         self.config.maxmemory
+    }
+
+    /// `-OOM …` when the namespaces hold more RAM than `maxmemory` (as Redis under
+    /// `noeviction`: writes are refused, reads go on). The figure is at most
+    /// [`USAGE_REFRESH`] old.
+    fn check_memory(&self) -> Result<(), CommandError> {
+        let budget = self.config.maxmemory;
+        if budget == 0 {
+            return Ok(());
+        }
+        let now = self.started.elapsed().as_millis() as u64;
+        let measured = self.used_measured_ms.load(Ordering::Relaxed);
+        let used = if now.saturating_sub(measured) >= USAGE_REFRESH.as_millis() as u64
+            && self
+                .used_measured_ms
+                .compare_exchange(measured, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let used = self.usage().0;
+            self.used_memory.store(used, Ordering::Relaxed);
+            used
+        } else {
+            self.used_memory.load(Ordering::Relaxed)
+        };
+        if used > budget { Err(CommandError::custom(OOM)) } else { Ok(()) }
     }
 
     /// RAM and disk held over every namespace, in bytes.

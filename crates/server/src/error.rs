@@ -33,6 +33,9 @@ pub const DENIED: &str = "DENIED urlseen is running in protected mode because pr
      accepted from the loopback interface. To connect from other computers, set a password \
      (--requirepass), or restart with '--protected-mode no' after making sure the server is not \
      reachable from the internet";
+/// A write while the namespaces hold more RAM than `maxmemory` (Redis' reply under
+/// `noeviction`).
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// The extra client past `maxclients`.
 pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
 /// `SELECT` of any database but 0.

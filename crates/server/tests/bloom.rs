@@ -353,7 +353,8 @@ async fn maxmemory_refuses_a_reservation_past_the_budget_and_keeps_serving() {
     use urlseen_engine::Db;
     use urlseen_server::{App, AppConfig};
     let config = AppConfig { maxmemory: 256 << 20, ..AppConfig::default() };
-    let app = Arc::new(App::new(Db::in_memory(), config));
+    // As `serve` runs it: leaf fingerprints spilled to disk, RAM for the filters.
+    let app = Arc::new(App::new(Db::temporary(None).unwrap(), config));
     let server = TestServer::start_app(Config::default(), app.clone()).await;
     let mut c = server.connect().await;
     c.expect(
@@ -370,5 +371,36 @@ async fn maxmemory_refuses_a_reservation_past_the_budget_and_keeps_serving() {
     )
     .await;
     c.expect(&["BF.ADD", "a", "x"], b":1\r\n").await;
+    c.expect(&["PING"], b"+PONG\r\n").await;
+}
+
+/// Past `maxmemory`, writes get Redis' `-OOM` (its `noeviction` policy) and reads go on.
+#[tokio::test]
+async fn writes_past_maxmemory_get_oom_and_reads_go_on() {
+    use std::sync::Arc;
+    use urlseen_engine::Db;
+    use urlseen_server::{App, AppConfig};
+    // 2 MiB: a 100,000-item filter fits; grown to 3M items by splits it does not.
+    let config = AppConfig { maxmemory: 2 << 20, ..AppConfig::default() };
+    // As `serve` runs it: leaf fingerprints spilled to disk, RAM for the filters.
+    let app = Arc::new(App::new(Db::temporary(None).unwrap(), config));
+    let server = TestServer::start_app(Config::default(), app.clone()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.RESERVE", "bf", "0.01", "100000"], b"+OK\r\n").await;
+    c.expect(&["BF.ADD", "bf", "first"], b":1\r\n").await;
+    let ns = app.db().namespace("bf").unwrap();
+    let fps: Vec<u64> =
+        (1..=3_000_000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)).collect();
+    let mut out = vec![false; fps.len()];
+    ns.seen_fingerprints(&fps, &mut out).unwrap();
+    app.db().wait_for_splits();
+    assert!(ns.stats().memory_bytes > 2 << 20, "the test did not pass the budget");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    c.expect(
+        &["BF.ADD", "bf", "second"],
+        b"-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+    )
+    .await;
+    c.expect(&["BF.EXISTS", "bf", "first"], b":1\r\n").await;
     c.expect(&["PING"], b"+PONG\r\n").await;
 }

@@ -89,7 +89,7 @@ pub struct Args {
     /// Most RAM all namespaces together may hold, as Redis' maxmemory (`256mb`, `4gb`, bytes;
     /// 0: no limit). Default: three quarters of this machine's RAM. A BF.RESERVE or URL.RESERVE
     /// (or a first URL.SEEN) whose filters would pass it gets `-ERR Insufficient memory to
-    /// create filter`; growth by splits is not bounded by it.
+    /// create filter`; once the namespaces hold more, writes get `-OOM` and reads go on.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     maxmemory: Option<u64>,
     /// Most simultaneous RESP clients (default 10000).
