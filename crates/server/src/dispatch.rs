@@ -499,6 +499,30 @@ impl<S> Dispatch<S> {
         self.entries.len() - 1
     }
 
+    /// Redis' `rename-command`: the top-level command `name` answers to `new_name` from now
+    /// on, or to nothing if `new_name` is empty (`FLUSHALL ""` disables it). Its old name is
+    /// then an unknown command. Names are case-insensitive.
+    ///
+    /// # Errors
+    /// A description, if `name` is not a command or `new_name` is too long or taken.
+    pub fn rename_command(&mut self, name: &str, new_name: &str) -> Result<(), String> {
+        let key: Box<[u8]> = name.to_ascii_lowercase().into_bytes().into();
+        let Some(index) = self.top.remove(&key) else {
+            return Err(format!("rename-command: no command {name:?}"));
+        };
+        if new_name.is_empty() {
+            self.top_order.retain(|&i| i != index);
+            return Ok(());
+        }
+        let new_key: Box<[u8]> = new_name.to_ascii_lowercase().into_bytes().into();
+        if new_key.len() > MAX_NAME || self.top.contains_key(&new_key) {
+            self.top.insert(key, index);
+            return Err(format!("rename-command: {new_name:?} is too long or already a command"));
+        }
+        self.top.insert(new_key, index);
+        Ok(())
+    }
+
     /// [`Dispatch::register`], by value, for chaining.
     pub fn with(mut self, command: Command<S>) -> Dispatch<S> {
         self.register(command);

@@ -158,3 +158,28 @@ async fn info_keyspace_and_memory() {
     let text = info(c.call(&["INFO"]).await);
     assert!(text.contains("# Memory\r\n") && text.contains("# Keyspace\r\ndb0:keys=4"), "{text}");
 }
+
+/// Redis' `rename-command`: a disabled command is unknown, a renamed one answers to its new
+/// name only, and nothing else changes.
+#[tokio::test]
+async fn rename_command_disables_and_renames() {
+    let app = std::sync::Arc::new(urlseen_server::App::in_memory());
+    let mut d = urlseen_server::dispatch(app.clone());
+    d.rename_command("FLUSHALL", "").unwrap();
+    d.rename_command("del", "del-4f9c").unwrap();
+    assert!(d.rename_command("nope", "x").unwrap_err().contains("no command"));
+    assert!(d.rename_command("PING", "echo").unwrap_err().contains("already a command"));
+    let server = TestServer::start_with(Config::default(), d).await;
+    let mut c = server.connect().await;
+    c.expect(&["URL.SEEN", "jobs", "https://a.example/"], b"*1\r\n:0\r\n").await;
+    c.expect(&["FLUSHALL"], b"-ERR unknown command 'FLUSHALL', with args beginning with: \r\n")
+        .await;
+    c.expect(
+        &["DEL", "jobs"],
+        b"-ERR unknown command 'DEL', with args beginning with: 'jobs' \r\n",
+    )
+    .await;
+    c.expect(&["URL.SEEN", "jobs", "https://a.example/"], b"*1\r\n:1\r\n").await;
+    c.expect(&["DEL-4F9C", "jobs"], b":1\r\n").await;
+    c.expect(&["PING"], b"+PONG\r\n").await;
+}

@@ -26,6 +26,10 @@
 //! max_namespace_bytes = 4294967296
 //! maxmemory = "16gb"           # all namespaces; default 3/4 of RAM ("0": no limit)
 //!
+//! [rename_command]             # as Redis' rename-command
+//! FLUSHALL = ""                # "" disables the command
+//! DEL = "del-4f9c2a"
+//!
 //! [limits]
 //! max_bulk_len = 33554432
 //! max_args = 1048576
@@ -194,6 +198,9 @@ struct FileConfig {
     timeout: Option<u64>,
     shutdown_grace: Option<u64>,
     max_namespace_bytes: Option<u64>,
+    /// Redis' `rename-command`: `FLUSHALL = ""` disables it, `DEL = "del-9f3a"` renames it.
+    #[serde(default)]
+    rename_command: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]
@@ -242,6 +249,8 @@ struct Settings {
     app: AppConfig,
     /// `--redis`: the servers that hold the URL namespaces.
     redis: Option<Vec<String>>,
+    /// The config file's `[rename_command]`: (command, new name or "" to disable).
+    renames: Vec<(String, String)>,
 }
 
 impl Settings {
@@ -337,6 +346,7 @@ impl Settings {
             fsync: args.fsync.or(file_fsync).unwrap_or_default(),
             fsync_given: args.fsync.is_some() || file_fsync.is_some(),
             app,
+            renames: file.rename_command.into_iter().collect(),
         })
     }
 }
@@ -378,7 +388,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
-    let Settings { server, http: http_addr, app: app_config, data, fsync, redis, .. } = settings;
+    let Settings { server, http: http_addr, app: app_config, data, fsync, redis, renames, .. } =
+        settings;
     let storage = match (&redis, &data) {
         (Some(urls), _) => format!("URL namespaces in Redis at {}", urls.join(",")),
         (None, Some(dir)) => format!("data directory {}, fsync {}", dir.display(), fsync.name()),
@@ -401,7 +412,11 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
         app = app.with_redis(redis);
     }
     let app = Arc::new(app);
-    let dispatch = Arc::new(urlseen_server::dispatch(app.clone()));
+    let mut dispatch = urlseen_server::dispatch(app.clone());
+    for (name, new_name) in &renames {
+        dispatch.rename_command(name, new_name).map_err(anyhow::Error::msg)?;
+    }
+    let dispatch = Arc::new(dispatch);
     let resp = TcpListener::bind(server.resp_addr)
         .await
         .with_context(|| format!("cannot listen for RESP on {}", server.resp_addr))?;
@@ -511,6 +526,20 @@ mod tests {
         assert!(s.server.protected_mode);
         // The library's default is no limit; the CLI's is three quarters of RAM.
         assert_eq!(s.app, AppConfig { maxmemory: default_maxmemory(), ..AppConfig::default() });
+    }
+
+    #[test]
+    fn the_file_renames_and_disables_commands() {
+        let f = write(
+            "protected_mode = false\nmaxmemory = \"1gb\"\n[rename_command]\nFLUSHALL = \"\"\nDEL = \"del-x\"\n",
+        );
+        let s =
+            Settings::new(&Args { config: Some(f.path().to_owned()), ..Args::default() }).unwrap();
+        let mut renames = s.renames.clone();
+        renames.sort();
+        assert_eq!(renames, [("DEL".into(), "del-x".into()), ("FLUSHALL".into(), String::new())]);
+        assert!(!s.server.protected_mode);
+        assert_eq!(s.app.maxmemory, 1 << 30);
     }
 
     #[test]
