@@ -147,6 +147,11 @@ impl Db {
         let entries = options.storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
         for entry in entries {
             let dir = ns_root.join(&entry);
+            if entry.ends_with(DROPPED_SUFFIX) {
+                // A drop that did not finish: finish it.
+                storage_remove(&options, &dir)?;
+                continue;
+            }
             if entry.ends_with(".tmp") {
                 continue;
             }
@@ -259,11 +264,12 @@ impl Db {
         let Some(ns) = self.inner.namespaces.write().remove(name) else { return Ok(false) };
         if let Some(d) = ns.durable() {
             let storage = &self.inner.options.storage;
-            // The meta file first: a directory without it is ignored (and removed) on open, so a
-            // crash half-way through never resurrects a dropped namespace.
-            let meta = d.dir.join("meta");
-            storage.remove_file(&meta).map_err(|e| Error::io("remove", &meta, e))?;
-            storage.remove_dir_all(&d.dir).map_err(|e| Error::io("remove", &d.dir, e))?;
+            // Renamed aside first, in one step: a crash half-way through the removal leaves a
+            // `*.dropped.tmp` directory, which open finishes removing, never a namespace
+            // without its meta (which open refuses, since it cannot tell it from damage).
+            let aside = dropped_path(&d.dir);
+            std::fs::rename(&d.dir, &aside).map_err(|e| Error::io("rename", &d.dir, e))?;
+            storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
         } else if let Some(spill) = &self.inner.spill {
             let dir = persist::namespace_dir(spill.path(), name);
             let storage = &self.inner.options.storage;
@@ -380,6 +386,19 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
             }
         }
     });
+}
+
+/// What a namespace directory is renamed to while it is dropped.
+const DROPPED_SUFFIX: &str = ".dropped.tmp";
+
+fn dropped_path(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_owned();
+    name.push(DROPPED_SUFFIX);
+    dir.with_file_name(name)
+}
+
+fn storage_remove(options: &DbOptions, dir: &Path) -> Result<()> {
+    options.storage.remove_dir_all(dir).map_err(|e| Error::io("remove", dir, e))
 }
 
 fn validate_name(name: &str) -> Result<()> {

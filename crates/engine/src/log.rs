@@ -159,12 +159,17 @@ pub struct FingerprintLog {
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
+///
+/// Dropped without [`Self::commit`] (its batch failed half-way), it discards the held records
+/// and poisons the log, as [`Self::discard`]: they were never handed on, so they must never be
+/// written.
 #[derive(Debug)]
-#[must_use = "dropping a hold without commit or discard leaves its records to the next flush"]
+#[must_use = "a hold dropped without commit discards its records and poisons the log"]
 pub struct LogHold<'a> {
     log: &'a FingerprintLog,
     /// Where the held records start in the pending buffer, and the log offset there.
     start: (usize, u64),
+    committed: bool,
     _held: parking_lot::MutexGuard<'a, ()>,
 }
 
@@ -174,14 +179,20 @@ impl LogHold<'_> {
     ///
     /// # Errors
     /// As [`FingerprintLog::commit`].
-    pub fn commit(self, lsn: u64) -> Result<()> {
+    pub fn commit(mut self, lsn: u64) -> Result<()> {
+        self.committed = true;
         self.log.flush_held(lsn, self.log.policy == Fsync::Always)
     }
 
     /// Drops the records appended since the hold began, so no flush ever writes them, and
     /// poisons the log for `reason`: the state in memory has them, and must not be
     /// acknowledged or snapshotted any more.
-    pub fn discard(self, reason: String) {
+    pub fn discard(mut self, reason: String) {
+        self.discard_held(reason);
+    }
+
+    fn discard_held(&mut self, reason: String) {
+        self.committed = true;
         let mut pending = self.log.pending.lock();
         let (len, end) = self.start;
         if pending.bytes.len() >= len {
@@ -190,6 +201,18 @@ impl LogHold<'_> {
         }
         drop(pending);
         self.log.poison_for(reason);
+    }
+}
+
+impl Drop for LogHold<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.discard_held(format!(
+                "a batch of {} failed before its records were handed on; they were not \
+                 recorded; reopen to go on",
+                self.log.path.display()
+            ));
+        }
     }
 }
 
@@ -285,7 +308,7 @@ impl FingerprintLog {
         let pending = self.pending.lock();
         let start = (pending.bytes.len(), pending.end);
         drop(pending);
-        LogHold { log: self, start, _held: held }
+        LogHold { log: self, start, committed: false, _held: held }
     }
 
     /// The fsync policy.
@@ -578,6 +601,28 @@ mod tests {
 
     fn tmp() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn a_held_batch_reaches_the_file_only_when_committed() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let log = FingerprintLog::create(&storage(), &path, Fsync::EverySec).unwrap();
+        let len = || std::fs::metadata(&path).unwrap().len();
+        let empty = len();
+        let hold = log.hold();
+        let lsn = log.append(RecordKind::Recorded, &[1, 2, 3]).unwrap();
+        assert_eq!(len(), empty, "appending wrote");
+        hold.commit(lsn).unwrap();
+        assert!(len() > empty);
+        // A hold dropped without commit (its batch failed): nothing of it is ever written,
+        // and nothing is acknowledged after it.
+        let written = len();
+        let hold = log.hold();
+        log.append(RecordKind::Recorded, &[4, 5]).unwrap();
+        drop(hold);
+        assert!(matches!(log.sync_all(), Err(Error::Poisoned { .. })));
+        assert_eq!(len(), written, "an abandoned batch reached the file");
     }
 
     #[test]

@@ -415,8 +415,7 @@ impl Namespace {
         // this a wait for a sync already under way, and nothing when all is durable.)
         let end = if out.iter().any(|&seen| seen) { d.log.end() } else { lsn };
         match hold {
-            Some(hold) if end > 0 => hold.commit(end)?,
-            Some(_) => {}
+            Some(hold) => hold.commit(end)?,
             None if end > 0 => d.log.commit(end)?,
             None => {}
         }

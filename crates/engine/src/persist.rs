@@ -447,8 +447,10 @@ fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String
                 .map_err(|e| Error::io("stat", &path, e))?
                 .is_some_and(|len| len > crate::log::HEADER_LEN),
             LEAVES_DIR => !storage.list(&path).map_err(|e| Error::io("list", &path, e))?.is_empty(),
-            // Derived from the leaf files, never data of its own.
+            // Derived from the leaf files, never data of its own; or a write that never
+            // finished (`meta.tmp`: a create that crashed before its meta was in place).
             "index" => false,
+            tmp if tmp.ends_with(".tmp") => false,
             _ => true,
         };
         if holds {

@@ -510,7 +510,11 @@ impl Dsbf {
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    while let Some(leaf) = queue.lock().next() {
+                    loop {
+                        // Not `while let … = queue.lock()…`: that would hold the queue's lock
+                        // for the whole build, one leaf at a time.
+                        let next = queue.lock().next();
+                        let Some(leaf) = next else { break };
                         if let Err(e) = self.build_index(leaf, &store) {
                             *failed.lock() = Some(e);
                             return;

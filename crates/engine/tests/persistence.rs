@@ -363,3 +363,51 @@ fn a_spill_directory_outlives_the_db_while_a_namespace_lives() {
     drop(ns);
     assert!(!spill.exists(), "the spill directory outlived its last namespace");
 }
+
+/// A drop that crashed half-way (the directory renamed aside, not yet removed) and a create
+/// that crashed before its meta was in place (a `meta.tmp` left) are finished by the next open;
+/// neither blocks it.
+#[test]
+fn unfinished_drops_and_creates_are_cleaned_up_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        for name in ["kept", "dropped", "created"] {
+            db.create_namespace(name, NamespaceOptions::default())
+                .unwrap()
+                .seen("http://a.example/")
+                .unwrap();
+        }
+        db.close().unwrap();
+    }
+    let ns_dir = |name: &str| {
+        let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+        dir.path().join("ns").join(hex)
+    };
+    // A drop renames the directory aside first; a crash leaves it there.
+    let dropped = ns_dir("dropped");
+    std::fs::rename(
+        &dropped,
+        dropped.with_file_name(format!(
+            "{}.dropped.tmp",
+            dropped.file_name().unwrap().to_str().unwrap()
+        )),
+    )
+    .unwrap();
+    // A create writes meta last, through meta.tmp: a crash can leave the log header, empty
+    // leaves and meta.tmp.
+    let created = ns_dir("created");
+    std::fs::remove_dir_all(&created).unwrap();
+    std::fs::create_dir_all(created.join("leaves")).unwrap();
+    let header = std::fs::read(ns_dir("kept").join("log")).unwrap()[..16].to_vec();
+    std::fs::write(created.join("log"), header).unwrap();
+    std::fs::write(created.join("meta.tmp"), b"half").unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.namespace_names(), ["kept"]);
+    assert!(db.namespace("kept").unwrap().contains("http://a.example/").unwrap());
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("ns")).unwrap().collect();
+    assert_eq!(left.len(), 1, "leftovers were not removed");
+    // And a drop through the API leaves nothing either.
+    assert!(db.drop_namespace("kept").unwrap());
+    assert_eq!(std::fs::read_dir(dir.path().join("ns")).unwrap().count(), 0);
+}

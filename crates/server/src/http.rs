@@ -157,6 +157,10 @@ async fn guard(State(state): State<HttpState>, request: Request, next: Next) -> 
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "));
             if given != Some(&**password) {
+                if given.is_some() {
+                    // A wrong guess waits, as over RESP.
+                    tokio::time::sleep(crate::client::FAILED_AUTH_DELAY).await;
+                }
                 return error(
                     StatusCode::UNAUTHORIZED,
                     "authentication required: Authorization: Bearer <requirepass>",

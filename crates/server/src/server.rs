@@ -334,6 +334,8 @@ where
                 flush(conn, metrics, idle).await?;
             }
         }
+        // What is left buffered after executing: an idle client holds only that.
+        share.set(conn.query_buffer_len() as u64);
         flush(conn, metrics, idle).await?;
         if *stop.borrow() {
             return Ok(End::Close);
