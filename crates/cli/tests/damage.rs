@@ -225,3 +225,16 @@ fn check_reports_a_missing_meta_and_repair_leaves_it_alone() {
     assert!(err.contains("need a decision") && err.contains("nothing was changed"), "{err}");
     assert_eq!(listing(&ns), before);
 }
+
+#[test]
+fn check_refuses_a_directory_in_use() {
+    let urls = distinct_urls(38, 1_000);
+    let (dir, ns, _) = recorded(&urls);
+    let before = listing(&ns);
+    let db = urlseen_engine::Db::open(dir.path()).unwrap();
+    let (_, err, ok) = check(dir.path(), true);
+    assert!(!ok, "check ran on a directory another process has open");
+    assert!(err.contains("in use by another process"), "{err}");
+    drop(db);
+    assert_eq!(listing(&ns).len(), before.len());
+}

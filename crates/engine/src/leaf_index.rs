@@ -297,6 +297,15 @@ enum Sink {
     File { out: BufWriter<File>, path: PathBuf },
 }
 
+impl Drop for RunWriter {
+    fn drop(&mut self) {
+        // Unfinished (a failed write): its partial file goes. `finish` empties `sink` first.
+        if let Sink::File { path, .. } = &self.sink {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 impl RunWriter {
     fn push(&mut self, fp: u64) -> Result<()> {
         if self.len.is_multiple_of(PAGE) {
@@ -312,13 +321,17 @@ impl RunWriter {
         Ok(())
     }
 
-    fn finish(self) -> Result<Run> {
-        let RunWriter { store, sink, fences, len, tier } = self;
+    fn finish(mut self) -> Result<Run> {
+        let sink = std::mem::replace(&mut self.sink, Sink::Memory(Vec::new()));
+        let (store, fences, len, tier) =
+            (Arc::clone(&self.store), std::mem::take(&mut self.fences), self.len, self.tier);
         let data = match sink {
             Sink::Memory(v) => RunData::Memory(v.into_boxed_slice()),
             Sink::File { out, path } => {
-                let file =
-                    out.into_inner().map_err(|e| Error::io("write run", &path, e.into_error()))?;
+                let file = out.into_inner().map_err(|e| {
+                    let _ = std::fs::remove_file(&path);
+                    Error::io("write run", &path, e.into_error())
+                })?;
                 store.disk_bytes.fetch_add(len as u64 * 8, Ordering::Relaxed);
                 RunData::File { file, path }
             }
