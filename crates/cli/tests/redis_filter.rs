@@ -269,3 +269,53 @@ fn two_servers_on_redis_share_a_namespace() {
     let bf = call(&ca, &[vec!["BF.ADD", "f", "x"]]);
     assert!(bf[0].contains("--redis"), "{bf:?}");
 }
+
+/// Redis restarted empty (here: FLUSHALL) under a running `filter --redis`: the next batch of
+/// new URLs is refused with a clear error and the process exits non-zero, instead of printing
+/// URLs it had recorded as new again.
+#[test]
+fn a_redis_that_lost_its_data_stops_filter_with_an_error() {
+    let redis = Redis::start();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["filter", "--redis", &format!("redis://127.0.0.1:{}/", redis.port)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    // Drain stdout on its own thread, counting lines, so neither side blocks on a full pipe.
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<()>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if line.is_err() {
+                break;
+            }
+            let _ = lines_tx.send(());
+        }
+    });
+    let first: Vec<String> = Generator::distinct(41).take(2_000).collect();
+    stdin.write_all((first.join("\n") + "\n").as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Wait until it has printed (so recorded) some of them.
+    lines_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let flushed = TcpStream::connect(("127.0.0.1", redis.port)).and_then(|mut s| {
+        s.write_all(b"FLUSHALL\r\n")?;
+        let mut buf = [0u8; 5];
+        s.read_exact(&mut buf)?;
+        Ok(buf)
+    });
+    assert_eq!(&flushed.unwrap(), b"+OK\r\n");
+    let more: Vec<String> = Generator::distinct(42).take(2_000).collect();
+    // The process may already have stopped: a failed write is fine.
+    let _ = stdin.write_all((more.join("\n") + "\n").as_bytes());
+    drop(stdin);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert!(!status.success(), "filter went on after redis lost its data");
+    assert!(err.contains("redis lost data"), "{err}");
+}

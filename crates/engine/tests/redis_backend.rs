@@ -182,7 +182,7 @@ fn lookups_racing_inserts_on_one_client_get_one_new_per_url() {
 /// last entry is gone) and read it again, or it would compare new candidates with too short a
 /// delta and answer new for URLs the other client recorded after the loss.
 #[test]
-fn a_log_that_lost_entries_and_grew_again_is_read_again() {
+fn a_log_that_lost_entries_is_refused_not_read_again() {
     let server = Server::start();
     let options =
         NamespaceOptions { capacity: 10_000, leaf_bits: Some(1 << 17), ..small(SplitMode::Never) };
@@ -210,13 +210,30 @@ fn a_log_that_lost_entries_and_grew_again_is_read_again() {
     let b = open(vec![server.url()], RedisMode::Single);
     let b = b.namespace("lossy", options).unwrap();
     let second = distinct_urls(14, 1_000);
-    let new_for_b: Vec<&String> =
-        second.iter().zip(b.seen_batch(&second).unwrap()).filter(|p| !p.1).map(|p| p.0).collect();
-    assert!(new_for_b.len() > 980);
-    // The first client is offered them too: every one B recorded is seen.
-    let seen_by_a = a.seen_batch(&new_for_b).unwrap();
-    let twice = seen_by_a.iter().filter(|&&s| !s).count();
-    assert_eq!(twice, 0, "{twice} URLs recorded after the loss were answered new again");
+    assert!(b.seen_batch(&second).unwrap().iter().filter(|&&s| !s).count() > 980);
+    // The first client had read entries that are gone: its next write to the leaf is
+    // refused instead of carrying on as if they were there. (What it holds in its replica
+    // it still answers "seen": those URLs were recorded.)
+    assert!(a.seen_batch(&first).unwrap().iter().all(|&s| s));
+    match a.seen_batch(&distinct_urls(16, 100)) {
+        Err(urlseen_engine::redis::Error::LostData { had, now, .. }) => {
+            assert_eq!(had, 1_000, "had {had}, now {now}")
+        }
+        other => panic!("a log that lost entries was not refused: {other:?}"),
+    }
+}
+
+/// Redis restarted empty (no persistence): a client that had read the namespace refuses.
+#[test]
+fn a_redis_restarted_empty_is_refused() {
+    let server = Server::start();
+    let a = open(vec![server.url()], RedisMode::Single);
+    let a = a.namespace("gone", small(SplitMode::Never)).unwrap();
+    let urls = distinct_urls(15, 500);
+    assert!(a.seen_batch(&urls).unwrap().iter().all(|&s| !s));
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    let err = a.seen_batch(&distinct_urls(17, 100)).unwrap_err();
+    assert!(err.to_string().contains("redis lost data"), "{err}");
 }
 
 /// Writers insert their own URLs while leaves split under them; after every batch each checks

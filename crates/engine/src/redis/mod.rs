@@ -108,6 +108,25 @@ pub enum Error {
         /// What these options make.
         ours: String,
     },
+    /// A leaf's log in Redis holds fewer entries than this client had already read, or other
+    /// ones where its last read entry was: Redis lost data (a restart without persistence,
+    /// a failover that lost writes, a deleted key). Answering on would call recorded URLs new.
+    #[error(
+        "namespace {name:?}: leaf {leaf} in redis holds {now} entries where this client had \
+         read {had}: redis lost data (a restart without persistence, a failover, a deleted \
+         key); refusing rather than answer recorded URLs as new. Restore redis from its \
+         AOF/RDB, or drop and re-create the namespace"
+    )]
+    LostData {
+        /// The namespace.
+        name: String,
+        /// The leaf.
+        leaf: u32,
+        /// Entries this client had read.
+        had: u64,
+        /// Entries the log holds now.
+        now: u64,
+    },
     /// The namespace's metadata in Redis is damaged.
     #[error("namespace {name:?}: bad metadata in redis: {reason}")]
     BadMeta {
@@ -420,11 +439,10 @@ struct Replica {
     synced: u64,
     /// What the last read of the node's state said.
     state: LeafState,
-    /// Bumped by every [`reset`](Replica::reset). A reply to a request sent in an older
-    /// generation answers its URLs but leaves the replica alone: its entries start at a
-    /// `synced` the reset took back, so applying them (and advancing `synced` past them) would
-    /// claim a prefix of the log the filter does not hold, and a later insert of one of the
-    /// missing entries would be compared with too short a delta and answered new again.
+    /// The replica's incarnation. It stays 0 now that a log which lost entries is refused
+    /// ([`Error::LostData`]) rather than read again from its start; the checks against it keep
+    /// a reply from an older incarnation from advancing `synced` past what the filter holds,
+    /// should a re-read come back.
     generation: u64,
     /// The log entry at `synced - 1` (as stored, 8 bytes), sent with every `INSERT` and `SYNC`
     /// so that Redis can tell a log that lost entries and grew again from the one this replica
@@ -433,13 +451,6 @@ struct Replica {
 }
 
 impl Replica {
-    /// Forgets everything: the log is to be read again from its start.
-    fn reset(&mut self) {
-        self.filter.clear();
-        self.synced = 0;
-        self.generation += 1;
-    }
-
     /// Records that the filter now holds the log up to `end`, whose last entry is `last`
     /// (within one generation `synced` only grows: another reply may have gone further).
     fn advance(&mut self, end: u64, last: &[u8]) {
@@ -686,6 +697,10 @@ impl RedisNamespace {
         Error::Protocol { node, what, reply: format!("{reply:?}") }
     }
 
+    fn lost_data(&self, leaf: NodeId, had: u64, now: u64) -> Error {
+        Error::LostData { name: self.name.clone(), leaf, had, now }
+    }
+
     fn bad_meta(&self, reason: impl Into<String>) -> Error {
         Error::BadMeta { name: self.name.clone(), reason: reason.into() }
     }
@@ -791,18 +806,11 @@ impl RedisNamespace {
             // Reset while we asked: `data` starts past what the replica now holds.
             return Ok((state, len));
         }
-        if lost {
-            // Another entry where our last one was: Redis lost entries and others were
-            // appended since. Read the log again from its start.
-            r.reset();
-            return Ok((state, len));
-        }
-        if len < from && state.is_empty() {
-            // The log is shorter than what we held when we asked: it was deleted and
-            // re-created. (Compared with `from`, not the current `synced`, which another
-            // thread's reply may have advanced past `len` since.)
-            r.reset();
-            return Ok((state, len));
+        if lost || (len < from && state.is_empty()) {
+            // Another entry where our last one was, or a log shorter than what we held when we
+            // asked (compared with `from`, not the current `synced`, which another thread's
+            // reply may have advanced since): Redis lost entries. Refuse, never re-answer.
+            return Err(self.lost_data(id, from, len));
         }
         for c in data.chunks_exact(8) {
             r.filter.insert(u64_le(c));
@@ -1030,13 +1038,15 @@ impl RedisNamespace {
                         pending.extend(&g.dups);
                     }
                     Some(Value::Int(3)) => {
-                        let mut r = g.cell.replica.write();
-                        if r.generation == g.generation {
-                            r.reset();
-                        }
-                        why = format!("log of leaf {} was re-created", g.leaf);
-                        pending.extend(&g.owner);
-                        pending.extend(&g.dups);
+                        let had = g.cell.replica.read().synced;
+                        let now = match reply {
+                            Value::Array(v) => match v.get(1) {
+                                Some(Value::Int(n)) => *n as u64,
+                                _ => 0,
+                            },
+                            _ => 0,
+                        };
+                        return Err(self.lost_data(g.leaf, had, now));
                     }
                     _ => return Err(self.protocol(g.leaf, "INSERT", reply)),
                 }
