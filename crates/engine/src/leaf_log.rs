@@ -148,7 +148,22 @@ impl LeafFiles {
         keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
     ) -> Result<Arc<Self>> {
         storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        Ok(Arc::new(LeafFiles {
+        Ok(Self::with(storage, dir, keep_retired, keep_alive, false))
+    }
+
+    /// The leaf files in `dir` for checking only: nothing is created, cut or deleted.
+    pub(crate) fn open_read_only(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
+        Self::with(storage, dir, true, None, true)
+    }
+
+    fn with(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        keep_retired: bool,
+        keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+        read_only: bool,
+    ) -> Arc<Self> {
+        Arc::new(LeafFiles {
             storage,
             dir,
             keep_retired,
@@ -156,23 +171,8 @@ impl LeafFiles {
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             disk_bytes: AtomicU64::new(0),
-            read_only: false,
+            read_only,
             _keep_alive: keep_alive,
-        }))
-    }
-
-    /// The leaf files in `dir` for checking only: nothing is created, cut or deleted.
-    pub(crate) fn open_read_only(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
-        Arc::new(LeafFiles {
-            storage,
-            dir,
-            keep_retired: true,
-            retired: Mutex::new(Vec::new()),
-            failed: AtomicBool::new(false),
-            failure: Mutex::new(None),
-            disk_bytes: AtomicU64::new(0),
-            read_only: true,
-            _keep_alive: None,
         })
     }
 

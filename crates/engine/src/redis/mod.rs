@@ -439,11 +439,6 @@ struct Replica {
     synced: u64,
     /// What the last read of the node's state said.
     state: LeafState,
-    /// The replica's incarnation. It stays 0 now that a log which lost entries is refused
-    /// ([`Error::LostData`]) rather than read again from its start; the checks against it keep
-    /// a reply from an older incarnation from advancing `synced` past what the filter holds,
-    /// should a re-read come back.
-    generation: u64,
     /// The log entry at `synced - 1` (as stored, 8 bytes), sent with every `INSERT` and `SYNC`
     /// so that Redis can tell a log that lost entries and grew again from the one this replica
     /// copies: a length alone cannot.
@@ -452,7 +447,8 @@ struct Replica {
 
 impl Replica {
     /// Records that the filter now holds the log up to `end`, whose last entry is `last`
-    /// (within one generation `synced` only grows: another reply may have gone further).
+    /// (`synced` only grows: another reply may have gone further). A replica is never reset: a
+    /// log that lost entries is refused ([`Error::LostData`]), not read again.
     fn advance(&mut self, end: u64, last: &[u8]) {
         if end > self.synced && last.len() == 8 {
             self.synced = end;
@@ -601,8 +597,6 @@ pub struct RedisNamespace {
 struct Group {
     leaf: NodeId,
     cell: Arc<LeafCell>,
-    /// The replica's generation when the request's `synced` was read.
-    generation: u64,
     /// Batch positions routed here that the replica missed.
     idx: Vec<u32>,
     /// Distinct candidates sent, and the batch position that owns each.
@@ -751,7 +745,6 @@ impl RedisNamespace {
                     ),
                     synced: 0,
                     state: LeafState::Active,
-                    generation: 0,
                     last: [0; 8],
                 }),
                 gate: Gate::default(),
@@ -783,10 +776,10 @@ impl RedisNamespace {
     fn sync_step(&self, id: NodeId, cell: &LeafCell, max: u64) -> Result<(String, u64)> {
         let mut cmd =
             self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-        let (from, generation) = {
+        let from = {
             let r = cell.replica.read();
             cmd.arg(r.synced).arg(max).arg(r.last_covered());
-            (r.synced, r.generation)
+            r.synced
         };
         let reply = self.router.one(self.place(id), cmd)?;
         let (state, len, data, lost) = match &reply {
@@ -801,17 +794,13 @@ impl RedisNamespace {
         if data.len() % 8 != 0 || (from < len && data.is_empty() && !lost) {
             return Err(self.protocol(id, "SYNC", &reply));
         }
-        let mut r = cell.replica.write();
-        if r.generation != generation {
-            // Reset while we asked: `data` starts past what the replica now holds.
-            return Ok((state, len));
-        }
         if lost || (len < from && state.is_empty()) {
             // Another entry where our last one was, or a log shorter than what we held when we
             // asked (compared with `from`, not the current `synced`, which another thread's
             // reply may have advanced since): Redis lost entries. Refuse, never re-answer.
             return Err(self.lost_data(id, from, len));
         }
+        let mut r = cell.replica.write();
         for c in data.chunks_exact(8) {
             r.filter.insert(u64_le(c));
         }
@@ -906,7 +895,6 @@ impl RedisNamespace {
                     groups.push(Group {
                         leaf,
                         cell,
-                        generation: 0,
                         idx,
                         cands: Vec::new(),
                         owner: Vec::new(),
@@ -947,7 +935,6 @@ impl RedisNamespace {
                     .scripts
                     .call(Script::Insert, &[&self.key(g.leaf, "log"), &self.key(g.leaf, "st")]);
                 cmd.arg(r.synced).arg(blob).arg(self.config.max_delta).arg(r.last_covered());
-                g.generation = r.generation;
                 drop(r);
                 reqs.push(Req { place: self.place(g.leaf), cmd });
             }
@@ -979,13 +966,8 @@ impl RedisNamespace {
                         }
                         self.counters.candidates.fetch_add(g.cands.len() as u64, Ordering::Relaxed);
                         let mut r = g.cell.replica.write();
-                        // Only a replica of the generation the request was sent in holds
-                        // [0, synced sent), so only it may take [synced sent, end).
-                        let apply = r.generation == g.generation;
-                        if apply {
-                            for c in delta.chunks_exact(8) {
-                                r.filter.insert(u64_le(c));
-                            }
+                        for c in delta.chunks_exact(8) {
+                            r.filter.insert(u64_le(c));
                         }
                         let mut appended = 0u64;
                         let mut last_appended = None;
@@ -993,23 +975,19 @@ impl RedisNamespace {
                             let new = flags.get(j).is_none_or(|&f| f == b'0');
                             out[i as usize] = !new;
                             if new {
-                                if apply {
-                                    r.filter.insert(fp);
-                                }
+                                r.filter.insert(fp);
                                 appended += 1;
                                 last_appended = Some(fp);
                             }
                         }
                         let end = *len as u64 + appended;
-                        if apply {
-                            // The log's entry at end - 1: the last candidate appended, or else
-                            // the last of the delta (none of either: nothing new is covered).
-                            match last_appended {
-                                Some(fp) => r.advance(end, &fp.to_le_bytes()),
-                                None => {
-                                    if let Some(at) = delta.len().checked_sub(8) {
-                                        r.advance(end, &delta[at..]);
-                                    }
+                        // The log's entry at end - 1: the last candidate appended, or else the
+                        // last of the delta (none of either: nothing new is covered).
+                        match last_appended {
+                            Some(fp) => r.advance(end, &fp.to_le_bytes()),
+                            None => {
+                                if let Some(at) = delta.len().checked_sub(8) {
+                                    r.advance(end, &delta[at..]);
                                 }
                             }
                         }
