@@ -16,7 +16,9 @@
 //! ```
 //! `minute` is the minute (since the Unix epoch) the URL was recorded, and `host` a hash of its
 //! host (0: not known yet): the room per record that recrawl windows and forgetting by host
-//! need. A leaf file is not a log of its own: the namespace's log is, and a snapshot records
+//! need. The top bit of `minute` marks a *kept* record (see [`LeafRecord::kept`]): minutes since
+//! the epoch need 25 bits until the year 2033 and 31 until the year 6053, and a reader from
+//! before kept records counts one as a recorded URL, which loses nothing. A leaf file is not a log of its own: the namespace's log is, and a snapshot records
 //! how many bytes of each leaf file it covers. Recovery cuts a leaf file back to that length
 //! and replays the log after the snapshot, which appends the rest again.
 //!
@@ -51,6 +53,9 @@ pub const BUFFER_RECORDS: usize = 1024;
 /// Largest block accepted on read: anything bigger is corruption.
 const MAX_BLOCK_RECORDS: u32 = 1 << 20;
 
+/// The bit of a stored record's `minute` that marks it kept.
+const KEPT_BIT: u32 = 1 << 31;
+
 /// One recorded URL as a leaf keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LeafRecord {
@@ -60,12 +65,22 @@ pub struct LeafRecord {
     pub minute: u32,
     /// A hash of its host (0: unknown).
     pub host: u32,
+    /// A *kept* record: a fingerprint that was answered "seen" (so not recorded as new) on a
+    /// Bloom positive that may have been false. It is carried through splits like any record,
+    /// so the children hold it and the answer stays "seen", but it does not count towards the
+    /// leaf's fill (it was not a new URL).
+    pub kept: bool,
 }
 
 impl LeafRecord {
     /// A record of `fp` recorded at `minute`, host unknown.
     pub fn new(fp: u64, minute: u32) -> Self {
-        LeafRecord { fp, minute, host: 0 }
+        LeafRecord { fp, minute, host: 0, kept: false }
+    }
+
+    /// A kept record of `fp` (see [`Self::kept`]), made at `minute`.
+    pub fn kept(fp: u64, minute: u32) -> Self {
+        LeafRecord { fp, minute, host: 0, kept: true }
     }
 }
 
@@ -315,8 +330,9 @@ impl LeafFiles {
 /// which no one writes).
 #[derive(Debug)]
 pub(crate) enum LeafLog {
-    /// Every fingerprint, on the heap.
-    Memory(Vec<u64>),
+    /// Every fingerprint, on the heap: the recorded ones, then the kept ones (the order of the
+    /// two kinds does not matter to a split).
+    Memory { fps: Vec<u64>, kept: Vec<u64> },
     /// A file of blocks and the buffered tail not yet appended to it.
     File {
         id: NodeId,
@@ -340,7 +356,9 @@ impl LeafLog {
     /// An empty log for new leaf `id`.
     pub fn new(store: &LeafStore, id: NodeId, reserve: usize) -> Self {
         match store {
-            LeafStore::Memory => LeafLog::Memory(Vec::with_capacity(reserve)),
+            LeafStore::Memory => {
+                LeafLog::Memory { fps: Vec::with_capacity(reserve), kept: Vec::new() }
+            }
             LeafStore::Files(_) => {
                 LeafLog::File { id, on_disk: 0, file_len: 0, buffer: Vec::new() }
             }
@@ -353,10 +371,10 @@ impl LeafLog {
         LeafLog::File { id, on_disk: records, file_len, buffer: Vec::new() }
     }
 
-    /// Records held.
+    /// Records held, kept ones included.
     pub fn len(&self) -> u64 {
         match self {
-            LeafLog::Memory(v) => v.len() as u64,
+            LeafLog::Memory { fps, kept } => (fps.len() + kept.len()) as u64,
             LeafLog::File { on_disk, buffer, .. } => on_disk + buffer.len() as u64,
         }
     }
@@ -364,7 +382,7 @@ impl LeafLog {
     /// Heap bytes: all of it in memory, the buffer for a file.
     pub fn memory_bytes(&self) -> u64 {
         match self {
-            LeafLog::Memory(v) => (v.capacity() * 8) as u64,
+            LeafLog::Memory { fps, kept } => ((fps.capacity() + kept.capacity()) * 8) as u64,
             LeafLog::File { buffer, .. } => (buffer.capacity() * RECORD_LEN) as u64,
         }
     }
@@ -372,7 +390,7 @@ impl LeafLog {
     /// Bytes of the leaf's file (0 in memory or before the first block).
     pub fn file_len(&self) -> u64 {
         match self {
-            LeafLog::Memory(_) => 0,
+            LeafLog::Memory { .. } => 0,
             LeafLog::File { file_len, .. } => *file_len,
         }
     }
@@ -380,7 +398,8 @@ impl LeafLog {
     /// Appends one record; a full buffer goes to the file (see the module docs on errors).
     pub fn push(&mut self, store: &LeafStore, record: LeafRecord) {
         match self {
-            LeafLog::Memory(v) => v.push(record.fp),
+            LeafLog::Memory { kept, .. } if record.kept => kept.push(record.fp),
+            LeafLog::Memory { fps, .. } => fps.push(record.fp),
             LeafLog::File { buffer, .. } => {
                 if buffer.capacity() == 0 {
                     buffer.reserve_exact(BUFFER_RECORDS);
@@ -469,10 +488,14 @@ impl LeafLog {
     ) -> Result<ReadPos> {
         out.clear();
         match (self, store) {
-            (LeafLog::Memory(v), _) => {
-                let start = pos.records.min(v.len() as u64) as usize;
-                let end = start.saturating_add(want).min(v.len());
-                out.extend(v[start..end].iter().map(|&fp| LeafRecord::new(fp, 0)));
+            (LeafLog::Memory { fps, kept }, _) => {
+                let all = fps.len() + kept.len();
+                let start = pos.records.min(all as u64) as usize;
+                let end = start.saturating_add(want).min(all);
+                out.extend((start..end).map(|i| match fps.get(i) {
+                    Some(&fp) => LeafRecord::new(fp, 0),
+                    None => LeafRecord::kept(kept[i - fps.len()], 0),
+                }));
                 Ok(ReadPos { records: end as u64, offset: 0 })
             }
             (LeafLog::File { id, on_disk, file_len, buffer }, LeafStore::Files(files)) => {
@@ -608,7 +631,8 @@ fn encode_block(out: &mut Vec<u8>, records: &[LeafRecord]) {
     out.extend_from_slice(&[0; 4]);
     for r in records {
         out.extend_from_slice(&r.fp.to_le_bytes());
-        out.extend_from_slice(&r.minute.to_le_bytes());
+        let minute = if r.kept { r.minute | KEPT_BIT } else { r.minute & !KEPT_BIT };
+        out.extend_from_slice(&minute.to_le_bytes());
         out.extend_from_slice(&r.host.to_le_bytes());
     }
     let mut h = Xxh3::new();
@@ -628,7 +652,13 @@ fn decode_block(raw: &[u8], out: &mut Vec<LeafRecord>) -> std::result::Result<()
         let (fp, meta) = r.split_at(8);
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
         let meta = word(meta);
-        out.push(LeafRecord { fp: word(fp), minute: meta as u32, host: (meta >> 32) as u32 });
+        let minute = meta as u32;
+        out.push(LeafRecord {
+            fp: word(fp),
+            minute: minute & !KEPT_BIT,
+            host: (meta >> 32) as u32,
+            kept: minute & KEPT_BIT != 0,
+        });
     }
     Ok(())
 }
@@ -649,7 +679,7 @@ mod tests {
         let mut log = LeafLog::new(&store, 7, 0);
         let n = BUFFER_RECORDS * 3 + 17;
         for i in 0..n as u64 {
-            log.push(&store, LeafRecord { fp: i * 3, minute: i as u32, host: 5 });
+            log.push(&store, LeafRecord { fp: i * 3, minute: i as u32, host: 5, kept: i % 7 == 0 });
         }
         assert_eq!(log.len(), n as u64);
         assert!(log.memory_bytes() <= (BUFFER_RECORDS * RECORD_LEN) as u64);
@@ -662,11 +692,10 @@ mod tests {
             all.extend_from_slice(&chunk);
         }
         assert_eq!(all.len(), n);
-        assert!(
-            all.iter()
-                .enumerate()
-                .all(|(i, r)| r.fp == i as u64 * 3 && r.minute == i as u32 && r.host == 5)
-        );
+        assert!(all.iter().enumerate().all(|(i, r)| r.fp == i as u64 * 3
+            && r.minute == i as u32
+            && r.host == 5
+            && r.kept == (i % 7 == 0)));
         store.check().unwrap();
     }
 

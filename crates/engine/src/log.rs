@@ -97,6 +97,9 @@ pub enum RecordKind {
     Recorded = 1,
     /// Fingerprints forgotten.
     Forgotten = 2,
+    /// Fingerprints answered "seen" on a Bloom positive that may have been false, logged so
+    /// they stay "seen" through splits (the tree's *kept* records). Not URLs recorded.
+    Kept = 3,
 }
 
 /// One record read back from a log.
@@ -572,6 +575,7 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, usize)> {
     let kind = match head[4] {
         1 => RecordKind::Recorded,
         2 => RecordKind::Forgotten,
+        3 => RecordKind::Kept,
         _ => return None,
     };
     let fingerprints = body[8..]

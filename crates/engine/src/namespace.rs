@@ -375,10 +375,10 @@ impl Namespace {
             _ => None,
         };
         let mut lsn = 0;
-        let mut log_new = |new: &[u64]| -> Result<u64> {
+        let mut log_new = |new: &[u64], kept: &[u64]| -> Result<u64> {
             let Some(d) = &self.durable else { return Ok(0) };
             let mut end = 0;
-            d.append(new, &mut end)?;
+            d.append(new, kept, &mut end)?;
             lsn = lsn.max(end);
             Ok(end)
         };
@@ -602,6 +602,7 @@ impl Namespace {
             name: self.name.clone(),
             mode: self.mode(),
             count: t.count,
+            kept: t.kept,
             memory_bytes: t.memory_bytes,
             disk_bytes: t.disk_bytes,
             fpr_bound: p.fpr,
@@ -639,6 +640,7 @@ impl Namespace {
             name: self.name.clone(),
             mode: self.mode(),
             count: c.len,
+            kept: 0,
             memory_bytes: c.memory_bytes,
             disk_bytes: 0,
             fpr_bound: self.options.fpr,
@@ -685,6 +687,9 @@ pub struct NamespaceStats {
     pub mode: &'static str,
     /// Distinct URLs recorded.
     pub count: u64,
+    /// Kept records: URLs answered "seen" on a Bloom positive, logged so that they stay "seen"
+    /// after the splits that rebuild the filters from the logs. Not in `count`.
+    pub kept: u64,
     /// RAM held: filters, leaf buffers and indexes (and, for a namespace in memory, the leaf
     /// logs), in bytes. What RSS shows for this namespace, allocator slack aside.
     pub memory_bytes: u64,

@@ -38,7 +38,7 @@ use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::{Set, TreeExact, counting_options, index_store};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
-use crate::tree::{Dsbf, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
@@ -78,6 +78,8 @@ pub struct RecoveryReport {
     pub replayed_records: u64,
     /// Fingerprints in those records.
     pub replayed_fingerprints: u64,
+    /// Kept fingerprints in them (answered "seen", logged so they stay so; not URLs).
+    pub replayed_kept: u64,
     /// Bytes of a torn log tail that were cut off.
     pub truncated_bytes: u64,
     /// The format version of the snapshot that was loaded, if it was older than this build's
@@ -103,9 +105,15 @@ pub(crate) struct Durable {
 }
 
 impl Durable {
-    /// Records newly recorded fingerprints in the log (buffered; `commit` makes them count).
-    pub fn append(&self, fps: &[u64], lsn: &mut u64) -> Result<()> {
-        *lsn = self.log.append(RecordKind::Recorded, fps)?;
+    /// Records newly recorded fingerprints, and those kept (see [`RecordKind::Kept`]), in the
+    /// log (buffered; `commit` makes them count).
+    pub fn append(&self, fps: &[u64], kept: &[u64], lsn: &mut u64) -> Result<()> {
+        if !fps.is_empty() {
+            *lsn = self.log.append(RecordKind::Recorded, fps)?;
+        }
+        if !kept.is_empty() {
+            *lsn = self.log.append(RecordKind::Kept, kept)?;
+        }
         Ok(())
     }
 
@@ -292,14 +300,18 @@ fn replay(
     record: &Record,
 ) {
     match record.kind {
-        RecordKind::Recorded if options.counting => {}
+        RecordKind::Recorded | RecordKind::Kept if options.counting => {}
         RecordKind::Recorded => {
-            tree.replay(&record.fingerprints, record.end, guard);
+            tree.replay(&record.fingerprints, record.end, guard, Mode::Record);
         }
+        RecordKind::Kept => tree.replay(&record.fingerprints, record.end, guard, Mode::Keep),
         RecordKind::Forgotten => {}
     }
     report.replayed_records += 1;
-    report.replayed_fingerprints += record.fingerprints.len() as u64;
+    match record.kind {
+        RecordKind::Kept => report.replayed_kept += record.fingerprints.len() as u64,
+        _ => report.replayed_fingerprints += record.fingerprints.len() as u64,
+    }
 }
 
 /// A namespace read back from disk.

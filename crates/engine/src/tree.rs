@@ -27,6 +27,15 @@
 //! No element is recorded twice: an insert that reaches the children has first missed the frozen
 //! filter, so it is not in the frozen log, and migration moves each logged element once.
 //!
+//! # Seen stays seen
+//! A check-and-insert whose fingerprint the filters (maybe falsely) hold answers "seen" and
+//! records nothing new. Were a false positive left at that, the split that rebuilds the leaf's
+//! bits in the children from its log would drop it, and the next check would answer "new" for
+//! an item already answered "seen". So outside exact mode (which confirms every positive) such
+//! a fingerprint is logged as a *kept* record ([`LeafRecord::kept`]): carried by every split,
+//! replayed by recovery, but not counted as a URL nor towards the leaf's split point. A small
+//! direct-mapped table of fingerprints kept lately spares the log the hot repeats.
+//!
 //! # Locks
 //! The shape of the tree sits behind one `RwLock`, taken shared by every operation and
 //! exclusively only to start or finish a split (a few allocations, no re-hashing) and, for a
@@ -183,8 +192,17 @@ struct Leaf {
     last_lsn: u64,
     /// The element count at which this leaf splits: its depth's (see [`TreeParams::level`]).
     split_at: u64,
+    /// Kept records in `log` (see the module docs): they do not count towards `split_at`.
+    kept: u64,
     /// Exact mode: the leaf's fingerprints, sorted, to confirm Bloom positives against.
     index: Option<LeafIndex>,
+}
+
+impl Leaf {
+    /// URLs recorded in this leaf: its log without the kept records.
+    fn fill(&self) -> u64 {
+        self.log.len() - self.kept
+    }
 }
 
 struct Frozen {
@@ -192,6 +210,8 @@ struct Frozen {
     log: LeafLog,
     /// The leaf's `last_lsn` when it froze.
     last_lsn: u64,
+    /// The leaf's kept records when it froze.
+    kept: u64,
     /// Exact mode: the leaf's index when it froze (every record of `log`).
     index: Option<LeafIndex>,
     /// How much of `log` is already in the children (changed only under the migrator lock).
@@ -247,7 +267,14 @@ pub enum Mode {
     /// exact-mode miss): every one is recorded, even when the filters falsely hold it already,
     /// so the leaf logs stay complete for later splits.
     Record,
+    /// Replay of kept records (see the module docs): every one is logged as kept, uncounted.
+    Keep,
 }
+
+/// The hook a batch insert calls, under the leaf's lock, with the fingerprints it recorded as
+/// new and those it logged as kept (see the module docs); it returns the namespace log's offset
+/// past them (0 for none).
+pub type OnNew<'a, E> = dyn FnMut(&[u64], &[u64]) -> Result<u64, E> + 'a;
 
 /// What an exact-mode insert asks of its caller (see [`Dsbf::insert_batch_exact`]): seed
 /// 002's cache of recent URLs, in front of the leaf indexes.
@@ -268,6 +295,10 @@ struct Groups<'a, 'x, 'h, 'o, E> {
     pending: &'a mut Vec<u32>,
     full: &'a mut Vec<NodeId>,
     recorded: &'a mut Vec<u64>,
+    /// Fingerprints logged as kept this round.
+    kept: &'a mut Vec<u64>,
+    /// Whether a positive is logged as kept (see the module docs).
+    keep_positives: bool,
     /// The batch's coarse time, stamped on every record.
     minute: u32,
     /// Bloom positives of this round (exact mode only).
@@ -275,9 +306,15 @@ struct Groups<'a, 'x, 'h, 'o, E> {
     exact: Option<&'x mut ExactHooks<'h>>,
     /// The caller's hook for recorded fingerprints (the log append), called under the leaf's
     /// lock: once another writer can see a fingerprint's bits, its record is in the log.
-    on_new: &'o mut dyn FnMut(&[u64]) -> Result<u64, E>,
+    on_new: &'o mut OnNew<'o, E>,
     failed: Option<E>,
 }
+
+/// Marks a pending batch index whose fingerprint a frozen filter on its path held: it is
+/// answered "seen" and goes to its leaf only to be kept there.
+const SEEN_ABOVE: u32 = 1 << 31;
+/// Slots of the table of fingerprints kept lately, at most (8 bytes each).
+const KEPT_CACHE_MAX: u64 = 1 << 16;
 
 enum Walk {
     /// A frozen filter on the way down holds the fingerprint.
@@ -298,6 +335,9 @@ pub struct Dsbf {
     index: OnceLock<Arc<IndexStore>>,
     /// Where the leaves keep their fingerprints.
     leaves: LeafStore,
+    /// Fingerprints kept lately, direct-mapped (see the module docs): one found here has a kept
+    /// (or recorded) log entry in its leaf already. Read and written under that leaf's lock.
+    kept_cache: Box<[AtomicU64]>,
     /// The checkpoint in progress, if one is.
     capture: Mutex<Option<Capture>>,
     len: AtomicU64,
@@ -346,6 +386,10 @@ impl Dsbf {
         for (depth, s) in level_seeds.iter_mut().enumerate() {
             *s = level_seed(params.seed, depth as u32);
         }
+        // About one slot per 32 URLs of capacity: a small namespace's table stays small.
+        let capacity = params.leaf_capacity.saturating_mul(u64::from(params.initial_leaves));
+        let slots = (capacity / 32).clamp(256, KEPT_CACHE_MAX).next_power_of_two();
+        let kept_cache = (0..slots).map(|_| AtomicU64::new(0)).collect();
         Arc::new_cyclic(|this| Dsbf {
             params,
             level_seeds,
@@ -353,6 +397,7 @@ impl Dsbf {
             migrator: Mutex::new(()),
             index: OnceLock::new(),
             leaves,
+            kept_cache,
             capture: Mutex::new(None),
             len: AtomicU64::new(0),
             splits_started: AtomicU64::new(0),
@@ -395,18 +440,18 @@ impl Dsbf {
     /// and now recorded.
     pub fn insert(&self, fp: u64) -> bool {
         let never: Result<bool, std::convert::Infallible> =
-            self.insert_with(fp, Mode::CheckAndInsert, &mut |_| Ok(0));
+            self.insert_with(fp, Mode::CheckAndInsert, &mut |_, _| Ok(0));
         match never {
             Ok(was) => was,
             Err(never) => match never {},
         }
     }
 
-    /// [`Self::insert`] with a hook: `on_new` sees `fp` if it was recorded, while the leaf's
-    /// lock and the tree's shared lock are still held. So a checkpoint, which takes the tree's
-    /// lock exclusively, never sees the tree and the hook's log disagree, and a writer that
-    /// finds the fingerprint's bits set can count on its log record having been appended. An
-    /// error from the hook is returned; the fingerprint stays recorded in memory.
+    /// [`Self::insert`] with a hook: `on_new` sees `fp` if it was recorded (or kept), while the
+    /// leaf's lock and the tree's shared lock are still held. So a checkpoint, which takes the
+    /// tree's lock exclusively, never sees the tree and the hook's log disagree, and a writer
+    /// that finds the fingerprint's bits set can count on its log record having been appended.
+    /// An error from the hook is returned; the fingerprint stays recorded in memory.
     ///
     /// # Errors
     /// Whatever `on_new` returns.
@@ -414,41 +459,11 @@ impl Dsbf {
         &self,
         fp: u64,
         mode: Mode,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
+        on_new: &mut OnNew<'_, E>,
     ) -> Result<bool, E> {
-        let check_frozen = mode == Mode::CheckAndInsert;
-        loop {
-            let full = {
-                let topo = self.topo.read();
-                let id = match self.walk(&topo, ROOT, fp, check_frozen) {
-                    Walk::Seen => return Ok(true),
-                    Walk::Leaf(id) => id,
-                };
-                let Some(cell) = topo.leaf(id) else { continue };
-                let mut leaf = cell.write();
-                if leaf.log.len() < leaf.split_at {
-                    let was = leaf.filter.insert(fp);
-                    if !was || mode == Mode::Record {
-                        self.record_in(&mut leaf, LeafRecord::new(fp, self.minute()));
-                        self.len.fetch_add(1, Ordering::Relaxed);
-                    }
-                    let filled = leaf.log.len() >= leaf.split_at;
-                    // Under the leaf's lock, as in `insert_batch_core`.
-                    let hooked = if !was || mode == Mode::Record { on_new(&[fp]) } else { Ok(0) };
-                    if let Ok(lsn) = hooked {
-                        leaf.last_lsn = leaf.last_lsn.max(lsn);
-                    }
-                    drop(leaf);
-                    drop(topo);
-                    if filled {
-                        self.start_split(id);
-                    }
-                    return hooked.map(|_| was);
-                }
-                id
-            };
-            self.start_split(full);
-        }
+        let mut out = [false];
+        self.insert_batch_core(std::slice::from_ref(&fp), &mut out, mode, None, on_new)?;
+        Ok(out[0])
     }
 
     /// Read-only lookup: `true` if `fp` was (maybe) recorded.
@@ -540,7 +555,7 @@ impl Dsbf {
                 return Ok(false);
             }
             pos = log.read(&self.leaves, pos, 1 << 16, &mut records)?;
-            out.extend(records.iter().map(|r| r.fp));
+            out.extend(records.iter().filter(|r| !r.kept).map(|r| r.fp));
             Ok(!log.is_end(pos))
         })?;
         leaf.index = Some(index);
@@ -576,6 +591,10 @@ impl Dsbf {
     /// Appends `record` to `leaf`'s log and, in exact mode, to its index.
     fn record_in(&self, leaf: &mut Leaf, record: LeafRecord) {
         leaf.log.push(&self.leaves, record);
+        if record.kept {
+            leaf.kept += 1;
+            return;
+        }
         if let (Some(index), Some(store)) = (&mut leaf.index, self.index.get())
             && let Err(e) = index.insert(store, record.fp)
         {
@@ -607,7 +626,7 @@ impl Dsbf {
     /// If `out.len() != fps.len()`.
     pub fn insert_batch(&self, fps: &[u64], out: &mut [bool]) {
         let never: Result<(), std::convert::Infallible> =
-            self.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut |_| Ok(0));
+            self.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut |_, _| Ok(0));
         if let Err(never) = never {
             match never {}
         }
@@ -626,7 +645,7 @@ impl Dsbf {
         fps: &[u64],
         out: &mut [bool],
         mode: Mode,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
+        on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
         self.insert_batch_core(fps, out, mode, None, on_new)
     }
@@ -647,7 +666,7 @@ impl Dsbf {
         fps: &[u64],
         out: &mut [bool],
         hooks: &mut ExactHooks<'_>,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
+        on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
         self.insert_batch_core(fps, out, Mode::CheckAndInsert, Some(hooks), on_new)
     }
@@ -658,14 +677,18 @@ impl Dsbf {
         out: &mut [bool],
         mode: Mode,
         mut exact: Option<&mut ExactHooks<'_>>,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
+        on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
+        assert!(fps.len() < SEEN_ABOVE as usize, "insert_batch: at most 2^31 - 1 fingerprints");
         let check_frozen = mode == Mode::CheckAndInsert;
+        // Exact mode confirms every positive instead: a false one is recorded as new.
+        let keep_positives = mode == Mode::CheckAndInsert && exact.is_none();
         let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
         let mut routed: Vec<(NodeId, u32)> = Vec::with_capacity(fps.len());
         let mut scratch = Vec::new();
         let mut recorded = Vec::new();
+        let mut kept = Vec::new();
         let mut positives = Vec::new();
         let mut hooked = Ok(());
         let minute = self.minute();
@@ -676,7 +699,27 @@ impl Dsbf {
                 routed.clear();
                 positives.clear();
                 for &i in &pending {
-                    match self.walk(&topo, ROOT, fps[i as usize], check_frozen) {
+                    let fp = fps[(i & !SEEN_ABOVE) as usize];
+                    if i & SEEN_ABOVE != 0 {
+                        // Answered already; on its way to be kept in its leaf.
+                        match self.walk(&topo, ROOT, fp, false) {
+                            Walk::Leaf(id) => routed.push((id, i)),
+                            Walk::Seen => unreachable!("walk without frozen checks ends at a leaf"),
+                        }
+                        continue;
+                    }
+                    match self.walk(&topo, ROOT, fp, check_frozen) {
+                        Walk::Seen if keep_positives => {
+                            out[i as usize] = true;
+                            // A frozen filter's positive may be false, and that filter goes
+                            // when the split ends: the leaf below keeps it.
+                            match self.walk(&topo, ROOT, fp, false) {
+                                Walk::Leaf(id) => routed.push((id, i | SEEN_ABOVE)),
+                                Walk::Seen => {
+                                    unreachable!("walk without frozen checks ends at a leaf")
+                                }
+                            }
+                        }
                         Walk::Seen => {
                             out[i as usize] = true;
                             positives.push(i);
@@ -686,6 +729,7 @@ impl Dsbf {
                 }
                 pending.clear();
                 recorded.clear();
+                kept.clear();
                 group_by_node(&mut routed, topo.nodes.len(), &mut scratch);
                 let mut groups = Groups {
                     fps,
@@ -694,6 +738,8 @@ impl Dsbf {
                     pending: &mut pending,
                     full: &mut full,
                     recorded: &mut recorded,
+                    kept: &mut kept,
+                    keep_positives,
                     minute,
                     positives: &mut positives,
                     exact: if hooked.is_ok() { exact.as_deref_mut() } else { None },
@@ -735,31 +781,56 @@ impl Dsbf {
 
     /// Inserts one leaf's share of a batch, up to the leaf's split point; what does not fit goes
     /// back to `pending` (re-routed after the split), and a leaf that filled goes to `full`.
+    /// Entries seen above (flagged [`SEEN_ABOVE`]) take no room: they are only kept.
     fn insert_group<E>(
         &self,
         leaf: &mut Leaf,
         group: &[(NodeId, u32)],
         g: &mut Groups<'_, '_, '_, '_, E>,
     ) {
-        let room = leaf.split_at.saturating_sub(leaf.log.len());
-        let take = group.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let mut room = leaf.split_at.saturating_sub(leaf.fill());
         let first_recorded = g.recorded.len();
+        let first_kept = g.kept.len();
         let mut added = 0;
-        for chunk in group[..take].chunks(GROUP_CHUNK) {
-            let mut chunk_fps = [0u64; GROUP_CHUNK];
-            let mut chunk_was = [false; GROUP_CHUNK];
-            let (chunk_fps, chunk_was) =
-                (&mut chunk_fps[..chunk.len()], &mut chunk_was[..chunk.len()]);
-            for (slot, &(_, i)) in chunk_fps.iter_mut().zip(chunk) {
-                *slot = g.fps[i as usize];
+        let mut chunk_idx = [0u32; GROUP_CHUNK];
+        let mut chunk_fps = [0u64; GROUP_CHUNK];
+        let mut chunk_was = [false; GROUP_CHUNK];
+        let mut entries = group.iter().map(|&(_, i)| i).peekable();
+        while entries.peek().is_some() {
+            let mut n = 0;
+            for i in entries.by_ref() {
+                if i & SEEN_ABOVE == 0 {
+                    if room == 0 {
+                        g.pending.push(i);
+                        continue;
+                    }
+                    room -= 1;
+                }
+                chunk_idx[n] = i;
+                chunk_fps[n] = g.fps[(i & !SEEN_ABOVE) as usize];
+                n += 1;
+                if n == GROUP_CHUNK {
+                    break;
+                }
             }
-            leaf.filter.insert_batch(chunk_fps, chunk_was);
-            for (&(_, i), (&fp, &was)) in chunk.iter().zip(chunk_fps.iter().zip(chunk_was.iter())) {
+            leaf.filter.insert_batch(&chunk_fps[..n], &mut chunk_was[..n]);
+            for ((&i, &fp), &was) in chunk_idx[..n].iter().zip(&chunk_fps[..n]).zip(&chunk_was[..n])
+            {
+                if i & SEEN_ABOVE != 0 {
+                    // Answered "seen" by a frozen filter above.
+                    self.keep_in(leaf, fp, g);
+                    continue;
+                }
                 g.out[i as usize] = was;
-                if !was || g.mode == Mode::Record {
+                if g.mode == Mode::Keep {
+                    self.record_in(leaf, LeafRecord::kept(fp, g.minute));
+                    g.kept.push(fp);
+                } else if !was || g.mode == Mode::Record {
                     self.record_in(leaf, LeafRecord::new(fp, g.minute));
                     g.recorded.push(fp);
                     added += 1;
+                } else if g.keep_positives {
+                    self.keep_in(leaf, fp, g);
                 } else if g.exact.is_some()
                     && !leaf.index.as_ref().is_some_and(|index| index.in_tail(fp))
                 {
@@ -770,16 +841,31 @@ impl Dsbf {
             }
         }
         self.len.fetch_add(added, Ordering::Relaxed);
-        if g.failed.is_none() && added > 0 {
-            match (g.on_new)(&g.recorded[first_recorded..]) {
+        let (recorded, kept) = (&g.recorded[first_recorded..], &g.kept[first_kept..]);
+        if g.failed.is_none() && (!recorded.is_empty() || !kept.is_empty()) {
+            match (g.on_new)(recorded, kept) {
                 Ok(lsn) => leaf.last_lsn = leaf.last_lsn.max(lsn),
                 Err(e) => g.failed = Some(e),
             }
         }
-        g.pending.extend(group[take..].iter().map(|&(_, i)| i));
-        if leaf.log.len() >= leaf.split_at {
+        if leaf.fill() >= leaf.split_at {
             g.full.push(group[0].0);
         }
+    }
+
+    /// Logs `fp`, answered "seen" on a positive that may be false, as kept in `leaf` (see the
+    /// module docs), unless the table of fingerprints kept lately has it.
+    fn keep_in<E>(&self, leaf: &mut Leaf, fp: u64, g: &mut Groups<'_, '_, '_, '_, E>) {
+        let slot = &self.kept_cache[(hash::mix64(fp) as usize) & (self.kept_cache.len() - 1)];
+        // 0 marks an empty slot, so fingerprint 0 is always logged.
+        if fp != 0 && slot.load(Ordering::Relaxed) == fp {
+            return;
+        }
+        self.record_in(leaf, LeafRecord::kept(fp, g.minute));
+        g.kept.push(fp);
+        // Under the leaf's lock, which any later check of `fp` takes too, and which is held
+        // until the log has the record: one who finds `fp` here finds its record logged.
+        slot.store(fp, Ordering::Relaxed);
     }
 
     /// Exact mode: decides every Bloom positive of a round (see [`Self::insert_batch_exact`]),
@@ -797,7 +883,7 @@ impl Dsbf {
         positives: &[u32],
         hooks: &mut ExactHooks<'_>,
         full: &mut Vec<NodeId>,
-        on_new: &mut dyn FnMut(&[u64]) -> Result<u64, E>,
+        on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
         for &i in positives {
             let fp = fps[i as usize];
@@ -849,9 +935,9 @@ impl Dsbf {
             leaf.filter.insert(fp);
             self.record_in(&mut leaf, LeafRecord::new(fp, self.minute()));
             self.len.fetch_add(1, Ordering::Relaxed);
-            let lsn = on_new(std::slice::from_ref(&fp))?;
+            let lsn = on_new(std::slice::from_ref(&fp), &[])?;
             leaf.last_lsn = leaf.last_lsn.max(lsn);
-            if leaf.log.len() >= leaf.split_at && !full.contains(&id) {
+            if leaf.fill() >= leaf.split_at && !full.contains(&id) {
                 full.push(id);
             }
         }
@@ -938,7 +1024,7 @@ impl Dsbf {
         let Some(node) = topo.nodes.get_mut(id as usize) else { return false };
         let Node::Leaf { depth, leaf } = node else { return false };
         let leaf_mut = leaf.get_mut();
-        if leaf_mut.log.len() < leaf_mut.split_at {
+        if leaf_mut.fill() < leaf_mut.split_at {
             return false;
         }
         let depth = *depth;
@@ -946,11 +1032,11 @@ impl Dsbf {
         let children: Box<[NodeId]> = (first_child..first_child + fanout).collect();
         let old = std::mem::replace(node, Node::Inner { depth, children: children.clone() });
         let Node::Leaf { leaf, .. } = old else { return false };
-        let Leaf { filter, mut log, last_lsn, index, .. } = leaf.into_inner();
+        let Leaf { filter, mut log, last_lsn, kept, index, .. } = leaf.into_inner();
         // Its buffered tail goes to the file, so the migrator reads it all from there.
         log.seal(&self.leaves);
         let cursor = Mutex::new(Cursor::default());
-        let frozen = Box::new(Frozen { filter, log, last_lsn, index, cursor });
+        let frozen = Box::new(Frozen { filter, log, last_lsn, kept, index, cursor });
         *node = Node::Splitting { depth, frozen, children };
         let exact = self.index.get().is_some();
         for id in first_child..first_child + fanout {
@@ -1047,12 +1133,21 @@ impl Dsbf {
                 .collect();
             let mut end = chunk.len();
             for (group, leaf) in &groups {
-                let room = leaf.split_at.saturating_sub(leaf.log.len());
-                if let Some(&(leaf_id, pos)) = usize::try_from(room).ok().and_then(|r| group.get(r))
-                    && (pos as usize) < end
-                {
-                    end = pos as usize;
-                    full = Some(leaf_id);
+                // Kept records take no room: the cut is at the first counted record past it.
+                let mut room = leaf.split_at.saturating_sub(leaf.fill());
+                for &(leaf_id, pos) in group.iter() {
+                    if (pos as usize) >= end {
+                        break;
+                    }
+                    if chunk[pos as usize].kept {
+                        continue;
+                    }
+                    if room == 0 {
+                        end = pos as usize;
+                        full = Some(leaf_id);
+                        break;
+                    }
+                    room -= 1;
                 }
             }
             let (mut fps, mut was) = (Vec::new(), Vec::new());
@@ -1098,13 +1193,13 @@ impl Dsbf {
         if let Node::Splitting { frozen, .. } = std::mem::replace(node, inner) {
             // The frozen index goes too (its runs' files with it): the children's indexes hold
             // everything now.
-            let Frozen { filter, log, last_lsn, .. } = *frozen;
+            let Frozen { filter, log, last_lsn, kept, .. } = *frozen;
             // A checkpoint that has yet to write this leaf writes it as it froze.
             if let Some(c) = self.capture.lock().as_mut()
                 && c.pending.get(id as usize).copied().unwrap_or(false)
             {
                 let (records, file_len) = (log.len(), log.file_len());
-                c.retained.insert(id, Retained { filter, records, file_len, last_lsn });
+                c.retained.insert(id, Retained { filter, records, kept, file_len, last_lsn });
             }
             log.retire(&self.leaves);
         }
@@ -1119,18 +1214,21 @@ impl Dsbf {
         let mut splitting = 0;
         let mut memory = 0u64;
         let mut height = 0;
+        let mut kept = 0;
         for (id, node) in topo.nodes.iter().enumerate() {
             match node {
                 Node::Inner { .. } => inner += 1,
                 Node::Splitting { depth, frozen, .. } => {
                     splitting += 1;
+                    kept += frozen.kept;
                     memory += frozen.filter.memory_bytes() as u64 + frozen.log.memory_bytes();
                     memory += frozen.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                 }
                 Node::Leaf { depth, leaf } => {
                     let leaf = leaf.read();
-                    let count = leaf.log.len();
+                    let count = leaf.fill();
+                    kept += leaf.kept;
                     memory += leaf.filter.memory_bytes() as u64 + leaf.log.memory_bytes();
                     memory += leaf.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
@@ -1154,6 +1252,7 @@ impl Dsbf {
         let index = self.index_stats();
         TreeStats {
             count: self.len(),
+            kept,
             leaves,
             inner_nodes: inner,
             splitting_nodes: splitting,
@@ -1170,8 +1269,10 @@ impl Dsbf {
 pub(crate) const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
 /// The snapshot format version this build writes. It reads this one and version 1, whose leaves
 /// carried their fingerprints inline (opening such a snapshot moves them to leaf files).
-pub const SNAPSHOT_VERSION: u16 = 2;
+pub const SNAPSHOT_VERSION: u16 = 3;
 const SNAPSHOT_V1: u16 = 1;
+/// Version 2: leaf files, no kept records.
+const SNAPSHOT_V2: u16 = 2;
 const NODE_INNER: u8 = 0;
 const NODE_LEAF: u8 = 1;
 
@@ -1186,6 +1287,7 @@ struct Capture {
 struct Retained {
     filter: BlockedBloom,
     records: u64,
+    kept: u64,
     file_len: u64,
     last_lsn: u64,
 }
@@ -1194,6 +1296,7 @@ struct Retained {
 struct CapturedLeaf {
     filter: Vec<u8>,
     records: u64,
+    kept: u64,
     file_len: u64,
     last_lsn: u64,
 }
@@ -1245,14 +1348,16 @@ impl Dsbf {
     /// until then).
     ///
     /// ```text
-    /// "URLSEENS" | version u16 (2) | [0; 6] | log offset u64 | splits u64 | nodes u32
+    /// "URLSEENS" | version u16 (3) | [0; 6] | log offset u64 | splits u64 | nodes u32
     /// node: 0 (inner) | depth u32 | children u32 | child ids u32…
-    ///       1 (leaf)  | depth u32 | records u64 | leaf file bytes u64 | last lsn u64
-    ///                 | filter bytes u64 | filter (filter codec)
-    /// count u64 (records over all leaves) | xxh3_64 of everything before, u64
+    ///       1 (leaf)  | depth u32 | records u64 | kept u64 | leaf file bytes u64
+    ///                 | last lsn u64 | filter bytes u64 | filter (filter codec)
+    /// count u64 (records over all leaves, kept ones not counted) | xxh3_64 of everything
+    /// before, u64
     /// ```
-    /// (Version 1, written under the exclusive lock, had: header | log offset | count | splits
-    /// | nodes, and for a leaf: depth | filter bytes | filter | log len u64 | fps u64….)
+    /// (Version 2 had no `kept`: it had no kept records. Version 1, written under the exclusive
+    /// lock, had: header | log offset | count | splits | nodes, and for a leaf: depth | filter
+    /// bytes | filter | log len u64 | fps u64….)
     ///
     /// # Errors
     /// `w`'s errors; a leaf file that cannot be appended to; a tree whose leaves live in
@@ -1314,11 +1419,12 @@ impl Dsbf {
                     w.write_all(&[NODE_LEAF])?;
                     w.write_all(&depth.to_le_bytes())?;
                     w.write_all(&leaf.records.to_le_bytes())?;
+                    w.write_all(&leaf.kept.to_le_bytes())?;
                     w.write_all(&leaf.file_len.to_le_bytes())?;
                     w.write_all(&leaf.last_lsn.to_le_bytes())?;
                     w.write_all(&(leaf.filter.len() as u64).to_le_bytes())?;
                     w.write_all(&leaf.filter)?;
-                    count += leaf.records;
+                    count += leaf.records - leaf.kept;
                     info.leaves.push(id);
                 }
             }
@@ -1342,6 +1448,7 @@ impl Dsbf {
                 CapturedLeaf {
                     filter: leaf.filter.encode(),
                     records: leaf.log.len(),
+                    kept: leaf.kept,
                     file_len: leaf.log.file_len(),
                     last_lsn: leaf.last_lsn,
                 }
@@ -1349,6 +1456,7 @@ impl Dsbf {
             Some(Node::Splitting { frozen, .. }) => CapturedLeaf {
                 filter: frozen.filter.encode(),
                 records: frozen.log.len(),
+                kept: frozen.kept,
                 file_len: frozen.log.file_len(),
                 last_lsn: frozen.last_lsn,
             },
@@ -1360,6 +1468,7 @@ impl Dsbf {
                 CapturedLeaf {
                     filter: r.filter.encode(),
                     records: r.records,
+                    kept: r.kept,
                     file_len: r.file_len,
                     last_lsn: r.last_lsn,
                 }
@@ -1375,11 +1484,11 @@ impl Dsbf {
         Ok(captured)
     }
 
-    /// Recovery: records the fingerprints of one log record that ends at `end`, in
-    /// [`Mode::Record`], except those the snapshot leaf on their path already holds. `guard`
-    /// is [`LoadedSnapshot::guard`]: per node id of the snapshot, its leaf's `last_lsn` (0 for
-    /// the inner nodes).
-    pub fn replay(&self, fps: &[u64], end: u64, guard: &[u64]) {
+    /// Recovery: records the fingerprints of one log record that ends at `end`, in `mode`
+    /// ([`Mode::Record`], or [`Mode::Keep`] for kept records), except those the snapshot leaf
+    /// on their path already holds. `guard` is [`LoadedSnapshot::guard`]: per node id of the
+    /// snapshot, its leaf's `last_lsn` (0 for the inner nodes).
+    pub fn replay(&self, fps: &[u64], end: u64, guard: &[u64], mode: Mode) {
         let covered = |fp: u64| -> bool {
             let topo = self.topo.read();
             let mut id = ROOT;
@@ -1405,7 +1514,7 @@ impl Dsbf {
         };
         let mut out = vec![false; kept.len()];
         let never: Result<(), std::convert::Infallible> =
-            self.insert_batch_with(&kept, &mut out, Mode::Record, &mut |_| Ok(end));
+            self.insert_batch_with(&kept, &mut out, mode, &mut |_, _| Ok(end));
         let Ok(()) = never;
     }
 
@@ -1431,9 +1540,9 @@ impl Dsbf {
             return Err("not a urlseen snapshot (bad magic)".into());
         }
         let version = r.u16()?;
-        if version != SNAPSHOT_VERSION && version != SNAPSHOT_V1 {
+        if !(SNAPSHOT_V1..=SNAPSHOT_VERSION).contains(&version) {
             return Err(format!(
-                "snapshot version {version}, this build reads {SNAPSHOT_V1} and {SNAPSHOT_VERSION}"
+                "snapshot version {version}, this build reads {SNAPSHOT_V1} to {SNAPSHOT_VERSION}"
             ));
         }
         r.take(6)?;
@@ -1467,11 +1576,14 @@ impl Dsbf {
                 NODE_LEAF => {
                     // Version 1 was written under the exclusive lock: every leaf covers the log
                     // up to the snapshot's offset.
-                    let (records, file_len, last_lsn) = if version == SNAPSHOT_V1 {
-                        (0, 0, log_offset)
-                    } else {
-                        (r.u64()?, r.u64()?, r.u64()?)
+                    let (records, kept, file_len, last_lsn) = match version {
+                        SNAPSHOT_V1 => (0, 0, 0, log_offset),
+                        SNAPSHOT_V2 => (r.u64()?, 0, r.u64()?, r.u64()?),
+                        _ => (r.u64()?, r.u64()?, r.u64()?, r.u64()?),
                     };
+                    if kept > records {
+                        return Err(format!("node {id}: {kept} kept of {records} records"));
+                    }
                     let filter_len = r.u64()?;
                     if filter_len > max_filter_len {
                         return Err(format!("node {id}: implausible filter length {filter_len}"));
@@ -1501,12 +1613,12 @@ impl Dsbf {
                         files_to_adopt.push((id, records, file_len));
                         LeafLog::reopened(id, records, file_len)
                     };
-                    logged += log.len();
+                    logged += log.len() - kept;
                     guard.resize(id as usize + 1, 0);
                     guard[id as usize] = last_lsn.max(1);
                     // Exact mode builds its index later, from the file (`enable_exact`).
                     let split_at = level.split_at;
-                    let leaf = Leaf { filter, log, last_lsn, split_at, index: None };
+                    let leaf = Leaf { filter, log, last_lsn, split_at, kept, index: None };
                     nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(leaf)) });
                 }
                 other => return Err(format!("node {id}: unknown node tag {other}")),
@@ -1709,6 +1821,7 @@ fn new_leaf(params: &TreeParams, leaves: &LeafStore, exact: bool, id: NodeId, de
         log: LeafLog::new(leaves, id, reserve),
         last_lsn: 0,
         split_at: level.split_at,
+        kept: 0,
         index: exact.then(|| LeafIndex::new(level.split_at)),
     }
 }
@@ -1722,6 +1835,9 @@ fn level_seed(seed: u64, depth: u32) -> u64 {
 pub struct TreeStats {
     /// Distinct fingerprints recorded.
     pub count: u64,
+    /// Kept records in the leaves (positives that were logged so they stay "seen" through
+    /// splits; see the module docs). Not URLs: not in `count`.
+    pub kept: u64,
     /// Every leaf, in node order.
     pub leaves: Vec<LeafStats>,
     /// Nodes that only route.

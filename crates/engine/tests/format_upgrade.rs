@@ -1,7 +1,9 @@
 //! A data directory written by urlseen 0.1.0 (snapshot version 1, which carried every leaf's
 //! fingerprints inline) opens in this build: nothing recorded is lost, the fingerprints move to
-//! leaf files, a version 2 snapshot replaces the old one, and later splits read the moved
-//! fingerprints back. The fixture and how it was made: `tests/fixtures/v1/README.md`.
+//! leaf files, this build's snapshot replaces the old one, and later splits read the moved
+//! fingerprints back. The fixture and how it was made: `tests/fixtures/v1/README.md`. A version
+//! 2 snapshot (leaf files, no kept records) is made from this build's by dropping the field
+//! version 3 added, and opens as well.
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
@@ -103,7 +105,7 @@ fn a_version_1_directory_is_upgraded_and_loses_nothing() {
         let false_hits = ns.contains_batch(never).unwrap().iter().filter(|&&h| h).count();
         assert!(false_hits <= 8, "{false_hits} of 400 never-recorded URLs answered seen");
         // Upgraded on open: this build's snapshot, and the fingerprints in leaf files.
-        assert_eq!(snapshot_version(&dir), 2);
+        assert_eq!(snapshot_version(&dir), urlseen_engine::tree::SNAPSHOT_VERSION);
         assert!(ns.stats().disk_bytes > 5_584 * 16, "{:?}", ns.stats().disk_bytes);
     }
     let logged = logged_fingerprints(&dir);
@@ -129,4 +131,74 @@ fn a_version_1_directory_is_upgraded_and_loses_nothing() {
         not_seen(&ns, recorded).into_iter().filter(|&i| was_recorded[i]).collect();
     assert_eq!(lost, Vec::<usize>::new(), "recorded URLs lost after splits");
     assert!(ns.contains_batch(&more).unwrap().iter().all(|&h| h));
+}
+
+/// Rewrites a version 3 snapshot as version 2 (the same without each leaf's `kept`, which must be
+/// 0): the layout is in `urlseen_engine::tree::Dsbf::write_snapshot`.
+fn downgrade_snapshot_to_v2(path: &Path) {
+    let v3 = std::fs::read(path).unwrap();
+    assert_eq!(u16::from_le_bytes([v3[8], v3[9]]), 3);
+    let u32_at = |at: usize| u32::from_le_bytes(v3[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(v3[at..at + 8].try_into().unwrap()) as usize;
+    let mut v2 = v3[..8].to_vec();
+    v2.extend_from_slice(&2u16.to_le_bytes());
+    v2.extend_from_slice(&v3[10..36]);
+    let nodes = u32_at(32);
+    let mut at = 36;
+    for _ in 0..nodes {
+        let tag = v3[at];
+        if tag == 0 {
+            let len = 1 + 4 + 4 + 4 * u32_at(at + 5);
+            v2.extend_from_slice(&v3[at..at + len]);
+            at += len;
+        } else {
+            // tag, depth, records | kept | file bytes, last lsn, filter length, filter
+            assert_eq!(u64_at(at + 13), 0, "a version 2 snapshot has no kept records");
+            v2.extend_from_slice(&v3[at..at + 13]);
+            v2.extend_from_slice(&v3[at + 21..at + 45]);
+            let filter = u64_at(at + 37);
+            v2.extend_from_slice(&v3[at + 45..at + 45 + filter]);
+            at += 45 + filter;
+        }
+    }
+    v2.extend_from_slice(&v3[at..at + 8]);
+    assert_eq!(at + 16, v3.len(), "the whole snapshot was read");
+    let check = xxhash_rust::xxh3::xxh3_64(&v2);
+    v2.extend_from_slice(&check.to_le_bytes());
+    std::fs::write(path, v2).unwrap();
+}
+
+#[test]
+fn a_version_2_snapshot_is_read_and_upgraded() {
+    let urls = fixture_urls();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let options = urlseen_engine::NamespaceOptions {
+        capacity: 500,
+        // Tight enough that 6,000 distinct URLs meet no false positive: nothing to keep.
+        fpr: 1e-7,
+        split: urlseen_engine::SplitPolicy { growth: 1, ..Default::default() },
+        ..Default::default()
+    };
+    {
+        let db = Db::open(&dir).unwrap();
+        let ns = db.create_namespace("v2", options).unwrap();
+        assert!(ns.seen_batch(&urls).unwrap().iter().all(|&seen| !seen));
+        db.wait_for_splits();
+        assert!(ns.stats().splits_done > 3);
+        assert_eq!(ns.stats().kept, 0);
+        db.close().unwrap();
+    }
+    let ns_dir = std::fs::read_dir(dir.join("ns")).unwrap().next().unwrap().unwrap().path();
+    downgrade_snapshot_to_v2(&ns_dir.join("snapshot"));
+    assert_eq!(snapshot_version(&dir), 2);
+    let db = Db::open(&dir).unwrap();
+    let ns = db.namespace("v2").unwrap();
+    let rec = ns.recovery().unwrap().clone();
+    assert_eq!(rec.snapshot_error, None, "{rec:?}");
+    assert_eq!(rec.upgraded_from, Some(2), "{rec:?}");
+    assert_eq!(rec.replayed_fingerprints, 0, "{rec:?}");
+    assert_eq!(ns.len(), 6_000);
+    assert_eq!(not_seen(&ns, &urls), Vec::<usize>::new());
+    assert_eq!(snapshot_version(&dir), urlseen_engine::tree::SNAPSHOT_VERSION);
 }

@@ -404,3 +404,37 @@ async fn writes_past_maxmemory_get_oom_and_reads_go_on() {
     c.expect(&["BF.EXISTS", "bf", "first"], b":1\r\n").await;
     c.expect(&["PING"], b"+PONG\r\n").await;
 }
+
+/// Seen stays seen (issue 11): an item `BF.ADD` answered 0 ("may exist") on a false positive
+/// is still answered 1 by `BF.EXISTS` after the filter has grown through many splits.
+#[tokio::test]
+async fn a_false_positive_add_stays_existing_after_splits() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    // A loose rate and a small first filter: many false positives, then many splits.
+    c.expect(&["BF.RESERVE", "bf", "0.1", "200"], b"+OK\r\n").await;
+    async fn madd(c: &mut common::Client, items: &[String]) -> Vec<i64> {
+        let mut args = vec!["BF.MADD", "bf"];
+        args.extend(items.iter().map(String::as_str));
+        let Frame::Array(replies) = c.call(&args).await else { panic!("not an array") };
+        replies.iter().map(|r| if let Frame::Integer(n) = r { *n } else { -1 }).collect()
+    }
+    let mut false_positives = Vec::new();
+    for round in 0..40 {
+        let items: Vec<String> = (0..250).map(|i| format!("item-{round}-{i}")).collect();
+        let added = madd(&mut c, &items).await;
+        // Every item is distinct and new: a 0 is a false positive.
+        false_positives.extend(items.into_iter().zip(added).filter(|p| p.1 == 0).map(|p| p.0));
+    }
+    assert!(false_positives.len() > 100, "{} false positives", false_positives.len());
+    // Grow it twentyfold past that.
+    for round in 40..440 {
+        let items: Vec<String> = (0..500).map(|i| format!("item-{round}-{i}")).collect();
+        madd(&mut c, &items).await;
+    }
+    let mut args = vec!["BF.MEXISTS", "bf"];
+    args.extend(false_positives.iter().map(String::as_str));
+    let Frame::Array(exists) = c.call(&args).await else { panic!("not an array") };
+    let flipped = exists.iter().filter(|r| **r != Frame::Integer(1)).count();
+    assert_eq!(flipped, 0, "{flipped} of {} items answered \"exists\" flipped", exists.len());
+}

@@ -206,6 +206,13 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
                     c.generations, c.saturated_counters, s.leaf_bits, s.leaf_hashes
                 )?,
             }
+            if s.kept > 0 {
+                writeln!(
+                    out,
+                    "  kept            {} \"seen\" answers logged so that they stay seen",
+                    s.kept
+                )?;
+            }
             if let Some(e) = &s.exact {
                 writeln!(
                     out,

@@ -8,6 +8,7 @@
 //!  3) "type"             "urlseen"           (MBbloom-- for a raw, RedisBloom-style filter)
 //!  5) "profile"          "crawler"
 //!  7) "count"            (integer) 3          distinct URLs recorded
+//!     "kept"             (integer) 0          "seen" answers logged so they stay seen
 //!  9) "capacity"         (integer) 1000000    as created (not a cap)
 //! 11) "memory_bytes"     (integer) 2097288    RAM: filters + buffers (what RSS shows)
 //!     "disk_bytes"       (integer) 0          disk: leaf fingerprint files (+ log, snapshot)
@@ -82,6 +83,7 @@ fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         ("type", Frame::bulk(KeyKind::of(&ns).type_name())),
         ("profile", Frame::bulk(s.profile)),
         ("count", int(s.count)),
+        ("kept", int(s.kept)),
         ("capacity", int(o.capacity)),
         ("memory_bytes", int(s.memory_bytes)),
         ("disk_bytes", int(s.disk_bytes)),

@@ -1,0 +1,158 @@
+//! Seen stays seen: a fingerprint answered "seen" on a false Bloom positive keeps getting
+//! "seen" after every split, restart and crash (issue 11 item 7). A split rebuilds the
+//! children's bits from the parent's log, which holds only recorded URLs, so without the kept
+//! records that the tree logs for such answers most of them would flip to "new".
+
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+use std::path::Path;
+
+use urlseen_engine::{Db, NamespaceOptions, SplitMode, SplitPolicy};
+
+/// A loose bound, tiny leaves and no growth: many false positives, then many splits.
+fn loose(mode: SplitMode) -> NamespaceOptions {
+    NamespaceOptions {
+        capacity: 2_000,
+        fpr: 0.1,
+        split: SplitPolicy { growth: 1, mode, ..SplitPolicy::default() },
+        ..NamespaceOptions::default()
+    }
+}
+
+/// Distinct pseudo-random fingerprints, `n` of them, from stream `stream` (splitmix64's
+/// finalizer: a bijection, so distinct inputs give distinct fingerprints).
+fn fps(stream: u64, n: usize) -> Vec<u64> {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    (0..n as u64).map(|i| mix(stream << 40 | i)).collect()
+}
+
+/// Fills the namespace, then checks fresh fingerprints: those answered "seen" are false
+/// positives (the rest are recorded). Returns them and how many were recorded in all.
+fn provoke_false_positives(db: &Db) -> (Vec<u64>, u64) {
+    let ns = db.namespace_or_create("ns", loose(SplitMode::Inline)).unwrap();
+    let fill = fps(1, 1_900);
+    let mut out = vec![false; fill.len()];
+    ns.seen_fingerprints(&fill, &mut out).unwrap();
+    let mut recorded = out.iter().filter(|&&seen| !seen).count() as u64;
+    let probe = fps(2, 20_000);
+    let mut out = vec![false; probe.len()];
+    ns.seen_fingerprints(&probe, &mut out).unwrap();
+    recorded += out.iter().filter(|&&seen| !seen).count() as u64;
+    let seen: Vec<u64> = probe.iter().zip(&out).filter(|p| *p.1).map(|p| *p.0).collect();
+    (seen, recorded)
+}
+
+/// Grows the namespace 25-fold: every leaf that held a false positive splits, several times.
+fn grow(db: &Db) -> u64 {
+    let ns = db.namespace("ns").unwrap();
+    let more = fps(3, 50_000);
+    let mut out = vec![false; more.len()];
+    ns.seen_fingerprints(&more, &mut out).unwrap();
+    db.wait_for_splits();
+    out.iter().filter(|&&seen| !seen).count() as u64
+}
+
+/// Every fingerprint of `seen` is still "seen", by a lookup and by a check-and-insert.
+fn assert_still_seen(db: &Db, seen: &[u64], when: &str) {
+    let ns = db.namespace("ns").unwrap();
+    let mut out = vec![false; seen.len()];
+    ns.contains_fingerprints(seen, &mut out).unwrap();
+    let flipped = out.iter().filter(|&&hit| !hit).count();
+    assert_eq!(flipped, 0, "{when}: {flipped} of {} \"seen\" answers flipped", seen.len());
+    ns.seen_fingerprints(seen, &mut out).unwrap();
+    let flipped = out.iter().filter(|&&hit| !hit).count();
+    assert_eq!(flipped, 0, "{when}: {flipped} of {} re-checks answered new", seen.len());
+}
+
+#[test]
+fn false_positives_stay_seen_through_splits_in_memory() {
+    let db = Db::in_memory();
+    let (seen, recorded) = provoke_false_positives(&db);
+    assert!(seen.len() > 200, "the test needs false positives, got {}", seen.len());
+    let splits_before = db.namespace("ns").unwrap().stats().splits_done;
+    let recorded = recorded + grow(&db);
+    let stats = db.namespace("ns").unwrap().stats();
+    assert!(stats.splits_done > splits_before + 20, "{} splits", stats.splits_done);
+    assert_still_seen(&db, &seen, "after splits");
+    // Kept records are not URLs: the count is what was answered new, and they take no room.
+    assert_eq!(stats.count, recorded);
+    assert!(stats.kept >= seen.len() as u64, "{} kept for {} positives", stats.kept, seen.len());
+}
+
+#[test]
+fn false_positives_stay_seen_through_restart_and_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let db = Db::open(&data).unwrap();
+    let (seen, recorded) = provoke_false_positives(&db);
+    assert!(seen.len() > 200, "the test needs false positives, got {}", seen.len());
+    // A crash image now: the kept records are in the log only (no checkpoint since), and
+    // recovery replays them into the leaves, so the splits after it carry them.
+    db.sync().unwrap();
+    let crashed = dir.path().join("crashed");
+    copy_dir(&data, &crashed);
+    let recorded = recorded + grow(&db);
+    assert_still_seen(&db, &seen, "after splits");
+    db.close().unwrap();
+
+    // A clean restart: the snapshot holds the kept records' counts, the leaf files the records.
+    let db = Db::open(&data).unwrap();
+    assert_eq!(db.namespace("ns").unwrap().stats().count, recorded);
+    assert_still_seen(&db, &seen, "after a restart");
+    grow_again(&db);
+    assert_still_seen(&db, &seen, "after a restart and more splits");
+    db.close().unwrap();
+
+    let db = Db::open(&crashed).unwrap();
+    let stats = db.namespace("ns").unwrap().stats();
+    assert!(stats.kept >= seen.len() as u64, "replayed {} kept records", stats.kept);
+    grow(&db);
+    assert_still_seen(&db, &seen, "after a crash and splits");
+    db.close().unwrap();
+}
+
+fn grow_again(db: &Db) {
+    let ns = db.namespace("ns").unwrap();
+    let more = fps(4, 50_000);
+    let mut out = vec![false; more.len()];
+    ns.seen_fingerprints(&more, &mut out).unwrap();
+    db.wait_for_splits();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else if path.file_name().unwrap() != "LOCK" {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+/// With background splits, checks meet frozen filters mid-split: a positive there is kept in
+/// the leaf below, since the frozen filter goes when the split ends.
+#[test]
+fn positives_of_frozen_filters_stay_seen_with_background_splits() {
+    let db = Db::in_memory();
+    let ns = db.namespace_or_create("ns", loose(SplitMode::Background)).unwrap();
+    let mut seen = Vec::new();
+    // Small batches, so checks run while earlier splits migrate.
+    for (round, batch) in fps(5, 60_000).chunks(500).enumerate() {
+        let mut out = vec![false; batch.len()];
+        ns.seen_fingerprints(batch, &mut out).unwrap();
+        if round > 3 {
+            seen.extend(batch.iter().zip(&out).filter(|p| *p.1).map(|p| *p.0));
+        }
+    }
+    db.wait_for_splits();
+    assert!(seen.len() > 1_000, "the test needs false positives, got {}", seen.len());
+    assert!(ns.stats().splits_done > 20);
+    assert_still_seen(&db, &seen, "after background splits");
+}
