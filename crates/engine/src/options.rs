@@ -76,7 +76,7 @@ impl NamespaceOptions {
             return bad("fpr", format!("must be between 0 and 1 (exclusive), got {}", self.fpr));
         }
         if self.fpr < 1e-12 {
-            return bad("fpr", format!("{} is below the supported minimum 1e-12", self.fpr));
+            return bad("fpr", format!("{:e} is below the supported minimum 1e-12", self.fpr));
         }
         if let Some(m) = self.leaf_bits
             && !(MIN_LEAF_BITS..=1 << 40).contains(&m)

@@ -129,6 +129,11 @@ pub fn blocked_fpr(m: u64, k: u32, n: u64) -> f64 {
     let k = k.clamp(1, MAX_HASHES);
     let blocks = m.div_ceil(BLOCK_BITS).max(1);
     let lambda = n as f64 / blocks as f64;
+    if lambda > SATURATED_ITEMS_PER_BLOCK {
+        // Every bit of every block is set, to within f64's precision: and the Poisson sum below
+        // would take about √λ steps, which for an error rate within 1e-16 of 1 is forever.
+        return 1.0;
+    }
     let distinct = distinct_distribution(k);
     let block = BLOCK_BITS as f64;
     let zero_per_probe = (-1.0 / block).ln_1p(); // ln(1 - 1/512)
@@ -171,6 +176,10 @@ pub fn blocked_fpr(m: u64, k: u32, n: u64) -> f64 {
     }
     (weighted / total).clamp(0.0, 1.0)
 }
+
+/// Items per 512-bit block past which a blocked filter answers every query positive in f64: the
+/// chance that a given bit is still clear, (1 − 1/512)^(kλ), is below e^-195 for k ≥ 1.
+const SATURATED_ITEMS_PER_BLOCK: f64 = 100_000.0;
 
 /// P(D = d) for d in 0..=k, where D is the number of distinct values among k uniform draws with
 /// replacement from 512 bits.
@@ -232,6 +241,9 @@ pub fn blocked_capacity(m: u64, f_max: f64) -> (u64, u32) {
     let mut lo = 1u64; // fits
     let mut hi = leaf_capacity(m, f_max).saturating_mul(2).saturating_add(64); // expected not to
     while fits(hi) {
+        if hi == u64::MAX {
+            return (hi, blocked_best_hashes(m, hi));
+        }
         lo = hi;
         hi = hi.saturating_mul(2);
     }
@@ -415,6 +427,31 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Error rates within 1e-16 of 1 (RedisBloom accepts them) once made `blocked_capacity`
+    /// spin for good, and `BF.RESERVE` with them hung the server. Every extreme must answer
+    /// at once; a hang fails this test by its deadline instead of hanging the suite.
+    #[test]
+    fn extreme_error_rates_answer_at_once() {
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rates =
+                [0.999_999_999_999_999_9, 0.999_999_999_99, 0.999, 1e-300, f64::MIN_POSITIVE];
+            for &f in &rates {
+                for m in [512, 1 << 23, 1 << 33] {
+                    let (n, k) = blocked_capacity(m, f);
+                    assert!(k >= 1);
+                    assert!(n == 0 || blocked_fpr(m, k, n) <= f, "m {m} f {f}: {n} items");
+                }
+                for n in [0, 1, 1_000_000, 1 << 40] {
+                    let (m, k) = blocked_bits(n, f);
+                    assert!(m >= BLOCK_BITS && k >= 1);
+                }
+            }
+            done.send(()).unwrap();
+        });
+        wait.recv_timeout(std::time::Duration::from_secs(60)).expect("finished in time");
+    }
 
     #[test]
     fn seed_002_example() {

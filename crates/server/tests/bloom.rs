@@ -438,3 +438,35 @@ async fn a_false_positive_add_stays_existing_after_splits() {
     let flipped = exists.iter().filter(|r| **r != Frame::Integer(1)).count();
     assert_eq!(flipped, 0, "{flipped} of {} items answered \"exists\" flipped", exists.len());
 }
+
+/// Error rates within about 1e-11 of 1 once made `BF.RESERVE` spin forever in the sizing math,
+/// holding the keyspace: the server answered nothing more. Each must answer at once, and the
+/// server must go on serving.
+#[tokio::test]
+async fn error_rates_next_to_one_answer_and_the_server_goes_on() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    let rates = ["0.9999999999999999", "0.999999999999999", "0.99999999999", "0.9999"];
+    for (i, rate) in rates.iter().enumerate() {
+        let key = format!("k{i}");
+        for args in [
+            vec!["BF.RESERVE", key.as_str(), rate, "100", "NONSCALING"],
+            vec!["BF.ADD", key.as_str(), "a"],
+            vec!["BF.EXISTS", key.as_str(), "a"],
+        ] {
+            let reply = tokio::time::timeout(Duration::from_secs(20), c.call(&args))
+                .await
+                .unwrap_or_else(|_| panic!("{args:?} did not answer"));
+            assert!(!matches!(reply, Frame::Error(_)), "{args:?}: {reply:?}");
+        }
+    }
+    let big = tokio::time::timeout(
+        Duration::from_secs(20),
+        c.call(&["BF.RESERVE", "big", "0.9999999999999999", "100000000"]),
+    )
+    .await
+    .expect("a large capacity answers too");
+    assert_eq!(big, Frame::Simple("OK".into()));
+    let mut other = server.connect().await;
+    other.expect(&["PING"], b"+PONG\r\n").await;
+}
