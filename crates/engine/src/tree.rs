@@ -43,7 +43,7 @@
 //! takes each leaf lock once. Lock order: the migrator mutex, then the tree lock, then leaf
 //! locks, then a split's cursor or the checkpoint's capture state (innermost, held briefly).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -54,6 +54,7 @@ use urlseen_filter::{BlockedBloom, hash, plan};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::Error;
+use crate::exact::FpBuildHasher;
 use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::{SplitMode, SplitPolicy};
@@ -225,6 +226,10 @@ struct Cursor {
     read: ReadPos,
     chunk: Vec<LeafRecord>,
     taken: usize,
+    /// When the frozen log has kept records: every fingerprint carried so far, so that a kept
+    /// record of a fingerprint carried already (recorded before it, or kept twice) is dropped.
+    /// A leaf's own fingerprints at most: bounded by the largest leaf, not by the tree.
+    carried: Option<HashSet<u64, FpBuildHasher>>,
 }
 
 impl Cursor {
@@ -682,8 +687,11 @@ impl Dsbf {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
         assert!(fps.len() < SEEN_ABOVE as usize, "insert_batch: at most 2^31 - 1 fingerprints");
         let check_frozen = mode == Mode::CheckAndInsert;
-        // Exact mode confirms every positive instead: a false one is recorded as new.
-        let keep_positives = mode == Mode::CheckAndInsert && exact.is_none();
+        // Exact mode confirms every positive instead: a false one is recorded as new. Leaves
+        // that never split never rebuild their filters: nothing to keep there.
+        let keep_positives = mode == Mode::CheckAndInsert
+            && exact.is_none()
+            && self.params.split.mode != SplitMode::Never;
         let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
         let mut routed: Vec<(NodeId, u32)> = Vec::with_capacity(fps.len());
         let mut scratch = Vec::new();
@@ -1035,7 +1043,8 @@ impl Dsbf {
         let Leaf { filter, mut log, last_lsn, kept, index, .. } = leaf.into_inner();
         // Its buffered tail goes to the file, so the migrator reads it all from there.
         log.seal(&self.leaves);
-        let cursor = Mutex::new(Cursor::default());
+        let carried = (kept > 0).then(HashSet::default);
+        let cursor = Mutex::new(Cursor { carried, ..Cursor::default() });
         let frozen = Box::new(Frozen { filter, log, last_lsn, kept, index, cursor });
         *node = Node::Splitting { depth, frozen, children };
         let exact = self.index.get().is_some();
@@ -1160,11 +1169,20 @@ impl Dsbf {
                 // Batched, so the filter prefetches its cache lines.
                 leaf.filter.insert_batch(&fps, &mut was);
                 for &(_, pos) in &group[..take] {
+                    let record = chunk[pos as usize];
+                    // A kept record of a fingerprint the parent recorded (which comes first in
+                    // its log) or kept before is carried once: the child holds it already.
+                    if let Some(carried) = cursor.carried.as_mut()
+                        && !carried.insert(record.fp)
+                        && record.kept
+                    {
+                        continue;
+                    }
                     // Always logged, even if the child's filter already (falsely) held it:
                     // the log, not the filter, is what the child's own split carries on. In
                     // exact mode it goes to the child's index too, which must hold everything
                     // in the child's log when the frozen index is gone.
-                    self.record_in(leaf, chunk[pos as usize]);
+                    self.record_in(leaf, record);
                 }
             }
             drop(groups);

@@ -156,3 +156,33 @@ fn positives_of_frozen_filters_stay_seen_with_background_splits() {
     assert!(ns.stats().splits_done > 20);
     assert_still_seen(&db, &seen, "after background splits");
 }
+
+/// Repeated checks of recorded URLs log kept records (the table of recent ones is small); a
+/// split carries only those the parent had not recorded, once each.
+#[test]
+fn a_split_drops_kept_records_of_recorded_fingerprints() {
+    let db = Db::in_memory();
+    let ns = db.namespace_or_create("ns", loose(SplitMode::Inline)).unwrap();
+    let fill = fps(6, 1_500);
+    let mut out = vec![false; fill.len()];
+    ns.seen_fingerprints(&fill, &mut out).unwrap();
+    let fill_positives = out.iter().filter(|&&seen| seen).count() as u64;
+    for _ in 0..5 {
+        ns.seen_fingerprints(&fill, &mut out).unwrap();
+        assert!(out.iter().all(|&seen| seen));
+    }
+    let before = ns.stats();
+    assert!(before.kept > 5_000, "{} kept records before the splits", before.kept);
+    let grow_positives = 50_000 - grow(&db);
+    let after = ns.stats();
+    assert!(after.splits_done > before.splits_done + 20);
+    // What is left: one kept record per false positive (each fingerprint checked once, or
+    // repeated within a leaf that has not split since the repeats).
+    let false_positives = fill_positives + grow_positives;
+    assert!(
+        after.kept <= false_positives + 100,
+        "{} kept records after the splits, for {false_positives} false positives",
+        after.kept
+    );
+    assert_still_seen(&db, &fill, "after the splits");
+}
