@@ -1837,15 +1837,15 @@ impl crate::SeenSet for RedisNamespace {
             return self.insert_batch(fps, out);
         }
         // The candidates of a call whose outcome was unknown were answered new; record them
-        // now, after the caller's own (a repeat among them is then the caller's, answered
-        // truly), and drop their answers.
-        let mut all = Vec::with_capacity(fps.len() + redo.len());
-        all.extend_from_slice(fps);
+        // now, ahead of the caller's own, and drop their answers: a repeat of one among the
+        // caller's is then a repeat within the batch, "seen" (it was answered new already).
+        let mut all = Vec::with_capacity(redo.len() + fps.len());
         all.extend_from_slice(&redo);
+        all.extend_from_slice(fps);
         let mut answers = vec![false; all.len()];
         match self.insert_batch(&all, &mut answers) {
             Ok(()) => {
-                out.copy_from_slice(&answers[..fps.len()]);
+                out.copy_from_slice(&answers[redo.len()..]);
                 Ok(())
             }
             Err(e) => {
@@ -1887,7 +1887,7 @@ impl<'a> Backoff<'a> {
     }
 
     /// Waits before the next attempt after `e`; gives `e` back if it is not transient, and
-    /// [`Error::Unavailable`] once the next wait would pass the budget.
+    /// [`Error::Unavailable`] once the budget is spent (the last wait is cut to fit it).
     fn wait(&mut self, e: Error) -> Result<()> {
         if !e.is_transient() {
             return Err(e);
@@ -1895,18 +1895,19 @@ impl<'a> Backoff<'a> {
         let first = *self.first.get_or_insert_with(Instant::now);
         self.attempts += 1;
         let waited = first.elapsed();
-        if waited + self.delay > self.options.retry_for {
+        let Some(left) = self.options.retry_for.checked_sub(waited).filter(|d| !d.is_zero()) else {
             return Err(Error::Unavailable { waited, attempts: self.attempts, last: Box::new(e) });
-        }
+        };
+        let delay = self.delay.min(left);
         if self.options.log_retries {
             eprintln!(
                 "urlseen: {e}; retrying in {:.2} s ({:.1} s of {} s spent)",
-                self.delay.as_secs_f64(),
+                delay.as_secs_f64(),
                 waited.as_secs_f64(),
                 self.options.retry_for.as_secs_f64(),
             );
         }
-        std::thread::sleep(self.delay);
+        std::thread::sleep(delay);
         self.delay = (self.delay * 2).min(Duration::from_secs(2));
         if self.router.layout() == Layout::Cluster {
             // Best effort: a failure here is the next attempt's to report.

@@ -20,7 +20,7 @@
 //! unknown outcome.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::redis::{Cmd, Connection, Value};
 use parking_lot::{Mutex, RwLock};
@@ -83,7 +83,18 @@ pub(crate) fn transient_reply(message: &str) -> bool {
 }
 
 /// The connections one caller uses, one per node, lazily opened.
-type Conns = HashMap<usize, Connection>;
+type Conns = HashMap<usize, Conn>;
+
+/// A pooled connection, and when it was last handed out.
+struct Conn {
+    conn: Connection,
+    used: Instant,
+}
+
+/// A pooled connection idle this long is `PING`ed before it carries a call: a server that
+/// restarted meanwhile has closed it, and a write sent on it would be of unknown outcome (its
+/// URLs answered new) where a fresh connection would simply have failed or worked.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 pub(crate) struct Router {
     layout: Layout,
@@ -237,6 +248,12 @@ impl Router {
 
     /// The connection to node `i` in `conns`, connecting (with backoff) if there is none.
     fn connection<'c>(&self, conns: &'c mut Conns, i: usize) -> Result<&'c mut Connection, Error> {
+        if let Some(c) = conns.get_mut(&i)
+            && c.used.elapsed() >= IDLE_CHECK
+            && ::redis::cmd("PING").query::<Value>(&mut c.conn).is_err()
+        {
+            conns.remove(&i);
+        }
         if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(i) {
             let url = self.node_name(i);
             let mut delay = Duration::from_millis(20);
@@ -256,9 +273,12 @@ impl Router {
             };
             conn.set_read_timeout(Some(self.timeout)).map_err(|e| self.io(i, e))?;
             conn.set_write_timeout(Some(self.timeout)).map_err(|e| self.io(i, e))?;
-            slot.insert(conn);
+            slot.insert(Conn { conn, used: Instant::now() });
         }
-        conns.get_mut(&i).ok_or_else(|| Error::Config(format!("no connection to node {i}")))
+        let c =
+            conns.get_mut(&i).ok_or_else(|| Error::Config(format!("no connection to node {i}")))?;
+        c.used = Instant::now();
+        Ok(&mut c.conn)
     }
 
     /// Runs one command (through [`Self::exec`]) and returns its reply.
@@ -339,7 +359,7 @@ impl Router {
             for (node, list) in sent {
                 for &r in list {
                     let conn = match conns.get_mut(&node) {
-                        Some(c) => c,
+                        Some(c) => &mut c.conn,
                         None => break,
                     };
                     if asked[r].is_some()
