@@ -373,6 +373,16 @@ fn a_redis_that_comes_back_within_the_budget_is_waited_for() {
     let err = err.expect("a dead redis answered");
     assert!(err.to_string().contains("redis unavailable: gave up after retrying"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    // Opening waits the same way.
+    let err = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        retry_for: std::time::Duration::from_millis(300),
+        ..redis_support::options(vec![format!("redis://127.0.0.1:{port}/")], RedisMode::Auto)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, urlseen_engine::redis::Error::Unavailable { attempts: 2.., .. }),
+        "{err}"
+    );
 }
 
 /// Writers insert their own URLs while leaves split under them; after every batch each checks

@@ -31,8 +31,14 @@
 //!   in-process engine's filters (about 1.2 bytes per URL at 1%), not its logs.
 //! - A client joining a large namespace first reads the logs (8 bytes per URL).
 //! - Durability is Redis's: `appendonly yes` + `appendfsync` decide what a crash of Redis loses.
-//! - A failed call may have recorded part of its batch; a retry then answers "seen" for those
-//!   URLs. A crawler that must not lose URLs treats the URLs of a failed batch as new.
+//!   What it loses is refused ([`Error::LostData`]) by every client that has the namespace
+//!   open, not answered new; a client that opens it afterwards cannot tell (docs/distributed.md,
+//!   "Lost data").
+//! - Transient faults are retried with backoff for [`RedisOptions::retry_for`]. An insert sent
+//!   whose reply never came answers its candidates new (they may not be recorded: a re-send
+//!   would answer "seen"), and records them with the next call.
+//! - A call that fails with an error may have recorded part of its batch; a retry then answers
+//!   "seen" for those URLs. A crawler that must not lose URLs treats them as new.
 
 mod meta;
 mod router;
@@ -338,8 +344,8 @@ impl RedisDb {
     /// Connects to the servers (detecting a cluster if asked) and loads the cluster's slot map.
     ///
     /// # Errors
-    /// [`Error::Config`] for no URL or an unusable option; [`Error::Redis`] if the first server
-    /// cannot be reached.
+    /// [`Error::Config`] for no URL or an unusable option; [`Error::Unavailable`] if the first
+    /// server cannot be reached within [`RedisOptions::retry_for`].
     pub fn open(options: RedisOptions) -> Result<Self> {
         let urls: Vec<String> = options
             .urls
@@ -352,6 +358,22 @@ impl RedisDb {
         if options.migrate_chunk == 0 || options.max_delta == 0 {
             return Err(Error::Config("migrate_chunk and max_delta must be at least 1".into()));
         }
+        // A server that is restarting is waited for, as every later call does.
+        let mut backoff = Backoff::new(&options, None);
+        let (mode, router) = loop {
+            match Self::connect(&urls, &options) {
+                Ok(connected) => break connected,
+                Err(e) => backoff.wait(e)?,
+            }
+        };
+        Ok(RedisDb {
+            router: Arc::new(router),
+            options: Arc::new(RedisOptions { urls, mode, ..options }),
+        })
+    }
+
+    /// Detects the mode (if asked) and makes the router.
+    fn connect(urls: &[String], options: &RedisOptions) -> Result<(RedisMode, Router)> {
         let mode = match options.mode {
             RedisMode::Auto => {
                 let probe = Router::new(&urls[..1], Layout::Single, options.timeout, 1)?;
@@ -383,11 +405,8 @@ impl RedisDb {
             RedisMode::Nodes => Layout::Nodes(urls.len()),
             _ => Layout::Cluster,
         };
-        let router = Router::new(&urls, layout, options.timeout, options.connect_attempts)?;
-        Ok(RedisDb {
-            router: Arc::new(router),
-            options: Arc::new(RedisOptions { urls, mode, ..options }),
-        })
+        let router = Router::new(urls, layout, options.timeout, options.connect_attempts)?;
+        Ok((mode, router))
     }
 
     /// The layout in use: `single`, `nodes` or `cluster`.
@@ -835,7 +854,7 @@ impl RedisNamespace {
     /// Runs `f` until it succeeds, retrying transient failures (see [`Backoff`]). Only for
     /// calls that may run twice: reads, and the idempotent scripts.
     fn retrying<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
-        let mut backoff = Backoff::new(&self.config, &self.router);
+        let mut backoff = Backoff::new(&self.config, Some(&self.router));
         loop {
             match f() {
                 Ok(v) => return Ok(v),
@@ -1120,7 +1139,7 @@ impl RedisNamespace {
         let mut parents = Vec::new();
         let mut rounds = 0;
         let mut why = String::new();
-        let mut backoff = Backoff::new(&self.config, &self.router);
+        let mut backoff = Backoff::new(&self.config, Some(&self.router));
         while !pending.is_empty() {
             rounds += 1;
             if rounds > MAX_ROUNDS {
@@ -1875,14 +1894,14 @@ struct SyncReply {
 /// moves slots).
 struct Backoff<'a> {
     options: &'a RedisOptions,
-    router: &'a Router,
+    router: Option<&'a Router>,
     first: Option<Instant>,
     delay: Duration,
     attempts: u32,
 }
 
 impl<'a> Backoff<'a> {
-    fn new(options: &'a RedisOptions, router: &'a Router) -> Self {
+    fn new(options: &'a RedisOptions, router: Option<&'a Router>) -> Self {
         Backoff { options, router, first: None, delay: Duration::from_millis(50), attempts: 0 }
     }
 
@@ -1909,9 +1928,11 @@ impl<'a> Backoff<'a> {
         }
         std::thread::sleep(delay);
         self.delay = (self.delay * 2).min(Duration::from_secs(2));
-        if self.router.layout() == Layout::Cluster {
+        if let Some(router) = self.router
+            && router.layout() == Layout::Cluster
+        {
             // Best effort: a failure here is the next attempt's to report.
-            let _ = self.router.refresh_slots();
+            let _ = router.refresh_slots();
         }
         Ok(())
     }
