@@ -444,7 +444,12 @@ fn a_redis_restarted_empty_stops_filter_even_with_nothing_read() {
     assert!(!ok, "filter went on after redis restarted empty");
     assert!(err.contains("redis lost data") && err.contains("metadata is gone"), "{err}");
     assert!(err.contains("refusing rather than answer recorded URLs as new"), "{err}");
-    assert_eq!(printed_by_b, ["https://b.example/first"], "URLs printed again");
+    assert!(
+        printed_by_b == ["https://b.example/first"],
+        "{} URLs printed again, first {:?}",
+        printed_by_b.len() - 1,
+        printed_by_b.get(1)
+    );
 }
 
 /// Redis killed mid-stream and restarted with its data (AOF, fsync always) a second later:

@@ -619,3 +619,93 @@ fn three_servers_hold_one_leaf_each() {
     reordered.swap(1, 2);
     assert!(open(reordered, RedisMode::Nodes).namespace("fig9", opts_dropped).is_ok());
 }
+
+/// A TCP proxy in front of a Redis server that, while `cut` is set, forwards requests but
+/// drops the replies and closes the connection: a call that Redis ran and whose answer is lost.
+struct CuttingProxy {
+    port: u16,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CuttingProxy {
+    fn start(target: u16) -> CuttingProxy {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cut);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else { continue };
+                let (mut c_in, mut s_out) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                        if s_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let flag = Arc::clone(&flag);
+                thread::spawn(move || {
+                    let (mut s_in, mut c_out) = (server, client);
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                        if flag.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        if c_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = c_out.shutdown(Shutdown::Both);
+                    let _ = s_in.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        CuttingProxy { port, cut }
+    }
+}
+
+/// An insert that Redis ran but whose reply was lost: its URLs are answered new (a re-send
+/// would have answered "seen", and the crawler would never fetch them), the client reconnects
+/// without a false LostData, and everything it answered is recorded.
+#[test]
+fn an_insert_whose_reply_is_lost_is_answered_new() {
+    use std::sync::atomic::Ordering;
+    let server = Server::start();
+    let proxy = CuttingProxy::start(server.port);
+    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        retry_for: std::time::Duration::from_secs(5),
+        ..redis_support::options(
+            vec![format!("redis://127.0.0.1:{}/", proxy.port)],
+            RedisMode::Single,
+        )
+    })
+    .unwrap();
+    let options = NamespaceOptions { capacity: 10_000, ..small(SplitMode::Never) };
+    let ns = db.namespace("cut", options.clone()).unwrap();
+    let urls = distinct_urls(27, 3_000);
+    let (a, b) = urls.split_at(1_000);
+    assert!(ns.seen_batch(a).unwrap().iter().filter(|&&s| !s).count() > 990);
+    proxy.cut.store(true, Ordering::SeqCst);
+    let answers = ns.seen_batch(&b[..1_000]).unwrap();
+    proxy.cut.store(false, Ordering::SeqCst);
+    assert!(answers.iter().all(|&s| !s), "a URL of unknown outcome was answered seen");
+    // Redis did record them: a re-send would have said "seen".
+    let direct = open(vec![server.url()], RedisMode::Single);
+    let direct = direct.namespace("cut", options).unwrap();
+    let fps: Vec<u64> = b[..1_000].iter().map(|u| direct.fingerprint(u).unwrap()).collect();
+    let mut hit = vec![false; fps.len()];
+    direct.contains_fingerprints(&fps, &mut hit).unwrap();
+    assert!(hit.iter().filter(|&&h| h).count() > 990, "the lost call did not run");
+    // The client goes on: its replicas are behind (the lost call's entries), no LostData.
+    let more = ns.seen_batch(&b[1_000..]).unwrap();
+    assert!(more.iter().filter(|&&s| !s).count() > 990);
+    assert_eq!(ns.stats().unwrap().unknown_outcome, 1_000);
+    assert!(ns.seen_batch(&urls).unwrap().iter().all(|&s| s), "an answered URL unseen");
+}
