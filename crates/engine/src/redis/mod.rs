@@ -949,10 +949,7 @@ impl RedisNamespace {
                 return Err(self.lost_data(id, if recorded > len { recorded } else { from }, len));
             }
             4 => return Ok(None),
-            5 => {
-                // The identity's epoch is not in the reply; the metadata names the incarnation.
-                return Err(self.other_epoch(Some(id), b"(another)"));
-            }
+            5 => return Err(self.other_epoch(Some(id), data)),
             _ => return Err(self.protocol(id, "SYNC", reply)),
         }
         if data.len() % 8 != 0 {

@@ -83,12 +83,13 @@ return {0, len, table.concat(flags), delta}
 /// identity recorded (it lost entries: the caller must refuse; a fifth element holds that
 /// count); 4: the leaf has no identity
 /// (never claimed, or lost: the caller asks the metadata); 5: the leaf belongs to another
-/// incarnation of the namespace. Only code 0 carries data.
+/// incarnation of the namespace, whose epoch is in place of the bytes. Only code 0 carries
+/// entries.
 const SYNC: &str = r"
 local st = redis.call('GET', KEYS[2]) or ''
 local ident = redis.call('HMGET', KEYS[3], 'epoch', 'len')
 if not ident[1] then return {st, 0, '', 4} end
-if ident[1] ~= ARGV[4] then return {st, 0, '', 5} end
+if ident[1] ~= ARGV[4] then return {st, 0, ident[1], 5} end
 local bytes = redis.call('STRLEN', KEYS[1])
 if bytes % 8 ~= 0 then return redis.error_reply('ERR urlseen: log length is not a multiple of 8') end
 local len = bytes / 8
