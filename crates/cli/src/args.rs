@@ -62,6 +62,14 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Parses a duration in seconds (`30`, `0.5`), zero or more.
+pub fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    match s.parse::<f64>() {
+        Ok(f) if (0.0..1e9).contains(&f) => Ok(std::time::Duration::from_secs_f64(f)),
+        _ => Err(format!("{s:?} is not a number of seconds (examples: 30, 0.5)")),
+    }
+}
+
 /// Parses a probability strictly between 0 and 1.
 pub fn parse_fpr(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -82,6 +90,14 @@ mod tests {
         assert!(parse_count("1.5").is_err());
         assert!(parse_count("-3").is_err());
         assert!(parse_count("lots").is_err());
+    }
+
+    #[test]
+    fn seconds_parse_whole_and_fractional() {
+        assert_eq!(parse_seconds("30"), Ok(std::time::Duration::from_secs(30)));
+        assert_eq!(parse_seconds("0.5"), Ok(std::time::Duration::from_millis(500)));
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("soon").is_err());
     }
 
     #[test]

@@ -17,12 +17,23 @@ use urlseen_corpus::Generator;
 /// A throwaway `redis-server` on a free port, killed on drop.
 struct Redis {
     port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
+    args: Vec<&'static str>,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
 }
 
 impl Redis {
+    /// No persistence.
     fn start() -> Redis {
+        Redis::start_with(vec!["--save", "", "--appendonly", "no"])
+    }
+
+    /// Every write in the AOF before its reply: a restart loses nothing acknowledged.
+    fn start_durable() -> Redis {
+        Redis::start_with(vec!["--save", "", "--appendonly", "yes", "--appendfsync", "always"])
+    }
+
+    fn start_with(args: Vec<&'static str>) -> Redis {
         let on_path = std::env::var_os("PATH").is_some_and(|paths| {
             std::env::split_paths(&paths).any(|p| p.join("redis-server").is_file())
         });
@@ -33,26 +44,25 @@ impl Redis {
         );
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut redis = Redis { port, args, child: None, dir };
+        redis.spawn();
+        redis
+    }
+
+    fn spawn(&mut self) {
         let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(&self.args)
             .arg("--dir")
-            .arg(dir.path())
+            .arg(self.dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let pong = TcpStream::connect(("127.0.0.1", port)).ok().and_then(|mut s| {
+            let pong = TcpStream::connect(("127.0.0.1", self.port)).ok().and_then(|mut s| {
                 s.write_all(b"PING\r\n").ok()?;
                 let mut buf = [0u8; 7];
                 s.read_exact(&mut buf).ok()?;
@@ -64,14 +74,91 @@ impl Redis {
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Redis { port, child, _dir: dir }
+    }
+
+    /// `kill -9`.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Killed, and started again on the same port and directory (with its AOF, if any).
+    fn restart(&mut self) {
+        self.kill();
+        self.spawn();
     }
 }
 
 impl Drop for Redis {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
+    }
+}
+
+/// A running `urlseen filter --redis` whose stdout lines are collected as they come.
+struct Running {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(port: u16, extra: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+            .args(["filter", "--redis", &format!("redis://127.0.0.1:{port}/")])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let reader = std::thread::spawn({
+            let lines = std::sync::Arc::clone(&lines);
+            move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    lines.lock().unwrap().push(line);
+                }
+            }
+        });
+        Running { stdin: child.stdin.take(), child, lines, reader: Some(reader) }
+    }
+
+    /// Writes lines (a failed write is fine: the process may have stopped).
+    fn feed(&mut self, urls: &[String]) {
+        if let Some(stdin) = &mut self.stdin {
+            let _ = stdin.write_all((urls.join("\n") + "\n").as_bytes());
+            let _ = stdin.flush();
+        }
+    }
+
+    /// Waits until at least `n` lines were printed.
+    fn wait_for(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.lines.lock().unwrap().len() < n {
+            assert!(Instant::now() < deadline, "filter printed {} of {n} lines", self.printed());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn printed(&self) -> usize {
+        self.lines.lock().unwrap().len()
+    }
+
+    /// Closes stdin and waits: (success, stdout lines, stderr).
+    fn finish(mut self) -> (bool, Vec<String>, String) {
+        drop(self.stdin.take());
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = self.child.wait().unwrap();
+        self.reader.take().unwrap().join().unwrap();
+        let lines = std::mem::take(&mut *self.lines.lock().unwrap());
+        (status.success(), lines, err)
     }
 }
 
@@ -164,6 +251,10 @@ struct Serve {
 
 impl Serve {
     fn start(redis_port: u16) -> Serve {
+        Serve::start_with(redis_port, &[])
+    }
+
+    fn start_with(redis_port: u16, extra: &[&str]) -> Serve {
         let spill = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
@@ -172,6 +263,7 @@ impl Serve {
             // Its local keys spill here: a killed server cannot remove its spill directory.
             .arg("--spill-dir")
             .arg(spill.path())
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -318,4 +410,139 @@ fn a_redis_that_lost_its_data_stops_filter_with_an_error() {
     reader.join().unwrap();
     assert!(!status.success(), "filter went on after redis lost its data");
     assert!(err.contains("redis lost data"), "{err}");
+}
+
+/// Small leaves, so the namespace starts with many of them and a process that printed a few
+/// URLs has read nothing of most.
+const SMALL_LEAVES: [&str; 4] = ["--capacity", "100000", "--leaf-bits", "65536"];
+
+/// Redis restarted EMPTY (killed, started again without persistence) under a running `filter
+/// --redis` that has read nothing of the leaves its next URLs go to: those URLs were printed
+/// by another process before the restart. The filter stops with an error naming the lost data
+/// instead of printing them again, and exits non-zero.
+#[test]
+fn a_redis_restarted_empty_stops_filter_even_with_nothing_read() {
+    let mut redis = Redis::start();
+    let ns = ["--ns", "wiped"];
+    let recorded: Vec<String> = Generator::distinct(51).take(2_000).collect();
+    let mut a = Running::start(redis.port, &[&SMALL_LEAVES[..], &ns[..]].concat());
+    a.feed(&recorded);
+    let (ok, printed_by_a, err) = a.finish();
+    assert!(ok, "{err}");
+    assert!(printed_by_a.len() > 1_950, "{}", printed_by_a.len());
+
+    let mut b = Running::start(redis.port, &[&SMALL_LEAVES[..], &ns[..]].concat());
+    b.feed(&["https://b.example/first".to_owned()]);
+    b.wait_for(1);
+    redis.restart();
+    // Longer than a pooled connection may idle unchecked: the next call finds the restart
+    // before it sends anything (a batch sent into a dead connection would be of unknown
+    // outcome, and printed).
+    std::thread::sleep(Duration::from_millis(1_200));
+    b.feed(&recorded);
+    let (ok, printed_by_b, err) = b.finish();
+    assert!(!ok, "filter went on after redis restarted empty");
+    assert!(err.contains("redis lost data") && err.contains("metadata is gone"), "{err}");
+    assert!(err.contains("refusing rather than answer recorded URLs as new"), "{err}");
+    assert!(
+        printed_by_b == ["https://b.example/first"],
+        "{} URLs printed again, first {:?}",
+        printed_by_b.len() - 1,
+        printed_by_b.get(1)
+    );
+}
+
+/// Redis killed mid-stream and restarted with its data (AOF, fsync always) a second later:
+/// the filter retries with backoff, goes on and exits 0. Every distinct input URL is printed,
+/// and the only repeats are of the batch in flight when Redis died.
+#[test]
+fn a_redis_restarted_with_its_data_is_waited_for() {
+    let mut redis = Redis::start_durable();
+    let mut generator = Generator::new(52);
+    let urls: Vec<String> = (0..40_000)
+        .map(|_| {
+            let mut s = String::new();
+            generator.next_into(&mut s);
+            s
+        })
+        .collect();
+    let mut f = Running::start(redis.port, &["--ns", "restart"]);
+    f.feed(&urls[..20_000]);
+    f.wait_for(1_000);
+    redis.kill();
+    let port = redis.port;
+    let restarter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        redis.restart();
+        redis
+    });
+    f.feed(&urls[20_000..]);
+    let (ok, printed, err) = f.finish();
+    let redis = restarter.join().unwrap();
+    assert_eq!(redis.port, port);
+    assert!(ok, "filter failed: {err}");
+    assert!(err.contains("retrying in"), "no retry was logged: {err}");
+
+    let canon = Canonicalizer::new(Options::default());
+    let distinct: HashSet<String> = urls.iter().map(|u| canon.canonicalize(u).unwrap()).collect();
+    let mut once = HashSet::new();
+    let mut repeats = 0;
+    for line in &printed {
+        if !once.insert(canon.canonicalize(line).unwrap()) {
+            repeats += 1;
+        }
+    }
+    // A Bloom false positive is a URL never printed: at most about 1% of them.
+    let missing = distinct.len() - once.len();
+    assert!(missing <= distinct.len() / 100, "{missing} of {} never printed", distinct.len());
+    // Repeats only from the batch (at most 4,096 lines) whose outcome was unknown.
+    assert!(repeats <= 4_096, "{repeats} URLs printed twice");
+    println!("{} distinct, {} printed once, {repeats} printed twice", distinct.len(), once.len());
+}
+
+/// Redis down for longer than --redis-retry-for: the filter gives up with a clear message and
+/// a non-zero exit, having printed every URL it answered before.
+#[test]
+fn a_redis_down_past_the_retry_budget_stops_filter() {
+    let mut redis = Redis::start();
+    let mut f = Running::start(redis.port, &["--ns", "down", "--redis-retry-for", "1"]);
+    let first: Vec<String> = Generator::distinct(53).take(500).collect();
+    f.feed(&first);
+    f.wait_for(490);
+    redis.kill();
+    std::thread::sleep(Duration::from_millis(1_200));
+    let started = Instant::now();
+    f.feed(&Generator::distinct(54).take(500).collect::<Vec<_>>());
+    let (ok, printed, err) = f.finish();
+    assert!(!ok, "filter exited 0 with redis down");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert!(err.contains("redis unavailable: gave up after retrying for"), "{err}");
+    assert!(err.contains("retrying in"), "{err}");
+    assert!(printed.len() >= 490 && printed.len() <= 500, "{}", printed.len());
+}
+
+/// `serve --redis` over a Redis restarted with its data: the server waits for it (no error to
+/// its clients), keeps every recorded URL seen and answers new ones new.
+#[test]
+fn serve_on_redis_waits_for_a_restarted_redis() {
+    let mut redis = Redis::start_durable();
+    let serve = Serve::start_with(redis.port, &["--redis-retry-for", "10"]);
+    let c = TcpStream::connect(("127.0.0.1", serve.port)).unwrap();
+    let urls = urlseen_corpus::distinct_urls(55, 400);
+    let seen = |urls: &[String]| -> Vec<String> {
+        let cmds: Vec<Vec<&str>> = urls.iter().map(|u| vec!["URL.SEEN", "r", u.as_str()]).collect();
+        call(&c, &cmds)
+    };
+    assert!(seen(&urls[..200]).iter().all(|r| r == ":0"));
+    redis.kill();
+    let restarter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        redis.restart();
+        redis
+    });
+    // Sent while Redis is down: answered once it is back (or 0 if a reply was lost).
+    assert!(seen(&urls[200..]).iter().all(|r| r == ":0"), "a new URL answered otherwise");
+    let _redis = restarter.join().unwrap();
+    assert!(seen(&urls[..200]).iter().all(|r| r == ":1"), "a recorded URL lost");
+    assert!(seen(&urls[200..]).iter().all(|r| r == ":1"), "a URL answered new was not recorded");
 }

@@ -191,13 +191,15 @@ fn a_log_that_lost_entries_is_refused_not_read_again() {
     assert_eq!(a.params().initial_leaves, 1);
     let first = distinct_urls(13, 1_000);
     assert!(a.seen_batch(&first).unwrap().iter().all(|&s| !s));
-    // Redis loses the second half of the log.
+    // Redis loses the second half of the log, and its count with it (as a failover to a
+    // lagging replica would).
     let truncated: i64 = redis::cmd("EVAL")
         .arg(
             "local n = 0 \
              for _, k in ipairs(redis.call('KEYS', 'urlseen:{lossy:*}:log')) do \
                local len = redis.call('STRLEN', k) \
                redis.call('SET', k, redis.call('GETRANGE', k, 0, math.floor(len / 16) * 8 - 1)) \
+               redis.call('HSET', string.gsub(k, ':log$', ':id'), 'len', math.floor(len / 16)) \
                n = n + 1 \
              end \
              return n",
@@ -216,9 +218,10 @@ fn a_log_that_lost_entries_is_refused_not_read_again() {
     // it still answers "seen": those URLs were recorded.)
     assert!(a.seen_batch(&first).unwrap().iter().all(|&s| s));
     match a.seen_batch(&distinct_urls(16, 100)) {
-        Err(urlseen_engine::redis::Error::LostData { had, now, .. }) => {
-            assert_eq!(had, 1_000, "had {had}, now {now}")
-        }
+        Err(urlseen_engine::redis::Error::LostData {
+            lost: urlseen_engine::redis::Lost::Entries { had, now, .. },
+            ..
+        }) => assert_eq!(had, 1_000, "had {had}, now {now}"),
         other => panic!("a log that lost entries was not refused: {other:?}"),
     }
 }
@@ -234,6 +237,152 @@ fn a_redis_restarted_empty_is_refused() {
     let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
     let err = a.seen_batch(&distinct_urls(17, 100)).unwrap_err();
     assert!(err.to_string().contains("redis lost data"), "{err}");
+}
+
+/// Redis wiped (FLUSHALL, as a restart without persistence) under clients that have read
+/// nothing of the leaves they write next: one opened the namespace and wrote nothing, one
+/// wrote to a few leaves only. Each refuses, naming the lost metadata, instead of recreating
+/// the namespace and answering recorded URLs new.
+#[test]
+fn a_wiped_redis_is_refused_by_clients_that_read_nothing() {
+    let server = Server::start();
+    let options = NamespaceOptions { capacity: 20_000, ..small(SplitMode::Never) };
+    let writer = open(vec![server.url()], RedisMode::Single);
+    let writer = writer.namespace("wiped", options.clone()).unwrap();
+    assert!(writer.params().initial_leaves >= 8, "{:?}", writer.params());
+    let idle = open(vec![server.url()], RedisMode::Single);
+    let idle = idle.namespace("wiped", options.clone()).unwrap();
+    let recorded = distinct_urls(21, 3_000);
+    assert!(writer.seen_batch(&recorded).unwrap().iter().filter(|&&s| !s).count() > 2_900);
+    // A client that wrote one URL, so one leaf.
+    let one = open(vec![server.url()], RedisMode::Single);
+    let one = one.namespace("wiped", options.clone()).unwrap();
+    assert!(!one.seen("https://one.example/only").unwrap());
+    let _: () = redis::cmd("FLUSHALL").query(&mut server.conn()).unwrap();
+    for (who, ns) in [("idle", &idle), ("one-leaf", &one)] {
+        // The recorded URLs: refused, never answered new.
+        match ns.seen_batch(&recorded) {
+            Err(e @ urlseen_engine::redis::Error::LostData { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains("redis lost data"), "{who}: {msg}");
+                assert!(msg.contains("metadata is gone"), "{who}: {msg}");
+            }
+            other => panic!("{who}: a wiped redis was not refused: {:?}", other.map(|_| ())),
+        }
+    }
+    // Nothing was written back: the namespace is not silently re-created.
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut server.conn()).unwrap();
+    assert!(keys.is_empty(), "a refused client wrote {keys:?}");
+}
+
+/// Single keys lost: a leaf's log deleted (or evicted) under a client that never read it, and
+/// the metadata deleted under a client that has the namespace open.
+#[test]
+fn a_deleted_key_is_refused() {
+    let server = Server::start();
+    let options = NamespaceOptions { capacity: 10_000, ..small(SplitMode::Never) };
+    let a = open(vec![server.url()], RedisMode::Single);
+    let a = a.namespace("keys", options.clone()).unwrap();
+    let urls = distinct_urls(23, 2_000);
+    assert!(a.seen_batch(&urls).unwrap().iter().filter(|&&s| !s).count() > 1_950);
+    // A fresh client (empty replicas) after leaf 1's log is deleted: its count still says what
+    // was appended, so the short log is refused.
+    let _: () = redis::cmd("DEL").arg(a.leaf_key(1)).query(&mut server.conn()).unwrap();
+    let b = open(vec![server.url()], RedisMode::Single);
+    let b = b.namespace("keys", options.clone()).unwrap();
+    let err = b.seen_batch(&urls).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            urlseen_engine::redis::Error::LostData {
+                lost: urlseen_engine::redis::Lost::Entries { leaf: 1, now: 0, .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // The metadata deleted: the client that has it open refuses at its next read of it...
+    let _: () = redis::cmd("DEL").arg("urlseen:{keys}:meta").query(&mut server.conn()).unwrap();
+    let err = a.stats().unwrap_err();
+    assert!(err.to_string().contains("metadata is gone"), "{err}");
+    // ...and a client that creates the namespace again (a new incarnation) is refused by the
+    // leaves the old one left, rather than mixing the two.
+    let c = open(vec![server.url()], RedisMode::Single);
+    let c = c.namespace("keys", options).unwrap();
+    let err = c.seen_batch(&urls[1_000..]).unwrap_err();
+    assert!(err.to_string().contains("incarnation"), "{err}");
+    // And so is the old client, which sees the new metadata.
+    let err = a.stats().unwrap_err();
+    assert!(err.to_string().contains("created again"), "{err}");
+}
+
+/// Redis killed and restarted with its AOF while a client inserts: the call retries with
+/// backoff and goes on. Down for longer than the budget: a clear error.
+#[test]
+fn a_redis_that_comes_back_within_the_budget_is_waited_for() {
+    let mut server = Server::start_durable();
+    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        retry_for: std::time::Duration::from_secs(10),
+        ..redis_support::options(vec![server.url()], RedisMode::Single)
+    })
+    .unwrap();
+    let ns = db.namespace("back", small(SplitMode::Never)).unwrap();
+    let urls = distinct_urls(25, 3_000);
+    let before = ns.seen_batch(&urls[..1_000]).unwrap();
+    server.kill();
+    let port = server.port;
+    // Restarted 1 s later, on the same port, from its AOF.
+    let restarter = thread::spawn(move || {
+        thread::sleep(std::time::Duration::from_secs(1));
+        server.restart();
+        server
+    });
+    let started = std::time::Instant::now();
+    // The first call may meet the dead pooled connection (unknown outcome: answered new); the
+    // next ones wait for the server.
+    let mid = ns.seen_batch(&urls[1_000..2_000]).unwrap();
+    let after = ns.seen_batch(&urls[2_000..]).unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "did not wait");
+    let server = restarter.join().unwrap();
+    assert_eq!(server.port, port);
+    // Nothing recorded before is lost; the new URLs were new.
+    assert!(ns.seen_batch(&urls[..1_000]).unwrap().iter().all(|&s| s));
+    let new = |v: &[bool]| v.iter().filter(|&&s| !s).count();
+    assert!(new(&before) > 980 && new(&mid) > 980 && new(&after) > 980);
+    let fresh = open(vec![server.url()], RedisMode::Single);
+    let fresh = fresh.namespace("back", small(SplitMode::Never)).unwrap();
+    assert!(fresh.seen_batch(&urls).unwrap().iter().all(|&s| s), "a URL answered new is lost");
+
+    // Down for good: the budget (here 1 s) runs out with an error saying so.
+    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        retry_for: std::time::Duration::from_secs(1),
+        ..redis_support::options(vec![server.url()], RedisMode::Single)
+    })
+    .unwrap();
+    let ns = db.namespace("back", small(SplitMode::Never)).unwrap();
+    drop(server);
+    let started = std::time::Instant::now();
+    let mut err = None;
+    for _ in 0..2 {
+        // (The first may be of unknown outcome, answered new.)
+        if let Err(e) = ns.seen_batch(&distinct_urls(26, 100)) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("a dead redis answered");
+    assert!(err.to_string().contains("redis unavailable: gave up after retrying"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    // Opening waits the same way.
+    let err = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        retry_for: std::time::Duration::from_millis(300),
+        ..redis_support::options(vec![format!("redis://127.0.0.1:{port}/")], RedisMode::Auto)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(err, urlseen_engine::redis::Error::Unavailable { attempts: 2.., .. }),
+        "{err}"
+    );
 }
 
 /// Writers insert their own URLs while leaves split under them; after every batch each checks
@@ -370,6 +519,24 @@ fn a_dead_node_gives_errors_and_service_resumes_after_restart() {
 
     server.kill();
     let mixed: Vec<&String> = recorded.iter().copied().chain(after.iter().take(500)).collect();
+    // The first call may write to the pooled connection whose server is gone: sent, no
+    // reply, an unknown outcome, so every URL the replicas do not hold is answered new (never
+    // dropped). (A connection idle for a second is checked first, and this call fails.) Then,
+    // nothing can be sent: errors (no retries here: `retry_for` is zero).
+    let unknown: Vec<&String> = match ns.seen_batch(&mixed) {
+        Ok(first) => {
+            assert!(first[..recorded.len()].iter().all(|&s| s), "a recorded URL answered new");
+            let unknown: Vec<&String> = after[..500]
+                .iter()
+                .zip(&first[recorded.len()..])
+                .filter(|p| !p.1)
+                .map(|p| p.0)
+                .collect();
+            assert!(unknown.len() > 490, "URLs of unknown outcome were not answered new");
+            unknown
+        }
+        Err(_) => Vec::new(),
+    };
     for attempt in 0..3 {
         // Anything that needs Redis fails: a new URL, a batch with one, a lookup that misses.
         assert!(ns.seen_batch(after).is_err(), "attempt {attempt}: an answer from a dead Redis");
@@ -389,8 +556,13 @@ fn a_dead_node_gives_errors_and_service_resumes_after_restart() {
         ns.seen_batch(&recorded).unwrap().iter().all(|&s| s),
         "recorded URLs unseen after restart"
     );
-    let new = ns.seen_batch(after).unwrap().iter().filter(|&&s| !s).count();
-    assert!(new > after.len() * 98 / 100, "{new} of {} new after restart", after.len());
+    // That call also recorded the URLs of unknown outcome (the server had not run their
+    // insert: it was dead before the call).
+    assert_eq!(ns.stats().unwrap().unknown_outcome, unknown.len() as u64);
+    assert!(ns.seen_batch(&unknown).unwrap().iter().all(|&s| s), "unknown-outcome URLs unseen");
+    let new = ns.seen_batch(&after[500..]).unwrap().iter().filter(|&&s| !s).count();
+    assert!(new > 2_500 * 98 / 100, "{new} of 2500 new after restart");
+    let new = new + unknown.len();
     // A client that never saw the outage agrees.
     let fresh = open(vec![server.url()], RedisMode::Single);
     let fns = fresh
@@ -446,4 +618,94 @@ fn three_servers_hold_one_leaf_each() {
     let mut reordered = urls_in_order;
     reordered.swap(1, 2);
     assert!(open(reordered, RedisMode::Nodes).namespace("fig9", opts_dropped).is_ok());
+}
+
+/// A TCP proxy in front of a Redis server that, while `cut` is set, forwards requests but
+/// drops the replies and closes the connection: a call that Redis ran and whose answer is lost.
+struct CuttingProxy {
+    port: u16,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl CuttingProxy {
+    fn start(target: u16) -> CuttingProxy {
+        use std::io::{Read, Write};
+        use std::net::{Shutdown, TcpListener, TcpStream};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cut);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else { continue };
+                let (mut c_in, mut s_out) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                thread::spawn(move || {
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = c_in.read(&mut buf) {
+                        if s_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+                let flag = Arc::clone(&flag);
+                thread::spawn(move || {
+                    let (mut s_in, mut c_out) = (server, client);
+                    let mut buf = [0u8; 65536];
+                    while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                        if flag.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        if c_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = c_out.shutdown(Shutdown::Both);
+                    let _ = s_in.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        CuttingProxy { port, cut }
+    }
+}
+
+/// An insert that Redis ran but whose reply was lost: its URLs are answered new (a re-send
+/// would have answered "seen", and the crawler would never fetch them), the client reconnects
+/// without a false LostData, and everything it answered is recorded.
+#[test]
+fn an_insert_whose_reply_is_lost_is_answered_new() {
+    use std::sync::atomic::Ordering;
+    let server = Server::start();
+    let proxy = CuttingProxy::start(server.port);
+    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+        retry_for: std::time::Duration::from_secs(5),
+        ..redis_support::options(
+            vec![format!("redis://127.0.0.1:{}/", proxy.port)],
+            RedisMode::Single,
+        )
+    })
+    .unwrap();
+    let options = NamespaceOptions { capacity: 10_000, ..small(SplitMode::Never) };
+    let ns = db.namespace("cut", options.clone()).unwrap();
+    let urls = distinct_urls(27, 3_000);
+    let (a, b) = urls.split_at(1_000);
+    assert!(ns.seen_batch(a).unwrap().iter().filter(|&&s| !s).count() > 990);
+    proxy.cut.store(true, Ordering::SeqCst);
+    let answers = ns.seen_batch(&b[..1_000]).unwrap();
+    proxy.cut.store(false, Ordering::SeqCst);
+    assert!(answers.iter().all(|&s| !s), "a URL of unknown outcome was answered seen");
+    // Redis did record them: a re-send would have said "seen".
+    let direct = open(vec![server.url()], RedisMode::Single);
+    let direct = direct.namespace("cut", options).unwrap();
+    let fps: Vec<u64> = b[..1_000].iter().map(|u| direct.fingerprint(u).unwrap()).collect();
+    let mut hit = vec![false; fps.len()];
+    direct.contains_fingerprints(&fps, &mut hit).unwrap();
+    assert!(hit.iter().filter(|&&h| h).count() > 990, "the lost call did not run");
+    // The client goes on: its replicas are behind (the lost call's entries), no LostData.
+    let more = ns.seen_batch(&b[1_000..]).unwrap();
+    assert!(more.iter().filter(|&&s| !s).count() > 990);
+    assert_eq!(ns.stats().unwrap().unknown_outcome, 1_000);
+    assert!(ns.seen_batch(&urls).unwrap().iter().all(|&s| s), "an answered URL unseen");
 }

@@ -79,9 +79,14 @@ impl Remote {
     /// `URL.SEEN` (`write`) or `URL.CHECK` on namespace `key`: one answer per URL, or the error
     /// element of a URL that is not valid; the valid ones go to Redis in one batch.
     ///
+    /// A Redis that is unreachable for a while is waited for (the backend retries with
+    /// backoff, up to `--redis-retry-for`); an insert sent whose reply never came answers its
+    /// URLs 0, new (Redis may or may not have recorded them: a crawler must fetch them rather
+    /// than lose them), and the backend records them with its next call.
+    ///
     /// # Errors
-    /// As [`Remote::namespace`]; a Redis failure fails the whole command (an error is never
-    /// an answer).
+    /// As [`Remote::namespace`]; a Redis failure past the retries, or lost data, fails the
+    /// whole command (an error is never an answer).
     pub fn seen_urls<U: AsRef<[u8]>>(
         &self,
         key: &[u8],

@@ -8,7 +8,7 @@ use urlseen_canon::Canonicalizer;
 use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
 use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy};
 
-use crate::args::{CanonArgs, parse_count, parse_fpr};
+use crate::args::{CanonArgs, parse_count, parse_fpr, parse_seconds};
 use crate::lines::{Line, LineBatches, write_line};
 
 /// Print each line whose canonical URL has not been seen before.
@@ -70,6 +70,11 @@ pub struct Args {
     /// With --redis: the URLs are Redis Cluster seed nodes.
     #[arg(long, requires = "redis")]
     cluster: bool,
+    /// With --redis: how long to keep retrying (with backoff, one line on stderr per retry)
+    /// while Redis is unreachable or refusing for a while (restarting, loading, failing over)
+    /// before giving up with an error.
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_seconds, requires = "redis")]
+    redis_retry_for: std::time::Duration,
     /// With --data: when a URL counts as recorded, as Redis's appendfsync. With `always` a URL
     /// is printed only once it is on disk.
     #[arg(long, default_value = "everysec", value_parser = parse_fsync, requires = "data")]
@@ -254,8 +259,13 @@ fn stream<S: SeenSet>(
 /// `--redis`: the same stream against a namespace in Redis.
 fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyhow::Result<()> {
     let mode = if args.cluster { RedisMode::Cluster } else { RedisMode::Auto };
-    let db = RedisDb::open(RedisOptions { mode, ..RedisOptions::new(urls) })
-        .context("connecting to redis")?;
+    let db = RedisDb::open(RedisOptions {
+        mode,
+        retry_for: args.redis_retry_for,
+        log_retries: true,
+        ..RedisOptions::new(urls)
+    })
+    .context("connecting to redis")?;
     let ns = db.namespace(&args.ns, options)?;
     let canon = Canonicalizer::new(ns.options().canon.clone());
     let (lines, new, invalid, started) = stream(&*ns, &canon, args)?;

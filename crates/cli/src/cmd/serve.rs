@@ -111,6 +111,10 @@ pub struct Args {
     /// go to Redis; BF.*, URL.FORGET and URL.INFO are refused.
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with = "data")]
     redis: Option<Vec<String>>,
+    /// With --redis: how long a command keeps retrying (with backoff, one line on stderr per
+    /// retry) while Redis is unreachable or refusing for a while before it answers an error.
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = crate::args::parse_seconds, requires = "redis")]
+    redis_retry_for: std::time::Duration,
 }
 
 /// A size as Redis writes it: bytes, or a number with `k`/`m`/`g` (powers of 1000) or
@@ -249,6 +253,8 @@ struct Settings {
     app: AppConfig,
     /// `--redis`: the servers that hold the URL namespaces.
     redis: Option<Vec<String>>,
+    /// `--redis-retry-for`.
+    redis_retry_for: std::time::Duration,
     /// The config file's `[rename_command]`: (command, new name or "" to disable).
     renames: Vec<(String, String)>,
 }
@@ -343,6 +349,7 @@ impl Settings {
             http,
             data,
             redis: args.redis.clone(),
+            redis_retry_for: args.redis_retry_for,
             fsync: args.fsync.or(file_fsync).unwrap_or_default(),
             fsync_given: args.fsync.is_some() || file_fsync.is_some(),
             app,
@@ -388,8 +395,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
-    let Settings { server, http: http_addr, app: app_config, data, fsync, redis, renames, .. } =
-        settings;
+    let Settings {
+        server,
+        http: http_addr,
+        app: app_config,
+        data,
+        fsync,
+        redis,
+        redis_retry_for,
+        renames,
+        ..
+    } = settings;
     let storage = match (&redis, &data) {
         (Some(urls), _) => format!("URL namespaces in Redis at {}", urls.join(",")),
         (None, Some(dir)) => format!("data directory {}, fsync {}", dir.display(), fsync.name()),
@@ -404,7 +420,13 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
     if let Some(urls) = &redis {
         let redis = tokio::task::spawn_blocking({
             let urls = urls.clone();
-            move || urlseen_engine::Db::open_redis(urls)
+            move || {
+                urlseen_engine::Db::open_redis(urlseen_engine::redis::RedisOptions {
+                    retry_for: redis_retry_for,
+                    log_retries: true,
+                    ..urlseen_engine::redis::RedisOptions::new(urls)
+                })
+            }
         })
         .await
         .context("connecting to Redis")?

@@ -5,6 +5,8 @@
 //! params  "v1 bits=… k=… split_at=… …"     (fixed at creation; every client checks it)
 //! version 7                                (bumped by every change of shape)
 //! next    12                               (the next unused node id)
+//! epoch   5f0c…                            (the incarnation: a random id made by CREATE)
+//! e4      1                                (leaf 4 was given its identity: see CLAIM_META)
 //! n0      I0:1,2,3                         (inner node at depth 0, children 1 2 3)
 //! n1      L1                               (leaf at depth 1)
 //! n2      S1:10,11                         (splitting: frozen parent, children 10 11)
@@ -36,6 +38,9 @@ pub(crate) struct Node {
 pub(crate) struct Meta {
     pub version: u64,
     pub params: String,
+    /// The namespace's incarnation, made when it was created (empty: a namespace from before
+    /// epochs, until a client opens it).
+    pub epoch: String,
     /// Indexed by node id; `None` for ids not (yet) in use.
     pub nodes: Vec<Option<Node>>,
 }
@@ -101,7 +106,8 @@ impl Meta {
         // them), so a valid id is below the number of fields: a bigger one is corruption, and
         // must not size an allocation.
         let fields = pairs.len();
-        let mut meta = Meta { version: 0, params: String::new(), nodes: Vec::new() };
+        let mut meta =
+            Meta { version: 0, params: String::new(), epoch: String::new(), nodes: Vec::new() };
         let text =
             |v: &[u8]| String::from_utf8(v.to_vec()).map_err(|_| "non-UTF-8 value".to_owned());
         for (k, v) in pairs {
@@ -111,6 +117,7 @@ impl Meta {
                 }
                 b"format" => {}
                 b"params" => meta.params = text(v)?,
+                b"epoch" => meta.epoch = text(v)?,
                 b"version" => meta.version = text(v)?.parse().map_err(|_| "bad version")?,
                 b"next" => {}
                 [b'n', id @ ..] => {

@@ -31,8 +31,14 @@
 //!   in-process engine's filters (about 1.2 bytes per URL at 1%), not its logs.
 //! - A client joining a large namespace first reads the logs (8 bytes per URL).
 //! - Durability is Redis's: `appendonly yes` + `appendfsync` decide what a crash of Redis loses.
-//! - A failed call may have recorded part of its batch; a retry then answers "seen" for those
-//!   URLs. A crawler that must not lose URLs treats the URLs of a failed batch as new.
+//!   What it loses is refused ([`Error::LostData`]) by every client that has the namespace
+//!   open, not answered new; a client that opens it afterwards cannot tell (docs/distributed.md,
+//!   "Lost data").
+//! - Transient faults are retried with backoff for [`RedisOptions::retry_for`]. An insert sent
+//!   whose reply never came answers its candidates new (they may not be recorded: a re-send
+//!   would answer "seen"), and records them with the next call.
+//! - A call that fails with an error may have recorded part of its batch; a retry then answers
+//!   "seen" for those URLs. A crawler that must not lose URLs treats them as new.
 
 mod meta;
 mod router;
@@ -52,7 +58,7 @@ use urlseen_filter::{BlockedBloom, hash};
 use crate::options::{NamespaceOptions, SplitMode};
 use crate::tree::{NodeId, TreeParams};
 use meta::{Meta, State};
-use router::{Layout, Place, Req, Router};
+use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
 
 thread_local! {
@@ -108,24 +114,30 @@ pub enum Error {
         /// What these options make.
         ours: String,
     },
-    /// A leaf's log in Redis holds fewer entries than this client had already read, or other
-    /// ones where its last read entry was: Redis lost data (a restart without persistence,
-    /// a failover that lost writes, a deleted key). Answering on would call recorded URLs new.
+    /// Redis no longer holds what it held (a restart without persistence, a failover that lost
+    /// writes, a flushed, deleted or evicted key, the namespace dropped and re-created while
+    /// this client had it open). Answering on would call recorded URLs new.
     #[error(
-        "namespace {name:?}: leaf {leaf} in redis holds {now} entries where this client had \
-         read {had}: redis lost data (a restart without persistence, a failover, a deleted \
-         key); refusing rather than answer recorded URLs as new. Restore redis from its \
-         AOF/RDB, or drop and re-create the namespace"
+        "namespace {name:?}: redis lost data: {lost}; refusing rather than answer recorded URLs \
+         as new. Restore redis from its AOF/RDB and run again, or drop the namespace \
+         (every URL it held will be new again)"
     )]
     LostData {
         /// The namespace.
         name: String,
-        /// The leaf.
-        leaf: u32,
-        /// Entries this client had read.
-        had: u64,
-        /// Entries the log holds now.
-        now: u64,
+        /// What is gone.
+        lost: Lost,
+    },
+    /// Redis stayed unreachable or refusing (connection refused or dropped, `LOADING`,
+    /// `CLUSTERDOWN`, …) for longer than [`RedisOptions::retry_for`].
+    #[error("redis unavailable: gave up after retrying for {:.1} s ({attempts} attempts): {last}", waited.as_secs_f64())]
+    Unavailable {
+        /// How long the call retried.
+        waited: Duration,
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        last: Box<Error>,
     },
     /// The namespace's metadata in Redis is damaged.
     #[error("namespace {name:?}: bad metadata in redis: {reason}")]
@@ -146,6 +158,89 @@ pub enum Error {
     /// The configuration is unusable.
     #[error("redis backend configuration: {0}")]
     Config(String),
+}
+
+/// What [`Error::LostData`] found missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lost {
+    /// A leaf's log holds fewer entries than this client had read or written, or than its own
+    /// count says were appended, or another entry where this client's last read one was.
+    Entries {
+        /// The leaf.
+        leaf: NodeId,
+        /// Entries known to have been in the log.
+        had: u64,
+        /// Entries the log holds now.
+        now: u64,
+    },
+    /// The namespace's metadata is gone.
+    Namespace,
+    /// The namespace (or one of its leaves) belongs to another incarnation: it was dropped and
+    /// created again since this client opened it.
+    Epoch {
+        /// The leaf whose identity differs (`None`: the metadata's).
+        leaf: Option<NodeId>,
+        /// The incarnation this client opened.
+        ours: String,
+        /// The one Redis holds.
+        found: String,
+    },
+    /// A leaf that was in use has lost its keys (its identity is gone).
+    Leaf {
+        /// The leaf.
+        leaf: NodeId,
+    },
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::Entries { leaf, had, now } => write!(
+                f,
+                "leaf {leaf} holds {now} entries where {had} were recorded, or other ones in \
+                 their place (a restart without persistence, a failover that lost writes, a \
+                 deleted or evicted key)"
+            ),
+            Lost::Namespace => write!(
+                f,
+                "its metadata is gone (redis restarted empty, was flushed, or the key was deleted)"
+            ),
+            Lost::Epoch { leaf: Some(leaf), ours, found } => write!(
+                f,
+                "leaf {leaf} belongs to namespace incarnation {found}, this process opened \
+                 {ours} (dropped and created again, or a key restored from another)"
+            ),
+            Lost::Epoch { leaf: None, ours, found } => write!(
+                f,
+                "the namespace was created again (incarnation {found}) since this process opened \
+                 incarnation {ours}"
+            ),
+            Lost::Leaf { leaf } => write!(
+                f,
+                "the keys of leaf {leaf}, which was in use, are gone (a restart without \
+                 persistence, a failover, a deleted or evicted key)"
+            ),
+        }
+    }
+}
+
+impl Error {
+    /// Whether the failure may go away by itself: a connection refused, reset or timed out, or
+    /// a reply by which Redis refused a command for a while (`LOADING`, `TRYAGAIN`,
+    /// `CLUSTERDOWN`, `MASTERDOWN`, `BUSY`, `READONLY`).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Redis { source, .. } => {
+                source.is_io_error()
+                    || source.is_timeout()
+                    || source.is_connection_dropped()
+                    || source.is_connection_refusal()
+            }
+            Error::Server { message, .. } => router::transient_reply(message),
+            _ => false,
+        }
+    }
 }
 
 /// The backend's result type.
@@ -187,10 +282,17 @@ pub struct RedisOptions {
     /// Insert round trips one process keeps in flight per leaf (at least 1). 1 is best on a
     /// fast network; more hide a slow one, at some Redis CPU per call (see the module docs).
     pub inflight_per_leaf: usize,
+    /// How long a call keeps retrying transient failures ([`Error::is_transient`]: a lost
+    /// connection, a Redis loading its data, a failover) before it fails with
+    /// [`Error::Unavailable`]; waits double from 50 ms to 2 s. Zero: fail at once.
+    pub retry_for: Duration,
+    /// Print one line on stderr per retry (for command-line tools).
+    pub log_retries: bool,
 }
 
 impl RedisOptions {
-    /// Defaults for `urls`: auto-detected mode, 5 s timeout, 4 connection attempts, 10 s lock.
+    /// Defaults for `urls`: auto-detected mode, 5 s timeout, 4 connection attempts, 10 s lock,
+    /// 30 s of retries.
     pub fn new<S: Into<String>>(urls: impl IntoIterator<Item = S>) -> Self {
         RedisOptions {
             urls: urls.into_iter().map(Into::into).collect(),
@@ -201,6 +303,8 @@ impl RedisOptions {
             migrate_chunk: 65_536,
             max_delta: 131_072,
             inflight_per_leaf: 1,
+            retry_for: Duration::from_secs(30),
+            log_retries: false,
         }
     }
 }
@@ -240,8 +344,8 @@ impl RedisDb {
     /// Connects to the servers (detecting a cluster if asked) and loads the cluster's slot map.
     ///
     /// # Errors
-    /// [`Error::Config`] for no URL or an unusable option; [`Error::Redis`] if the first server
-    /// cannot be reached.
+    /// [`Error::Config`] for no URL or an unusable option; [`Error::Unavailable`] if the first
+    /// server cannot be reached within [`RedisOptions::retry_for`].
     pub fn open(options: RedisOptions) -> Result<Self> {
         let urls: Vec<String> = options
             .urls
@@ -254,6 +358,22 @@ impl RedisDb {
         if options.migrate_chunk == 0 || options.max_delta == 0 {
             return Err(Error::Config("migrate_chunk and max_delta must be at least 1".into()));
         }
+        // A server that is restarting is waited for, as every later call does.
+        let mut backoff = Backoff::new(&options, None);
+        let (mode, router) = loop {
+            match Self::connect(&urls, &options) {
+                Ok(connected) => break connected,
+                Err(e) => backoff.wait(e)?,
+            }
+        };
+        Ok(RedisDb {
+            router: Arc::new(router),
+            options: Arc::new(RedisOptions { urls, mode, ..options }),
+        })
+    }
+
+    /// Detects the mode (if asked) and makes the router.
+    fn connect(urls: &[String], options: &RedisOptions) -> Result<(RedisMode, Router)> {
         let mode = match options.mode {
             RedisMode::Auto => {
                 let probe = Router::new(&urls[..1], Layout::Single, options.timeout, 1)?;
@@ -285,11 +405,8 @@ impl RedisDb {
             RedisMode::Nodes => Layout::Nodes(urls.len()),
             _ => Layout::Cluster,
         };
-        let router = Router::new(&urls, layout, options.timeout, options.connect_attempts)?;
-        Ok(RedisDb {
-            router: Arc::new(router),
-            options: Arc::new(RedisOptions { urls, mode, ..options }),
-        })
+        let router = Router::new(urls, layout, options.timeout, options.connect_attempts)?;
+        Ok((mode, router))
     }
 
     /// The layout in use: `single`, `nodes` or `cluster`.
@@ -350,27 +467,44 @@ impl RedisDb {
             meta: RwLock::new(Arc::new(Meta {
                 version: 0,
                 params: String::new(),
+                epoch: String::new(),
                 nodes: Vec::new(),
             })),
             leaves: RwLock::new(HashMap::new()),
             counters: Counters::default(),
             last_error: Mutex::new(None),
-            epoch: Instant::now(),
+            started: Instant::now(),
+            epoch: String::new(),
+            unrecorded: Mutex::new(Vec::new()),
         };
-        let mut create = self.router.scripts.call(Script::Create, &[&ns.meta_key()]);
-        create.arg(params_text.as_str()).arg(params.initial_leaves);
-        let stored = ns.router.one(ns.meta_place(), create)?;
-        let stored = match stored {
-            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-            other => return Err(ns.protocol(0, "CREATE", &other)),
+        // A new namespace gets a new epoch; an existing one keeps its own, which this process
+        // then sends with every leaf call: a leaf (or metadata) without it, or with another,
+        // is data Redis lost, never a namespace to create again.
+        let ours = format!("{:016x}", token());
+        let create = || {
+            let mut create = self.router.scripts.call(Script::Create, &[&ns.meta_key()]);
+            create.arg(params_text.as_str()).arg(params.initial_leaves).arg(ours.as_str());
+            ns.router.one(ns.meta_place(), create)
+        };
+        let stored = ns.retrying(create)?;
+        let (stored, epoch) = match &stored {
+            Value::Array(v) => match &v[..] {
+                [Value::BulkString(p), Value::BulkString(e)] => (
+                    String::from_utf8_lossy(p).into_owned(),
+                    String::from_utf8_lossy(e).into_owned(),
+                ),
+                _ => return Err(ns.protocol(0, "CREATE", &stored)),
+            },
+            _ => return Err(ns.protocol(0, "CREATE", &stored)),
         };
         if stored != params_text {
             return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours: params_text });
         }
+        let ns = RedisNamespace { epoch, ..ns };
         if let Layout::Nodes(n) = self.router.layout() {
-            ns.check_server_order(n)?;
+            ns.retrying(|| ns.check_server_order(n))?;
         }
-        ns.refresh_meta()?;
+        ns.retrying(|| ns.refresh_meta())?;
         Ok(Arc::new(ns))
     }
 
@@ -390,7 +524,7 @@ impl RedisDb {
         let Ok(meta) = Meta::parse(&reply) else { return Ok(()) };
         let mut reqs = Vec::new();
         for id in 1..meta.nodes.len() as NodeId {
-            let keys: Vec<Vec<u8>> = ["log", "st", "mig", "lock"]
+            let keys: Vec<Vec<u8>> = ["log", "st", "mig", "lock", "id"]
                 .iter()
                 .map(|s| format!("urlseen:{{{name}:{id}}}:{s}").into_bytes())
                 .collect();
@@ -517,6 +651,7 @@ struct Counters {
     splits_done: AtomicU64,
     split_errors: AtomicU64,
     last_help_ms: AtomicU64,
+    unknown: AtomicU64,
 }
 
 /// Statistics of a Redis-backed namespace, from [`RedisNamespace::stats`].
@@ -546,6 +681,9 @@ pub struct RedisStats {
     /// Commands this client's connections re-sent after `MOVED`, `ASK`, `TRYAGAIN` or
     /// `NOSCRIPT` (shared by the namespaces of one [`RedisDb`]).
     pub redirects: u64,
+    /// URLs this client answered new because their insert's outcome was unknown (the
+    /// connection dropped after the call was sent).
+    pub unknown_outcome: u64,
 }
 
 /// Where [`RedisNamespace::split_until`] stops, simulating a worker that dies.
@@ -590,7 +728,13 @@ pub struct RedisNamespace {
     leaves: RwLock<HashMap<NodeId, Arc<LeafCell>>>,
     counters: Counters,
     last_error: Mutex<Option<String>>,
-    epoch: Instant,
+    started: Instant,
+    /// The incarnation of the namespace this process opened (`epoch` in its metadata and in
+    /// every leaf's identity).
+    epoch: String,
+    /// Fingerprints of insert calls whose outcome is unknown (sent, no reply): answered new,
+    /// maybe not recorded; sent again with the next call, their answers unused.
+    unrecorded: Mutex<Vec<u64>>,
 }
 
 /// One leaf's share of a batch round.
@@ -692,7 +836,138 @@ impl RedisNamespace {
     }
 
     fn lost_data(&self, leaf: NodeId, had: u64, now: u64) -> Error {
-        Error::LostData { name: self.name.clone(), leaf, had, now }
+        self.lost(Lost::Entries { leaf, had, now })
+    }
+
+    fn lost(&self, lost: Lost) -> Error {
+        Error::LostData { name: self.name.clone(), lost }
+    }
+
+    fn other_epoch(&self, leaf: Option<NodeId>, found: &[u8]) -> Error {
+        self.lost(Lost::Epoch {
+            leaf,
+            ours: self.epoch.clone(),
+            found: String::from_utf8_lossy(found).into_owned(),
+        })
+    }
+
+    /// Runs `f` until it succeeds, retrying transient failures (see [`Backoff`]). Only for
+    /// calls that may run twice: reads, and the idempotent scripts.
+    fn retrying<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut backoff = Backoff::new(&self.config, Some(&self.router));
+        loop {
+            match f() {
+                Ok(v) => return Ok(v),
+                Err(e) => backoff.wait(e)?,
+            }
+        }
+    }
+
+    /// Gives leaf `id` its identity, after the metadata confirms that it never had one (one
+    /// that had is lost data, not a leaf to claim again). Idempotent: racing claimers agree.
+    fn claim(&self, id: NodeId) -> Result<()> {
+        match self.claim_meta(id, false) {
+            // Marked: lost, unless another client claimed it after our call was refused (it
+            // marks only once the identity is written, so the identity is there now).
+            Err(Error::LostData { lost: Lost::Leaf { .. }, .. }) => {
+                let mut get = ::redis::cmd("HGET");
+                get.arg(self.key(id, "id")).arg("epoch");
+                return match self.router.one(self.place(id), get)? {
+                    Value::BulkString(e) if e == self.epoch.as_bytes() => Ok(()),
+                    Value::BulkString(e) => Err(self.other_epoch(Some(id), &e)),
+                    _ => Err(self.lost(Lost::Leaf { leaf: id })),
+                };
+            }
+            other => other?,
+        }
+        let known = self.cell(id).replica.read().synced;
+        let mut cmd = self.router.scripts.call(
+            Script::ClaimLeaf,
+            &[&self.key(id, "id"), &self.key(id, "log"), &self.key(id, "st")],
+        );
+        cmd.arg(self.epoch.as_str()).arg(known);
+        let reply = self.router.one(self.place(id), cmd)?;
+        match &reply {
+            Value::Array(v) => match &v[..] {
+                [Value::Int(1)] => {}
+                [Value::Int(0), Value::BulkString(e)] => return Err(self.other_epoch(Some(id), e)),
+                [Value::Int(-1), Value::Int(len), Value::Int(known)] => {
+                    return Err(self.lost_data(id, *known as u64, *len as u64));
+                }
+                _ => return Err(self.protocol(id, "CLAIM_LEAF", &reply)),
+            },
+            _ => return Err(self.protocol(id, "CLAIM_LEAF", &reply)),
+        }
+        self.claim_meta(id, true)
+    }
+
+    /// Checks (or, with `mark`, records) in the metadata that leaf `id` was claimed.
+    fn claim_meta(&self, id: NodeId, mark: bool) -> Result<()> {
+        let mut cmd = self.router.scripts.call(Script::ClaimMeta, &[&self.meta_key()]);
+        cmd.arg(self.epoch.as_str()).arg(id).arg(u8::from(mark));
+        let reply = self.router.one(self.meta_place(), cmd)?;
+        match &reply {
+            Value::Array(v) => match &v[..] {
+                [Value::Int(0)] => Ok(()),
+                [Value::Int(1)] => Err(self.lost(Lost::Namespace)),
+                [Value::Int(2), Value::BulkString(e)] => Err(self.other_epoch(None, e)),
+                [Value::Int(3)] => Err(self.lost(Lost::Leaf { leaf: id })),
+                _ => Err(self.protocol(id, "CLAIM_META", &reply)),
+            },
+            _ => Err(self.protocol(id, "CLAIM_META", &reply)),
+        }
+    }
+
+    /// `SYNC` of node `id` from entry `from` (`last`: the entry before it, or empty), at most
+    /// `max` entries.
+    fn sync_cmd(&self, id: NodeId, from: u64, max: u64, last: &[u8]) -> ::redis::Cmd {
+        let mut cmd = self
+            .router
+            .scripts
+            .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st"), &self.key(id, "id")]);
+        cmd.arg(from).arg(max).arg(last).arg(self.epoch.as_str());
+        cmd
+    }
+
+    /// Reads a `SYNC` reply: the read, `None` if the node must be claimed first, or the lost
+    /// data it shows.
+    fn sync_reply(&self, id: NodeId, from: u64, reply: &Value) -> Result<Option<SyncReply>> {
+        let Value::Array(v) = reply else { return Err(self.protocol(id, "SYNC", reply)) };
+        let (state, len, data, code) = match &v[..] {
+            [Value::BulkString(s), Value::Int(len), Value::BulkString(d), Value::Int(code), ..] => {
+                (String::from_utf8_lossy(s).into_owned(), *len as u64, d, *code)
+            }
+            _ => return Err(self.protocol(id, "SYNC", reply)),
+        };
+        match code {
+            0 => {}
+            1 => {
+                let recorded = match v.get(4) {
+                    Some(Value::Int(n)) => *n as u64,
+                    _ => 0,
+                };
+                return Err(self.lost_data(id, if recorded > len { recorded } else { from }, len));
+            }
+            4 => return Ok(None),
+            5 => return Err(self.other_epoch(Some(id), data)),
+            _ => return Err(self.protocol(id, "SYNC", reply)),
+        }
+        if data.len() % 8 != 0 {
+            return Err(self.protocol(id, "SYNC", reply));
+        }
+        Ok(Some(SyncReply { state, len, data: data.clone() }))
+    }
+
+    /// One `SYNC`, claiming the node first if it has no identity yet.
+    fn sync_one(&self, id: NodeId, from: u64, max: u64, last: &[u8]) -> Result<SyncReply> {
+        for _ in 0..3 {
+            let reply = self.router.one(self.place(id), self.sync_cmd(id, from, max, last))?;
+            if let Some(r) = self.sync_reply(id, from, &reply)? {
+                return Ok(r);
+            }
+            self.claim(id)?;
+        }
+        Err(Error::TooManyRetries { rounds: 3, why: format!("node {id} stayed unclaimed") })
     }
 
     fn bad_meta(&self, reason: impl Into<String>) -> Error {
@@ -708,7 +983,16 @@ impl RedisNamespace {
         let mut cmd = ::redis::cmd("HGETALL");
         cmd.arg(self.meta_key());
         let reply = self.router.one(self.meta_place(), cmd)?;
+        if matches!(&reply, Value::Array(v) if v.is_empty())
+            || matches!(&reply, Value::Map(v) if v.is_empty())
+        {
+            // This process opened it (its CREATE ran): gone since, not "new".
+            return Err(self.lost(Lost::Namespace));
+        }
         let meta = Arc::new(Meta::parse(&reply).map_err(|r| self.bad_meta(r))?);
+        if meta.epoch != self.epoch {
+            return Err(self.other_epoch(None, meta.epoch.as_bytes()));
+        }
         if meta.params != *self.meta.read().params && !self.meta.read().params.is_empty() {
             return Err(self.bad_meta("the namespace was re-created with other parameters"));
         }
@@ -774,30 +1058,22 @@ impl RedisNamespace {
     /// Reads node `id`'s log from its replica's `synced` on, up to `max` entries, into the
     /// replica. Returns the node's state string and log length.
     fn sync_step(&self, id: NodeId, cell: &LeafCell, max: u64) -> Result<(String, u64)> {
-        let mut cmd =
-            self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-        let from = {
+        let (from, last) = {
             let r = cell.replica.read();
-            cmd.arg(r.synced).arg(max).arg(r.last_covered());
-            r.synced
+            (r.synced, r.last_covered().to_vec())
         };
-        let reply = self.router.one(self.place(id), cmd)?;
-        let (state, len, data, lost) = match &reply {
-            Value::Array(v) => match &v[..] {
-                [Value::BulkString(s), Value::Int(len), Value::BulkString(d), Value::Int(lost)] => {
-                    (String::from_utf8_lossy(s).into_owned(), *len as u64, d, *lost == 1)
-                }
-                _ => return Err(self.protocol(id, "SYNC", &reply)),
-            },
-            _ => return Err(self.protocol(id, "SYNC", &reply)),
-        };
-        if data.len() % 8 != 0 || (from < len && data.is_empty() && !lost) {
-            return Err(self.protocol(id, "SYNC", &reply));
+        let SyncReply { state, len, data } = self.sync_one(id, from, max, &last)?;
+        if from < len && data.is_empty() {
+            return Err(Error::Protocol {
+                node: format!("(leaf {id} of {})", self.name),
+                what: "SYNC",
+                reply: format!("no entries from {from} of {len}"),
+            });
         }
-        if lost || (len < from && state.is_empty()) {
-            // Another entry where our last one was, or a log shorter than what we held when we
-            // asked (compared with `from`, not the current `synced`, which another thread's
-            // reply may have advanced since): Redis lost entries. Refuse, never re-answer.
+        if len < from && state.is_empty() {
+            // A log shorter than what we held when we asked (compared with `from`, not the
+            // current `synced`, which another thread's reply may have advanced since): Redis
+            // lost entries. Refuse, never re-answer.
             return Err(self.lost_data(id, from, len));
         }
         let mut r = cell.replica.write();
@@ -860,13 +1136,14 @@ impl RedisNamespace {
         let mut parents = Vec::new();
         let mut rounds = 0;
         let mut why = String::new();
+        let mut backoff = Backoff::new(&self.config, Some(&self.router));
         while !pending.is_empty() {
             rounds += 1;
             if rounds > MAX_ROUNDS {
                 return Err(Error::TooManyRetries { rounds, why });
             }
             let meta = self.meta();
-            self.ensure_parents(&meta)?;
+            self.retrying(|| self.ensure_parents(&meta))?;
             let mut by_leaf: BTreeMap<NodeId, Vec<u32>> = BTreeMap::new();
             for &i in &pending {
                 let fp = fps[i as usize];
@@ -930,19 +1207,63 @@ impl RedisNamespace {
                 for fp in &g.cands {
                     blob.extend_from_slice(&fp.to_le_bytes());
                 }
-                let mut cmd = self
-                    .router
-                    .scripts
-                    .call(Script::Insert, &[&self.key(g.leaf, "log"), &self.key(g.leaf, "st")]);
-                cmd.arg(r.synced).arg(blob).arg(self.config.max_delta).arg(r.last_covered());
+                let mut cmd = self.router.scripts.call(
+                    Script::Insert,
+                    &[&self.key(g.leaf, "log"), &self.key(g.leaf, "st"), &self.key(g.leaf, "id")],
+                );
+                cmd.arg(r.synced)
+                    .arg(blob)
+                    .arg(self.config.max_delta)
+                    .arg(r.last_covered())
+                    .arg(self.epoch.as_str());
                 drop(r);
                 reqs.push(Req { place: self.place(g.leaf), cmd });
             }
             self.counters.round_trips.fetch_add(reqs.len() as u64, Ordering::Relaxed);
-            let replies = self.router.exec(reqs)?;
+            let replies = match self.router.try_exec(reqs) {
+                Ok(replies) => replies,
+                Err(Failed { error, maybe_ran: false }) => {
+                    // Nothing of the round ran (no connection, or refused unrun): wait, then
+                    // the same round again. Rounds before it stay decided.
+                    drop(guards);
+                    backoff.wait(error)?;
+                    rounds -= 1;
+                    for g in &groups {
+                        pending.extend(&g.owner);
+                        pending.extend(&g.dups);
+                    }
+                    continue;
+                }
+                Err(Failed { error, maybe_ran: true }) if error.is_transient() => {
+                    // Sent, and no reply: Redis may or may not have recorded the candidates.
+                    // Sending them again would answer "seen" for those it did, and the caller
+                    // would never fetch them: they are new (at least once, never lost). They
+                    // are recorded by the next call; the replicas stay where they were (the
+                    // next round trip's delta brings what did land).
+                    let n: usize = groups.iter().map(|g| g.cands.len()).sum();
+                    for g in &groups {
+                        for &i in &g.owner {
+                            out[i as usize] = false;
+                        }
+                        for &i in &g.dups {
+                            out[i as usize] = true;
+                        }
+                    }
+                    self.unrecorded.lock().extend(groups.iter().flat_map(|g| g.cands.clone()));
+                    self.counters.unknown.fetch_add(n as u64, Ordering::Relaxed);
+                    if self.config.log_retries {
+                        eprintln!(
+                            "urlseen: {error}; the outcome of {n} URLs is unknown: answered new"
+                        );
+                    }
+                    return Ok(());
+                }
+                Err(f) => return Err(f.error),
+            };
             let mut refresh = false;
             let mut stuck: Vec<NodeId> = Vec::new();
             let mut behind: Vec<NodeId> = Vec::new();
+            let mut unclaimed: Vec<NodeId> = Vec::new();
             for (g, reply) in groups.iter().zip(&replies) {
                 let items = match reply {
                     Value::Array(v) => v,
@@ -1016,30 +1337,46 @@ impl RedisNamespace {
                         pending.extend(&g.dups);
                     }
                     Some(Value::Int(3)) => {
-                        let had = g.cell.replica.read().synced;
-                        let now = match reply {
-                            Value::Array(v) => match v.get(1) {
-                                Some(Value::Int(n)) => *n as u64,
-                                _ => 0,
-                            },
+                        let int = |at: usize| match items.get(at) {
+                            Some(Value::Int(n)) => *n as u64,
                             _ => 0,
                         };
+                        // Shorter than its count, or than our replica, or other entries.
+                        let (now, recorded) = (int(1), int(2));
+                        let had =
+                            if recorded > now { recorded } else { g.cell.replica.read().synced };
                         return Err(self.lost_data(g.leaf, had, now));
+                    }
+                    Some(Value::Int(4)) => {
+                        unclaimed.push(g.leaf);
+                        why = format!("leaf {} unclaimed", g.leaf);
+                        pending.extend(&g.owner);
+                        pending.extend(&g.dups);
+                    }
+                    Some(Value::Int(5)) => {
+                        let found = match items.get(1) {
+                            Some(Value::BulkString(e)) => e.as_slice(),
+                            _ => b"",
+                        };
+                        return Err(self.other_epoch(Some(g.leaf), found));
                     }
                     _ => return Err(self.protocol(g.leaf, "INSERT", reply)),
                 }
             }
             drop(guards);
+            for leaf in unclaimed {
+                self.retrying(|| self.claim(leaf))?;
+            }
             for leaf in behind {
-                self.sync_node(leaf)?;
+                self.retrying(|| self.sync_node(leaf))?;
             }
             if refresh {
-                let meta = self.refresh_meta()?;
+                let meta = self.retrying(|| self.refresh_meta())?;
                 for leaf in stuck {
                     if matches!(meta.node(leaf).map(|n| &n.state), Some(State::Leaf)) {
                         // Frozen but not published: a split is starting, or its worker died
                         // after freezing. Wait for it or roll it forward.
-                        self.help_split(leaf, false)?;
+                        self.retrying(|| self.help_split(leaf, false))?;
                     }
                 }
             }
@@ -1119,7 +1456,7 @@ impl RedisNamespace {
     }
 
     fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.started.elapsed().as_millis() as u64
     }
 
     fn split_quietly(&self, leaf: NodeId) {
@@ -1190,24 +1527,26 @@ impl RedisNamespace {
     /// # Errors
     /// Connection errors; [`Error::TooManyRetries`] if a lock outlives its expiry.
     pub fn complete_splits(&self) -> Result<()> {
+        // Every step is idempotent (locks, cursors): retried whole on a transient failure.
+        self.retrying(|| self.complete_splits_once())
+    }
+
+    fn complete_splits_once(&self) -> Result<()> {
         for _ in 0..MAX_ROUNDS {
             let meta = self.refresh_meta()?;
             let splitting: Vec<NodeId> = meta.splitting().collect();
             let leaves: Vec<NodeId> = meta.leaves().collect();
             let mut reqs = Vec::new();
             for &id in &leaves {
-                let mut c = self
-                    .router
-                    .scripts
-                    .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-                c.arg(0).arg(0).arg("");
-                reqs.push(Req { place: self.place(id), cmd: c });
+                reqs.push(Req { place: self.place(id), cmd: self.sync_cmd(id, 0, 0, &[]) });
             }
             let replies = self.router.exec(reqs)?;
             let mut todo = splitting;
             for (&id, reply) in leaves.iter().zip(&replies) {
-                let (state, len) =
-                    parse_sync_head(reply).ok_or_else(|| self.protocol(id, "SYNC", reply))?;
+                let SyncReply { state, len, .. } = match self.sync_reply(id, 0, reply)? {
+                    Some(r) => r,
+                    None => self.sync_one(id, 0, 0, &[])?,
+                };
                 if !state.is_empty()
                     || (len >= self.split_point && self.options.split.mode != SplitMode::Never)
                 {
@@ -1285,14 +1624,7 @@ impl RedisNamespace {
                 {
                     return Ok(SplitOutcome::WaitingForParent);
                 }
-                let mut head = self
-                    .router
-                    .scripts
-                    .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-                head.arg(0).arg(0).arg("");
-                let reply = self.router.one(self.place(id), head)?;
-                let (state, len) =
-                    parse_sync_head(&reply).ok_or_else(|| self.protocol(id, "SYNC", &reply))?;
+                let SyncReply { state, len, .. } = self.sync_one(id, 0, 0, &[])?;
                 match state.as_str() {
                     "" if len < self.split_point => return Ok(SplitOutcome::NotFull),
                     "I" => return Ok(SplitOutcome::Done),
@@ -1353,16 +1685,11 @@ impl RedisNamespace {
         token: &str,
         stop: Option<SplitStop>,
     ) -> Result<bool> {
-        let mut head =
-            self.router.scripts.call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
-        head.arg(0).arg(0).arg("");
-        let reply = self.router.one(self.place(id), head)?;
-        let (state, total) =
-            parse_sync_head(&reply).ok_or_else(|| self.protocol(id, "SYNC", &reply))?;
+        let SyncReply { state, len: total, .. } = self.sync_one(id, 0, 0, &[])?;
         match state.as_str() {
             "I" => return Ok(true),
             "F" => {}
-            _ => return Err(self.protocol(id, "splitting node is not frozen", &reply)),
+            _ => return Err(self.bad_meta(format!("splitting node {id} is not frozen"))),
         }
         // Where each child's share stands.
         let reqs = children
@@ -1393,20 +1720,14 @@ impl RedisNamespace {
             let mut extend = self.router.scripts.call(Script::Extend, &[&self.key(id, "lock")]);
             extend.arg(token).arg(self.config.lock_ttl.as_millis() as u64);
             self.router.one(self.place(id), extend)?;
-            let mut read = self
-                .router
-                .scripts
-                .call(Script::Sync, &[&self.key(id, "log"), &self.key(id, "st")]);
             // No check entry: a frozen log does not change.
-            read.arg(start).arg(end - start).arg("");
-            let reply = self.router.one(self.place(id), read)?;
-            let data = match &reply {
-                Value::Array(v) => match &v[..] {
-                    [_, _, Value::BulkString(d), _] if d.len() as u64 == (end - start) * 8 => d,
-                    _ => return Err(self.protocol(id, "SYNC (migration)", &reply)),
-                },
-                _ => return Err(self.protocol(id, "SYNC (migration)", &reply)),
-            };
+            let SyncReply { data, .. } = self.sync_one(id, start, end - start, &[])?;
+            if data.len() as u64 != (end - start) * 8 {
+                return Err(self.bad_meta(format!(
+                    "node {id}: migration read {} bytes of entries {start}..{end}",
+                    data.len()
+                )));
+            }
             let mut shares: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
             {
                 // The parent's replica, made final on the way: readers of this process need it.
@@ -1435,7 +1756,12 @@ impl RedisNamespace {
                 }
                 let mut m = self.router.scripts.call(
                     Script::Migrate,
-                    &[&self.key(child, "log"), &self.key(child, "mig"), &self.key(child, "st")],
+                    &[
+                        &self.key(child, "log"),
+                        &self.key(child, "mig"),
+                        &self.key(child, "st"),
+                        &self.key(child, "id"),
+                    ],
                 );
                 m.arg(cursors[k].max(start)).arg(end).arg(std::mem::take(&mut shares[k]));
                 reqs.push(Req { place: self.place(child), cmd: m });
@@ -1496,6 +1822,7 @@ impl RedisNamespace {
             splits_done: c.splits_done.load(Ordering::Relaxed),
             split_errors: c.split_errors.load(Ordering::Relaxed),
             redirects: self.router.redirects.load(Ordering::Relaxed),
+            unknown_outcome: c.unknown.load(Ordering::Relaxed),
         })
     }
 
@@ -1521,23 +1848,90 @@ impl crate::SeenSet for RedisNamespace {
     }
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        self.insert_batch(fps, out)
+        let redo = std::mem::take(&mut *self.unrecorded.lock());
+        if redo.is_empty() {
+            return self.insert_batch(fps, out);
+        }
+        // The candidates of a call whose outcome was unknown were answered new; record them
+        // now, ahead of the caller's own, and drop their answers: a repeat of one among the
+        // caller's is then a repeat within the batch, "seen" (it was answered new already).
+        let mut all = Vec::with_capacity(redo.len() + fps.len());
+        all.extend_from_slice(&redo);
+        all.extend_from_slice(fps);
+        let mut answers = vec![false; all.len()];
+        match self.insert_batch(&all, &mut answers) {
+            Ok(()) => {
+                out.copy_from_slice(&answers[redo.len()..]);
+                Ok(())
+            }
+            Err(e) => {
+                self.unrecorded.lock().extend(redo);
+                Err(e)
+            }
+        }
     }
 
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        self.contains_batch(fps, out)
+        // Read-only: running it again is harmless.
+        self.retrying(|| self.contains_batch(fps, out))
     }
 }
 
-fn parse_sync_head(reply: &Value) -> Option<(String, u64)> {
-    match reply {
-        Value::Array(v) => match &v[..] {
-            [Value::BulkString(s), Value::Int(len), ..] => {
-                Some((String::from_utf8_lossy(s).into_owned(), *len as u64))
-            }
-            _ => None,
-        },
-        _ => None,
+/// A `SYNC` that read: the node's state (`""` active, `F` frozen, `I` retired), its log's
+/// length, and the entries asked for.
+struct SyncReply {
+    state: String,
+    len: u64,
+    data: Vec<u8>,
+}
+
+/// Paces the attempts of a call that meets transient failures: waits from 50 ms doubling to
+/// 2 s, for at most [`RedisOptions::retry_for`] from the first failure, one line on stderr per
+/// wait if asked. In a cluster the slot map is read again before each attempt (a failover
+/// moves slots).
+struct Backoff<'a> {
+    options: &'a RedisOptions,
+    router: Option<&'a Router>,
+    first: Option<Instant>,
+    delay: Duration,
+    attempts: u32,
+}
+
+impl<'a> Backoff<'a> {
+    fn new(options: &'a RedisOptions, router: Option<&'a Router>) -> Self {
+        Backoff { options, router, first: None, delay: Duration::from_millis(50), attempts: 0 }
+    }
+
+    /// Waits before the next attempt after `e`; gives `e` back if it is not transient, and
+    /// [`Error::Unavailable`] once the budget is spent (the last wait is cut to fit it).
+    fn wait(&mut self, e: Error) -> Result<()> {
+        if !e.is_transient() {
+            return Err(e);
+        }
+        let first = *self.first.get_or_insert_with(Instant::now);
+        self.attempts += 1;
+        let waited = first.elapsed();
+        let Some(left) = self.options.retry_for.checked_sub(waited).filter(|d| !d.is_zero()) else {
+            return Err(Error::Unavailable { waited, attempts: self.attempts, last: Box::new(e) });
+        };
+        let delay = self.delay.min(left);
+        if self.options.log_retries {
+            eprintln!(
+                "urlseen: {e}; retrying in {:.2} s ({:.1} s of {} s spent)",
+                delay.as_secs_f64(),
+                waited.as_secs_f64(),
+                self.options.retry_for.as_secs_f64(),
+            );
+        }
+        std::thread::sleep(delay);
+        self.delay = (self.delay * 2).min(Duration::from_secs(2));
+        if let Some(router) = self.router
+            && router.layout() == Layout::Cluster
+        {
+            // Best effort: a failure here is the next attempt's to report.
+            let _ = router.refresh_slots();
+        }
+        Ok(())
     }
 }
 

@@ -14,10 +14,13 @@
 //!
 //! Failures: a connection that fails (I/O error, timeout) is dropped and the call returns an
 //! error; the next call reconnects, retrying the connect with exponential backoff. A command is
-//! only ever re-sent when Redis said it did not run it (`MOVED`, `ASK`, `NOSCRIPT`).
+//! only ever re-sent here when Redis said it did not run it (`MOVED`, `ASK`, `NOSCRIPT`). A
+//! failed call says whether any of its commands may have run ([`Failed::maybe_ran`]): the
+//! namespace retries one that did not, and treats the writes of one that may have as of
+//! unknown outcome.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::redis::{Cmd, Connection, Value};
 use parking_lot::{Mutex, RwLock};
@@ -53,8 +56,45 @@ pub(crate) struct Req {
     pub cmd: Cmd,
 }
 
+/// A failed call: the error, and whether a command of it may have run (a pipeline was written,
+/// and not every reply read was an error saying its command did not run).
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub error: Error,
+    pub maybe_ran: bool,
+}
+
+impl From<Failed> for Error {
+    fn from(f: Failed) -> Error {
+        f.error
+    }
+}
+
+/// Error codes with which Redis refuses a command without running it, for a while: loading its
+/// dataset, a failover or resharding in progress, a script running too long, a replica that
+/// became read-only.
+const TRANSIENT_CODES: [&str; 6] =
+    ["LOADING", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "BUSY", "READONLY"];
+
+/// Whether an error reply's message (`CODE details`) is one of [`TRANSIENT_CODES`].
+pub(crate) fn transient_reply(message: &str) -> bool {
+    let code = message.split_whitespace().next().unwrap_or_default();
+    TRANSIENT_CODES.contains(&code)
+}
+
 /// The connections one caller uses, one per node, lazily opened.
-type Conns = HashMap<usize, Connection>;
+type Conns = HashMap<usize, Conn>;
+
+/// A pooled connection, and when it was last handed out.
+struct Conn {
+    conn: Connection,
+    used: Instant,
+}
+
+/// A pooled connection idle this long is `PING`ed before it carries a call: a server that
+/// restarted meanwhile has closed it, and a write sent on it would be of unknown outcome (its
+/// URLs answered new) where a fresh connection would simply have failed or worked.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 pub(crate) struct Router {
     layout: Layout,
@@ -208,6 +248,12 @@ impl Router {
 
     /// The connection to node `i` in `conns`, connecting (with backoff) if there is none.
     fn connection<'c>(&self, conns: &'c mut Conns, i: usize) -> Result<&'c mut Connection, Error> {
+        if let Some(c) = conns.get_mut(&i)
+            && c.used.elapsed() >= IDLE_CHECK
+            && ::redis::cmd("PING").query::<Value>(&mut c.conn).is_err()
+        {
+            conns.remove(&i);
+        }
         if let std::collections::hash_map::Entry::Vacant(slot) = conns.entry(i) {
             let url = self.node_name(i);
             let mut delay = Duration::from_millis(20);
@@ -227,9 +273,12 @@ impl Router {
             };
             conn.set_read_timeout(Some(self.timeout)).map_err(|e| self.io(i, e))?;
             conn.set_write_timeout(Some(self.timeout)).map_err(|e| self.io(i, e))?;
-            slot.insert(conn);
+            slot.insert(Conn { conn, used: Instant::now() });
         }
-        conns.get_mut(&i).ok_or_else(|| Error::Config(format!("no connection to node {i}")))
+        let c =
+            conns.get_mut(&i).ok_or_else(|| Error::Config(format!("no connection to node {i}")))?;
+        c.used = Instant::now();
+        Ok(&mut c.conn)
     }
 
     /// Runs one command (through [`Self::exec`]) and returns its reply.
@@ -243,13 +292,24 @@ impl Router {
     /// command; any other server error or I/O failure fails the whole call (commands of the
     /// batch may have run: the caller reports an error, never an answer).
     pub(crate) fn exec(&self, reqs: Vec<Req>) -> Result<Vec<Value>, Error> {
-        let mut conns = self.pool.lock().pop().unwrap_or_default();
-        let result = self.exec_with(&mut conns, &reqs);
-        self.pool.lock().push(conns);
-        result
+        Ok(self.try_exec(reqs)?)
     }
 
-    fn exec_with(&self, conns: &mut Conns, reqs: &[Req]) -> Result<Vec<Value>, Error> {
+    /// [`Self::exec`], saying on failure whether a command may have run.
+    pub(crate) fn try_exec(&self, reqs: Vec<Req>) -> Result<Vec<Value>, Failed> {
+        let mut conns = self.pool.lock().pop().unwrap_or_default();
+        let mut maybe_ran = false;
+        let result = self.exec_with(&mut conns, &reqs, &mut maybe_ran);
+        self.pool.lock().push(conns);
+        result.map_err(|error| Failed { error, maybe_ran })
+    }
+
+    fn exec_with(
+        &self,
+        conns: &mut Conns,
+        reqs: &[Req],
+        maybe_ran: &mut bool,
+    ) -> Result<Vec<Value>, Error> {
         let mut results: Vec<Option<Value>> = vec![None; reqs.len()];
         // Per request: a node that ASK sent it to (used once), and how often it was re-sent.
         let mut asked: Vec<Option<usize>> = vec![None; reqs.len()];
@@ -282,6 +342,12 @@ impl Router {
                 match outcome {
                     Ok(()) => sent.push((*node, list)),
                     Err(e) => {
+                        // A write that failed may have delivered part of the pipeline; only a
+                        // connection never made certainly carried nothing.
+                        if !matches!(e, Error::Redis { ref source, .. } if source.is_connection_refusal())
+                        {
+                            *maybe_ran = true;
+                        }
                         conns.remove(node);
                         failed.get_or_insert(e);
                     }
@@ -293,12 +359,13 @@ impl Router {
             for (node, list) in sent {
                 for &r in list {
                     let conn = match conns.get_mut(&node) {
-                        Some(c) => c,
+                        Some(c) => &mut c.conn,
                         None => break,
                     };
                     if asked[r].is_some()
                         && let Err(e) = conn.recv_response()
                     {
+                        *maybe_ran = true;
                         conns.remove(&node);
                         failed.get_or_insert(self.io(node, e));
                         break;
@@ -307,12 +374,16 @@ impl Router {
                     let reply = match conn.recv_response() {
                         Ok(v) => v,
                         Err(e) => {
+                            // Sent, no reply: this command and the rest of the pipeline may
+                            // or may not have run.
+                            *maybe_ran = true;
                             conns.remove(&node);
                             failed.get_or_insert(self.io(node, e));
                             break;
                         }
                     };
                     let Value::ServerError(err) = reply else {
+                        *maybe_ran = true;
                         results[r] = Some(reply);
                         continue;
                     };
@@ -348,14 +419,14 @@ impl Router {
                     };
                     tries[r] += 1;
                     if !retry || tries[r] > MAX_REDIRECTS {
-                        failed.get_or_insert(Error::Server {
-                            node: self.node_name(node),
-                            message: format!(
-                                "{} {}",
-                                err.code(),
-                                err.details().unwrap_or_default()
-                            ),
-                        });
+                        let message =
+                            format!("{} {}", err.code(), err.details().unwrap_or_default());
+                        // Our scripts refuse before writing; but an unknown error may come
+                        // from a command that did part of its work.
+                        if !transient_reply(&message) {
+                            *maybe_ran = true;
+                        }
+                        failed.get_or_insert(Error::Server { node: self.node_name(node), message });
                         continue;
                     }
                     self.redirects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -8,67 +8,93 @@ use ::redis::Cmd;
 
 /// Check-and-insert of a batch of candidate fingerprints into one leaf.
 ///
-/// `KEYS`: log, state. `ARGV`: the entries the caller's replica covers, the candidates (8-byte
-/// little-endian fingerprints, distinct, none of them in the caller's replica), the most
-/// entries it may send back, and the last entry the replica covers (empty when it covers
-/// none). Replies:
+/// `KEYS`: log, state, identity. `ARGV`: the entries the caller's replica covers, the
+/// candidates (8-byte little-endian fingerprints, distinct, none of them in the caller's
+/// replica), the most entries it may send back, the last entry the replica covers (empty when
+/// it covers none), and the namespace's epoch. Replies:
 /// - `{0, len, flags, delta}`: done. `len` was the log's length before the append; `delta` holds
 ///   the entries between the caller's replica and `len`; `flags` has one byte per candidate,
 ///   `'1'` if the candidate is among those entries (seen), `'0'` if it was appended (new), or is
 ///   empty when every candidate was new.
 /// - `{1, state}`: the leaf is frozen (`F`, splitting) or retired (`I`): nothing was written.
 /// - `{2, len}`: the caller is more than the limit behind: sync first; nothing was written.
-/// - `{3, len}`: the log is not the one the caller's replica copies: it has fewer entries than
-///   the replica covers (deleted and re-created), or another entry where the replica's last
-///   one was (Redis lost entries, and others were appended since): resync from zero; nothing
-///   was written.
+/// - `{3, len, recorded}`: the log is not the one the caller's replica copies, or is shorter
+///   than the count its identity recorded: it has fewer entries than the replica covers or
+///   than were appended (deleted, evicted, re-created), or another entry where the replica's
+///   last one was (Redis lost entries, and others were appended since); nothing was written.
+/// - `{4}`: the leaf has no identity: never claimed, or its keys were lost (the caller asks
+///   the metadata which); nothing was written.
+/// - `{5, epoch}`: the leaf belongs to another incarnation of the namespace; nothing written.
+///
+/// The identity hash (`epoch`, `len`) costs one `HMGET` and, when something is appended, one
+/// `HSET` per call: the check that makes a wiped or re-created leaf visible to every client,
+/// also to one that has read nothing of it.
 const INSERT: &str = r"
 local st = redis.call('GET', KEYS[2])
 if st then return {1, st} end
+local ident = redis.call('HMGET', KEYS[3], 'epoch', 'len')
+if not ident[1] then return {4} end
+if ident[1] ~= ARGV[5] then return {5, ident[1]} end
 local bytes = redis.call('STRLEN', KEYS[1])
 if bytes % 8 ~= 0 then return redis.error_reply('ERR urlseen: log length is not a multiple of 8') end
 local len = bytes / 8
+local recorded = tonumber(ident[2]) or 0
 local synced = tonumber(ARGV[1])
-if synced > len then return {3, len} end
+if synced > len or recorded > len then return {3, len, recorded} end
 if synced > 0 and #ARGV[4] == 8
   and redis.call('GETRANGE', KEYS[1], (synced - 1) * 8, synced * 8 - 1) ~= ARGV[4] then
-  return {3, len}
+  return {3, len, recorded}
 end
 if len - synced > tonumber(ARGV[3]) then return {2, len} end
 local cands = ARGV[2]
 if len == synced then
-  if #cands > 0 then redis.call('APPEND', KEYS[1], cands) end
+  if #cands > 0 then
+    redis.call('APPEND', KEYS[1], cands)
+    redis.call('HSET', KEYS[3], 'len', len + #cands / 8)
+  end
   return {0, len, '', ''}
 end
 local delta = redis.call('GETRANGE', KEYS[1], synced * 8, len * 8 - 1)
-local recorded = {}
-for i = 1, #delta, 8 do recorded[string.sub(delta, i, i + 7)] = true end
+local known = {}
+for i = 1, #delta, 8 do known[string.sub(delta, i, i + 7)] = true end
 local flags = {}
 local fresh = {}
 for i = 1, #cands, 8 do
   local fp = string.sub(cands, i, i + 7)
-  if recorded[fp] then
+  if known[fp] then
     flags[#flags + 1] = '1'
   else
     flags[#flags + 1] = '0'
     fresh[#fresh + 1] = fp
   end
 end
-if #fresh > 0 then redis.call('APPEND', KEYS[1], table.concat(fresh)) end
+if #fresh > 0 then
+  redis.call('APPEND', KEYS[1], table.concat(fresh))
+  redis.call('HSET', KEYS[3], 'len', len + #fresh)
+end
 return {0, len, table.concat(flags), delta}
 ";
 
 /// Reads a leaf's state and a range of its log, atomically.
 ///
-/// `KEYS`: log, state. `ARGV`: first entry, most entries, and the entry expected just before
-/// the first (empty: no check). Reply: `{state or '', len, bytes, 0}`, or `{state or '', len,
-/// '', 1}` when the log holds another entry there (the caller's copy is of a log that lost
-/// entries: it must resync from zero).
+/// `KEYS`: log, state, identity. `ARGV`: first entry, most entries, the entry expected just
+/// before the first (empty: no check), and the namespace's epoch. Reply: `{state or '', len,
+/// bytes, code}`; `code` 0 is a read; 1: the log holds another entry there, or fewer than its
+/// identity recorded (it lost entries: the caller must refuse; a fifth element holds that
+/// count); 4: the leaf has no identity
+/// (never claimed, or lost: the caller asks the metadata); 5: the leaf belongs to another
+/// incarnation of the namespace, whose epoch is in place of the bytes. Only code 0 carries
+/// entries.
 const SYNC: &str = r"
 local st = redis.call('GET', KEYS[2]) or ''
+local ident = redis.call('HMGET', KEYS[3], 'epoch', 'len')
+if not ident[1] then return {st, 0, '', 4} end
+if ident[1] ~= ARGV[4] then return {st, 0, ident[1], 5} end
 local bytes = redis.call('STRLEN', KEYS[1])
 if bytes % 8 ~= 0 then return redis.error_reply('ERR urlseen: log length is not a multiple of 8') end
 local len = bytes / 8
+local recorded = tonumber(ident[2]) or 0
+if st ~= 'I' and recorded > len then return {st, len, '', 1, recorded} end
 local from = tonumber(ARGV[1])
 if from > 0 and from <= len and #ARGV[3] == 8
   and redis.call('GETRANGE', KEYS[1], (from - 1) * 8, from * 8 - 1) ~= ARGV[3] then
@@ -78,6 +104,41 @@ local to = math.min(len, from + tonumber(ARGV[2]))
 local data = ''
 if to > from then data = redis.call('GETRANGE', KEYS[1], from * 8, to * 8 - 1) end
 return {st, len, data, 0}
+";
+
+/// Gives a leaf its identity (the namespace's epoch and the log's length), unless it has one.
+///
+/// `KEYS`: identity, log, state. `ARGV`: epoch, the entries the caller knows the log held.
+/// Reply: `{1}` claimed (or already ours), `{0, epoch}` another incarnation's, `{-1, len,
+/// known}` the log is shorter than the caller or its count knew (lost entries). A retired
+/// leaf's log is deleted on purpose, and not counted.
+const CLAIM_LEAF: &str = r"
+local e = redis.call('HGET', KEYS[1], 'epoch')
+if e then
+  if e == ARGV[1] then return {1} end
+  return {0, e}
+end
+local len = redis.call('STRLEN', KEYS[2]) / 8
+local known = math.max(tonumber(ARGV[2]), tonumber(redis.call('HGET', KEYS[1], 'len') or '0'))
+if redis.call('GET', KEYS[3]) ~= 'I' and len < known then return {-1, len, known} end
+redis.call('HSET', KEYS[1], 'epoch', ARGV[1], 'len', len)
+return {1}
+";
+
+/// Checks (`ARGV[3]` = 0) or records (1) in the metadata that leaf `ARGV[2]` was claimed, for
+/// incarnation `ARGV[1]`. `KEYS`: meta. Reply: `{0}` fine, `{1}` no metadata, `{2, epoch}`
+/// another incarnation, `{3}` (check only) the leaf was claimed before: its identity is lost.
+const CLAIM_META: &str = r"
+local e = redis.call('HGET', KEYS[1], 'epoch')
+if not e then return {1} end
+if e ~= ARGV[1] then return {2, e} end
+local f = 'e' .. ARGV[2]
+if ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], f, '1')
+  return {0}
+end
+if redis.call('HEXISTS', KEYS[1], f) == 1 then return {3} end
+return {0}
 ";
 
 /// Freezes a leaf (idempotent). `KEYS`: state, log. Reply: `{state, len}`.
@@ -93,8 +154,8 @@ return {st, redis.call('STRLEN', KEYS[2]) / 8}
 /// Appends one chunk of a splitting parent's log (the part that routes to this child) to the
 /// child, exactly once: the child's cursor records the parent-log offset it has received up to.
 ///
-/// `KEYS`: child log, child cursor, child state. `ARGV`: chunk start, chunk end (parent-log
-/// entries), fingerprints. Reply: 1 appended, 0 already there, -1 out of order, -2 the child is
+/// `KEYS`: child log, child cursor, child state, child identity. `ARGV`: chunk start, chunk end
+/// (parent-log entries), fingerprints. The child's identity counts the entries too. Reply: 1 appended, 0 already there, -1 out of order, -2 the child is
 /// itself frozen (never, by the protocol).
 const MIGRATE: &str = r"
 local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -103,25 +164,33 @@ local e = tonumber(ARGV[2])
 if cur >= e then return 0 end
 if cur ~= s then return -1 end
 if redis.call('EXISTS', KEYS[3]) == 1 then return -2 end
-if #ARGV[3] > 0 then redis.call('APPEND', KEYS[1], ARGV[3]) end
+if #ARGV[3] > 0 then
+  redis.call('APPEND', KEYS[1], ARGV[3])
+  redis.call('HINCRBY', KEYS[4], 'len', #ARGV[3] / 8)
+end
 redis.call('SET', KEYS[2], ARGV[2])
 return 1
 ";
 
 /// Creates a namespace's metadata unless it exists. `KEYS`: meta. `ARGV`: params, initial
-/// leaves. Reply: the stored params (the caller compares them with its own).
+/// leaves, a new epoch (the incarnation's identity; kept if the namespace has one). Reply:
+/// `{stored params, stored epoch}` (the caller compares the params with its own, and keeps the
+/// epoch for every later call).
 const CREATE: &str = r"
 local p = redis.call('HGET', KEYS[1], 'params')
-if p then return p end
+if p then
+  redis.call('HSETNX', KEYS[1], 'epoch', ARGV[3])
+  return {p, redis.call('HGET', KEYS[1], 'epoch')}
+end
 local c = tonumber(ARGV[2])
 local kids = {}
 for i = 1, c do
   kids[i] = tostring(i)
   redis.call('HSET', KEYS[1], 'n' .. i, 'L1')
 end
-redis.call('HSET', KEYS[1], 'format', '1', 'params', ARGV[1], 'version', '1',
+redis.call('HSET', KEYS[1], 'format', '1', 'params', ARGV[1], 'version', '1', 'epoch', ARGV[3],
   'next', tostring(c + 1), 'n0', 'I0:' .. table.concat(kids, ','))
-return ARGV[1]
+return {ARGV[1], ARGV[3]}
 ";
 
 /// Marks leaf `ARGV[1]` splitting with `ARGV[2]` new children (idempotent: a node already
@@ -183,6 +252,8 @@ return 0
 pub(crate) enum Script {
     Insert,
     Sync,
+    ClaimLeaf,
+    ClaimMeta,
     Freeze,
     Migrate,
     Create,
@@ -193,9 +264,11 @@ pub(crate) enum Script {
     Extend,
 }
 
-const ALL: [(Script, &str); 10] = [
+const ALL: [(Script, &str); 12] = [
     (Script::Insert, INSERT),
     (Script::Sync, SYNC),
+    (Script::ClaimLeaf, CLAIM_LEAF),
+    (Script::ClaimMeta, CLAIM_META),
     (Script::Freeze, FREEZE),
     (Script::Migrate, MIGRATE),
     (Script::Create, CREATE),

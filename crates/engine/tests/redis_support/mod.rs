@@ -201,11 +201,13 @@ impl Cluster {
     }
 }
 
-/// Options for tests: short timeouts, a short lock so a "dead" worker's lock expires quickly.
+/// Options for tests: short timeouts, a short lock so a "dead" worker's lock expires quickly,
+/// no retries (a test that wants them sets `retry_for`).
 pub fn options(urls: Vec<String>, mode: RedisMode) -> RedisOptions {
     RedisOptions {
         mode,
         timeout: Duration::from_secs(2),
+        retry_for: Duration::ZERO,
         connect_attempts: 2,
         lock_ttl: Duration::from_millis(400),
         migrate_chunk: 500,
