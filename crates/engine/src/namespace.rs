@@ -433,6 +433,18 @@ impl Namespace {
         match &self.set {
             Set::Counting(set) => set.contains_many(fps, out)?,
             Set::Tree { tree, exact } => {
+                if exact.is_none()
+                    && self.options.is_exact()
+                    && let Some(d) = &self.durable
+                {
+                    // Opened read-only, without the index that confirms a Bloom positive: a
+                    // positive here could be a false one, which exact mode never answers.
+                    return Err(Error::ReadOnly {
+                        path: d.dir.clone(),
+                        what: "an exact-mode lookup needs the leaf index, which a read-only \
+                               open does not build",
+                    });
+                }
                 tree.contains_batch(fps, out);
                 if let Some(exact) = exact {
                     for (&fp, hit) in fps.iter().zip(out.iter_mut()) {
@@ -559,7 +571,16 @@ impl Namespace {
         let mut stats = match &self.set {
             Set::Tree { tree, exact } => {
                 let mut s = self.tree_stats(tree);
-                s.exact = exact.as_ref().map(|e| e.report(tree));
+                s.exact = match exact {
+                    Some(e) => Some(e.report(tree)),
+                    // Opened read-only (no index, no LRU): what the leaves hold.
+                    None if self.options.is_exact() => Some(ExactReport::from(ExactStats {
+                        recorded: tree.len(),
+                        stored: tree.len(),
+                        ..ExactStats::default()
+                    })),
+                    None => None,
+                };
                 s
             }
             Set::Counting(set) => self.counting_stats(set),
@@ -575,6 +596,7 @@ impl Namespace {
                 sync_micros: l.sync_micros,
                 snapshot_offset: d.snapshot_end.load(std::sync::atomic::Ordering::Acquire),
                 recovery_truncated_bytes: d.recovery.truncated_bytes,
+                read_only: d.log.is_read_only(),
                 recovery_snapshot_error: d.recovery.snapshot_error.clone(),
             }
         });
@@ -823,8 +845,12 @@ pub struct PersistenceStats {
     /// Log offset covered by the newest snapshot.
     pub snapshot_offset: u64,
     /// Bytes of a torn or damaged log tail that recovery cut when the namespace was opened
-    /// (records in them are gone; under `fsync = always` none of them was acknowledged).
+    /// (records in them are gone; under `fsync = always` none of them was acknowledged). When
+    /// `read_only`, the tail was found and left in place: the next read-write open cuts it.
     pub recovery_truncated_bytes: u64,
+    /// Whether the data directory was opened read-only (`urlseen stats`): nothing was
+    /// written, and the figures are those a read-write open would find.
+    pub read_only: bool,
     /// Why recovery did not use the snapshot, if it did not (the namespace was rebuilt from the
     /// log instead, which loses nothing).
     pub recovery_snapshot_error: Option<String>,

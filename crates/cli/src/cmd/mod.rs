@@ -53,6 +53,17 @@ pub fn open_data_dir(dir: &Path, fsync: Fsync, existing: bool) -> anyhow::Result
     Ok(db)
 }
 
+/// Opens the data directory `dir` for reading only (see `Db::open_read_only`): nothing in it is
+/// created, written, cut or removed, and a directory that holds no urlseen data is refused.
+pub fn open_data_dir_read_only(dir: &Path) -> anyhow::Result<Db> {
+    anyhow::ensure!(
+        dir.join("ns").is_dir(),
+        "{} is not a urlseen data directory (no ns/ inside); nothing was created",
+        dir.display()
+    );
+    Db::open_read_only(dir).with_context(|| format!("reading data directory {}", dir.display()))
+}
+
 /// Refuses, with the figures, a new namespace whose filters alone would need more than this
 /// machine's RAM up front (`--capacity 1e15` would otherwise abort on a failed allocation):
 /// the namespace grows past its capacity by splitting, so a smaller one loses nothing.
