@@ -625,6 +625,7 @@ impl Namespace {
             mode: self.mode(),
             count: t.count,
             memory_bytes: t.memory_bytes,
+            filter_reserved_bytes: t.filter_reserved_bytes,
             disk_bytes: t.disk_bytes,
             fpr_bound: p.fpr,
             worst_leaf_fpr: t.worst_leaf_fpr,
@@ -662,6 +663,7 @@ impl Namespace {
             mode: self.mode(),
             count: c.len,
             memory_bytes: c.memory_bytes,
+            filter_reserved_bytes: c.filter_memory_bytes,
             disk_bytes: 0,
             fpr_bound: self.options.fpr,
             worst_leaf_fpr: c.generations.iter().map(|g| g.estimated_fpr).fold(0.0, f64::max),
@@ -708,8 +710,13 @@ pub struct NamespaceStats {
     /// Distinct URLs recorded.
     pub count: u64,
     /// RAM held: filters, leaf buffers and indexes (and, for a namespace in memory, the leaf
-    /// logs), in bytes. What RSS shows for this namespace, allocator slack aside.
+    /// logs), in bytes. What RSS shows for this namespace, allocator slack aside. A leaf's
+    /// filter is allocated when the leaf records its first URL, so a namespace reserved for a
+    /// large capacity holds little until its leaves are used.
     pub memory_bytes: u64,
+    /// What the filters take once every leaf has recorded something (`memory_bytes` grows
+    /// toward it as leaves are first used; splits add new leaves), in bytes.
+    pub filter_reserved_bytes: u64,
     /// Disk held: leaf files, and in a data directory the log and the snapshot, in bytes.
     pub disk_bytes: u64,
     /// The configured bound `f_max`.

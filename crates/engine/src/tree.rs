@@ -1118,6 +1118,7 @@ impl Dsbf {
         let mut inner = 0;
         let mut splitting = 0;
         let mut memory = 0u64;
+        let mut reserved = 0u64;
         let mut height = 0;
         for (id, node) in topo.nodes.iter().enumerate() {
             match node {
@@ -1125,6 +1126,7 @@ impl Dsbf {
                 Node::Splitting { depth, frozen, .. } => {
                     splitting += 1;
                     memory += frozen.filter.memory_bytes() as u64 + frozen.log.memory_bytes();
+                    reserved += frozen.filter.reserved_bytes() as u64;
                     memory += frozen.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                 }
@@ -1132,6 +1134,7 @@ impl Dsbf {
                     let leaf = leaf.read();
                     let count = leaf.log.len();
                     memory += leaf.filter.memory_bytes() as u64 + leaf.log.memory_bytes();
+                    reserved += leaf.filter.reserved_bytes() as u64;
                     memory += leaf.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                     leaves.push(LeafStats {
@@ -1159,6 +1162,7 @@ impl Dsbf {
             splitting_nodes: splitting,
             height,
             memory_bytes: memory + index.run_memory_bytes,
+            filter_reserved_bytes: reserved,
             disk_bytes: self.leaves.disk_bytes() + index.disk_bytes,
             splits_started: self.splits_started.load(Ordering::Relaxed),
             splits_done: self.splits_done.load(Ordering::Relaxed),
@@ -1731,8 +1735,12 @@ pub struct TreeStats {
     /// Depth of the deepest leaf (the root is depth 0, its children depth 1).
     pub height: u32,
     /// RAM: filters and leaf buffers (in memory: leaf logs), and in exact mode the indexes'
-    /// tails and fence pointers, in bytes.
+    /// tails and fence pointers, in bytes. A leaf's filter counts from its first record on
+    /// (it is allocated then).
     pub memory_bytes: u64,
+    /// What the filters of every leaf take once each has recorded something: the filters'
+    /// share of `memory_bytes` as the tree fills, in bytes.
+    pub filter_reserved_bytes: u64,
     /// Bytes of leaf files on disk, and in exact mode of index runs.
     pub disk_bytes: u64,
     /// Splits begun.

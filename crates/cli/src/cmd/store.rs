@@ -185,7 +185,12 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
             writeln!(out, "{}", s.name)?;
             writeln!(out, "  mode            {}", s.mode)?;
             writeln!(out, "  URLs            {}", s.count)?;
-            writeln!(out, "  memory          {:.2} MiB", s.memory_bytes as f64 / 1048576.0)?;
+            writeln!(
+                out,
+                "  memory          {:.2} MiB (filters: {:.2} MiB once every leaf is used)",
+                s.memory_bytes as f64 / 1048576.0,
+                s.filter_reserved_bytes as f64 / 1048576.0
+            )?;
             writeln!(out, "  disk            {:.2} MiB", s.disk_bytes as f64 / 1048576.0)?;
             writeln!(
                 out,
