@@ -256,6 +256,13 @@ impl BlockedBloom {
         if self.words.is_empty() {
             self.allocate();
         }
+        self.insert_allocated(h)
+    }
+
+    /// [`Self::insert_hashed`] once the array is allocated: the batch loop checks once, and a
+    /// call that may reallocate inside it would make every item reload the array.
+    #[inline(always)]
+    fn insert_allocated(&mut self, h: u64) -> bool {
         let probes = InBlock::new(h, self.num_hashes);
         let b = self.block_of(h);
         let block = self.block_mut(b);
@@ -331,7 +338,7 @@ impl BlockedBloom {
                 ring[slot] = next;
                 prefetch(self.block(self.block_of(next)));
             }
-            *out = self.insert_hashed(h);
+            *out = self.insert_allocated(h);
         }
     }
 
