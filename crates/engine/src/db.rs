@@ -14,7 +14,7 @@ use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
 use crate::namespace::Namespace;
 use crate::options::NamespaceOptions;
-use crate::persist::{self, DbOptions, DirLock};
+use crate::persist::{self, Access, DbOptions, DirLock};
 use crate::tree::SplitWorkers;
 
 /// The namespace [`Db::seen`] and [`Db::contains`] use.
@@ -66,8 +66,12 @@ pub struct Db {
 struct Inner {
     namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
     workers: Arc<SplitWorkers>,
-    /// The data directory and its lock, for a persistent `Db`.
-    root: Option<(PathBuf, DirLock)>,
+    /// The data directory and its lock, for a persistent `Db` (a read-only one holds a shared
+    /// lock, or none: see [`DirLock::shared_if_exists`]).
+    root: Option<(PathBuf, Option<DirLock>)>,
+    /// Opened with [`Db::open_read_only`]: nothing is ever written.
+    read_only: bool,
+
     /// The spill directory of a temporary `Db`, removed when the `Db` and every namespace it
     /// made are dropped.
     spill: Option<Arc<tempfile::TempDir>>,
@@ -110,6 +114,7 @@ impl Db {
                 namespaces: RwLock::new(BTreeMap::new()),
                 workers: SplitWorkers::new(1),
                 root: None,
+                read_only: false,
                 spill,
                 options: DbOptions::default(),
                 closed: AtomicBool::new(false),
@@ -155,7 +160,9 @@ impl Db {
             if entry.ends_with(".tmp") {
                 continue;
             }
-            if let Some(r) = persist::recover(&dir, &options, &workers)? {
+            if let persist::Opened::Namespace(r) =
+                persist::recover(&dir, &options, &workers, Access::ReadWrite)?
+            {
                 let upgraded = r.durable.recovery.upgraded_from.is_some();
                 let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, Some(r.durable));
                 if upgraded {
@@ -168,7 +175,8 @@ impl Db {
         let inner = Arc::new(Inner {
             namespaces: RwLock::new(namespaces),
             workers,
-            root: Some((root, lock)),
+            root: Some((root, Some(lock))),
+            read_only: false,
             spill: None,
             options,
             closed: AtomicBool::new(false),
@@ -176,6 +184,76 @@ impl Db {
         });
         spawn_housekeeping(Arc::downgrade(&inner), Arc::clone(&inner.busy));
         Ok(Db { inner })
+    }
+
+    /// Opens the data directory `dir` for reading only (`urlseen stats`): every namespace's
+    /// snapshot is loaded and its log replayed into memory, and nothing in `dir` is written,
+    /// renamed, cut, created or deleted. What a read-write open would repair is reported
+    /// instead: a torn log tail is read up to its last valid record, and its length is in
+    /// [`RecoveryReport::truncated_bytes`](crate::RecoveryReport) (the next read-write open
+    /// cuts it); a pending namespace drop (`*.dropped.tmp`) is skipped, not finished; a 0.1
+    /// snapshot is not upgraded (the whole log is replayed instead).
+    ///
+    /// The namespaces answer [`Namespace::stats`] and lookups, and refuse every write,
+    /// checkpoint and sync with [`Error::ReadOnly`]. Records replayed from the log after the
+    /// snapshot stay in RAM (16 bytes each), since they cannot go to leaf files. Exact-mode
+    /// namespaces are read without their index (building it writes `index/`): their lookups
+    /// are refused with [`Error::ReadOnly`], their counts are right. A counting namespace's
+    /// store (an LSM that writes when it is opened) is read from a copy in the system's
+    /// temporary directory (`$TMPDIR`), removed when the `Db` is dropped.
+    ///
+    /// The directory's lock is taken shared, and only if its lock file exists (no read-write
+    /// open has ever run without making it), so a running server makes this fail with
+    /// [`Error::Locked`] as a second read-write open would.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if `dir` is not a urlseen data directory (no `ns/` inside);
+    /// [`Error::Locked`]; [`Error::Io`], [`Error::Corrupt`], [`Error::UnsupportedVersion`],
+    /// [`Error::CanonVersionMismatch`] from reading a namespace.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Self> {
+        let root = dir.as_ref().to_owned();
+        let ns_root = root.join("ns");
+        if !ns_root.is_dir() {
+            return Err(Error::corrupt(&root, "not a urlseen data directory (no ns/ inside)"));
+        }
+        let lock = DirLock::shared_if_exists(&root)?;
+        let options = DbOptions::default();
+        let workers = SplitWorkers::new(1);
+        let mut namespaces = BTreeMap::new();
+        let mut entries =
+            options.storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
+        entries.sort();
+        // A pending drop (`*.dropped.tmp`) is a namespace that is gone: skipped, as every
+        // other unfinished write (`*.tmp`), for the next read-write open to finish.
+        for entry in entries.iter().filter(|e| !e.ends_with(".tmp")) {
+            let dir = ns_root.join(entry);
+            match persist::recover(&dir, &options, &workers, Access::ReadOnly)? {
+                persist::Opened::Namespace(r) => {
+                    let ns =
+                        Namespace::from_parts(r.name.clone(), r.options, r.set, Some(r.durable));
+                    namespaces.insert(r.name, Arc::new(ns));
+                }
+                persist::Opened::Unfinished => {}
+            }
+        }
+        // No housekeeping thread: there is nothing to sync or checkpoint.
+        Ok(Db {
+            inner: Arc::new(Inner {
+                namespaces: RwLock::new(namespaces),
+                workers,
+                root: Some((root, lock)),
+                read_only: true,
+                spill: None,
+                options,
+                closed: AtomicBool::new(false),
+                busy: Arc::new(Mutex::new(())),
+            }),
+        })
+    }
+
+    /// Whether this `Db` was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// The data directory, for a persistent `Db`.
@@ -198,6 +276,7 @@ impl Db {
         name: &str,
         options: NamespaceOptions,
     ) -> Result<Arc<Namespace>> {
+        self.refuse_if_read_only()?;
         validate_name(name)?;
         options.validate()?;
         let inner = &self.inner;
@@ -261,6 +340,7 @@ impl Db {
     /// # Errors
     /// In a persistent `Db`, [`Error::Io`] if its files could not be removed.
     pub fn drop_namespace(&self, name: &str) -> Result<bool> {
+        self.refuse_if_read_only()?;
         let Some(ns) = self.inner.namespaces.write().remove(name) else { return Ok(false) };
         if let Some(d) = ns.durable() {
             let storage = &self.inner.options.storage;
@@ -335,8 +415,21 @@ impl Db {
     /// The first failure.
     pub fn close(self) -> Result<()> {
         self.inner.closed.store(true, Ordering::Release);
+        if self.inner.read_only {
+            return Ok(());
+        }
         let _housekeeping_done = self.inner.busy.lock();
         self.checkpoint()
+    }
+
+    fn refuse_if_read_only(&self) -> Result<()> {
+        match &self.inner.root {
+            Some((root, _)) if self.inner.read_only => Err(Error::ReadOnly {
+                path: root.clone(),
+                what: "namespaces cannot be created or dropped",
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn all(&self) -> Vec<Arc<Namespace>> {
@@ -346,7 +439,10 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if !self.inner.closed.swap(true, Ordering::AcqRel) && self.inner.root.is_some() {
+        if !self.inner.closed.swap(true, Ordering::AcqRel)
+            && self.inner.root.is_some()
+            && !self.inner.read_only
+        {
             let _housekeeping_done = self.inner.busy.lock();
             let _ = self.checkpoint();
         }

@@ -56,6 +56,15 @@ pub enum Error {
         /// The failure that poisoned the log.
         reason: String,
     },
+    /// The data directory was opened read-only ([`Db::open_read_only`](crate::Db::open_read_only)):
+    /// it reports what it holds and answers lookups, and refuses whatever would write.
+    #[error("{} was opened read-only: {what}", path.display())]
+    ReadOnly {
+        /// The file or directory the refused operation would have changed.
+        path: PathBuf,
+        /// What was refused, and why.
+        what: &'static str,
+    },
     /// A file is damaged in a way recovery cannot repair by itself.
     #[error("{} is corrupt: {reason}", path.display())]
     Corrupt {

@@ -133,7 +133,8 @@ pub struct LeafFiles {
     failed: AtomicBool,
     failure: Mutex<Option<String>>,
     disk_bytes: AtomicU64,
-    /// `urlseen check`: adopting a leaf checks it and changes nothing.
+    /// `urlseen check` and read-only opens: adopting a leaf checks it and changes nothing, and
+    /// a leaf's records stay in its buffer instead of going to its file.
     read_only: bool,
     /// What must outlive these files' directory: a temporary `Db`'s spill directory, which is
     /// removed when the last holder drops it (a namespace may outlive its `Db`).
@@ -166,7 +167,7 @@ impl LeafFiles {
         Ok(Self::with(storage, dir, keep_retired, keep_alive, false))
     }
 
-    /// The leaf files in `dir` for checking only: nothing is created, cut or deleted.
+    /// The leaf files in `dir` for reading only: nothing is created, cut, appended to or deleted.
     pub(crate) fn open_read_only(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
         Self::with(storage, dir, true, None, true)
     }
@@ -420,7 +421,9 @@ impl LeafLog {
         else {
             return true;
         };
-        if buffer.is_empty() {
+        if buffer.is_empty() || files.read_only {
+            // A read-only open (`urlseen stats`) writes nothing: what its log replay records
+            // stays buffered, and `read` serves it from there.
             return true;
         }
         if files.failed.load(Ordering::Acquire) {

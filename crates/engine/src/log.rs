@@ -159,6 +159,8 @@ pub struct FingerprintLog {
     /// Held by a writer whose records must not reach the file yet (see [`Self::hold`]); every
     /// flush takes it first.
     hold: Mutex<()>,
+    /// Opened by [`Self::open_read_only`]: every write and sync is refused.
+    read_only: bool,
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
@@ -285,9 +287,38 @@ impl FingerprintLog {
         Ok((log, truncated))
     }
 
+    /// [`Self::open_from`] for a read-only open (`urlseen stats`): every record is read and
+    /// checked and those after `from` handed to `on_record`, but nothing is written, cut or
+    /// created. A torn tail is left where it is (the next read-write open cuts it) and its
+    /// length returned; the log ends before it. Every later append, commit or sync fails with
+    /// [`Error::ReadOnly`].
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_read_only(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        from: u64,
+        on_record: &mut dyn FnMut(Record),
+    ) -> Result<(Self, u64)> {
+        let (valid_end, torn) = parse_stream(storage, path, from, on_record)?;
+        let log = Self::with_file(path, Fsync::No, valid_end, Box::new(NoFile), true);
+        Ok((log, torn))
+    }
+
     fn open_at(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync, end: u64) -> Result<Self> {
         let file = storage.open_append(path).map_err(|e| Error::io("open log", path, e))?;
-        Ok(FingerprintLog {
+        Ok(Self::with_file(path, policy, end, file, false))
+    }
+
+    fn with_file(
+        path: &Path,
+        policy: Fsync,
+        end: u64,
+        file: Box<dyn AppendFile>,
+        read_only: bool,
+    ) -> Self {
+        FingerprintLog {
             path: path.to_owned(),
             policy,
             pending: Mutex::new(Pending { bytes: Vec::new(), end }),
@@ -298,7 +329,8 @@ impl FingerprintLog {
             syncs: AtomicU64::new(0),
             sync_micros: AtomicU64::new(0),
             hold: Mutex::new(()),
-        })
+            read_only,
+        }
     }
 
     /// Holds back everything appended from now on from the file: every other flush (commits,
@@ -312,6 +344,11 @@ impl FingerprintLog {
         let start = (pending.bytes.len(), pending.end);
         drop(pending);
         LogHold { log: self, start, committed: false, _held: held }
+    }
+
+    /// Whether it was opened with [`Self::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The fsync policy.
@@ -333,11 +370,15 @@ impl FingerprintLog {
         }
     }
 
-    /// Fails if an earlier write or sync failed: after that, nothing is acknowledged again.
+    /// Fails if an earlier write or sync failed (after that, nothing is acknowledged again), or
+    /// if the log was opened read-only.
     ///
     /// # Errors
-    /// [`Error::Poisoned`].
+    /// [`Error::Poisoned`]; [`Error::ReadOnly`].
     pub fn check(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly { path: self.path.clone(), what: "writes are refused" });
+        }
         match &*self.poisoned.lock() {
             Some(reason) => Err(Error::Poisoned { reason: reason.clone() }),
             None => Ok(()),
@@ -439,6 +480,21 @@ impl FingerprintLog {
             format!("{what} of {} failed: {e}; refusing further writes", self.path.display());
         *self.poisoned.lock() = Some(reason);
         Error::io(what, &self.path, e)
+    }
+}
+
+/// The file of a log opened read-only: never written, since [`FingerprintLog::check`] refuses
+/// every write before it gets here.
+#[derive(Debug)]
+struct NoFile;
+
+impl AppendFile for NoFile {
+    fn append(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::new(std::io::ErrorKind::ReadOnlyFilesystem, "opened read-only"))
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -433,6 +433,18 @@ impl Namespace {
         match &self.set {
             Set::Counting(set) => set.contains_many(fps, out)?,
             Set::Tree { tree, exact } => {
+                if exact.is_none()
+                    && self.options.is_exact()
+                    && let Some(d) = &self.durable
+                {
+                    // Opened read-only, without the index that confirms a Bloom positive: a
+                    // positive here could be a false one, which exact mode never answers.
+                    return Err(Error::ReadOnly {
+                        path: d.dir.clone(),
+                        what: "an exact-mode lookup needs the leaf index, which a read-only \
+                               open does not build",
+                    });
+                }
                 tree.contains_batch(fps, out);
                 if let Some(exact) = exact {
                     for (&fp, hit) in fps.iter().zip(out.iter_mut()) {
@@ -559,7 +571,16 @@ impl Namespace {
         let mut stats = match &self.set {
             Set::Tree { tree, exact } => {
                 let mut s = self.tree_stats(tree);
-                s.exact = exact.as_ref().map(|e| e.report(tree));
+                s.exact = match exact {
+                    Some(e) => Some(e.report(tree)),
+                    // Opened read-only (no index, no LRU): what the leaves hold.
+                    None if self.options.is_exact() => Some(ExactReport::from(ExactStats {
+                        recorded: tree.len(),
+                        stored: tree.len(),
+                        ..ExactStats::default()
+                    })),
+                    None => None,
+                };
                 s
             }
             Set::Counting(set) => self.counting_stats(set),
@@ -575,6 +596,7 @@ impl Namespace {
                 sync_micros: l.sync_micros,
                 snapshot_offset: d.snapshot_end.load(std::sync::atomic::Ordering::Acquire),
                 recovery_truncated_bytes: d.recovery.truncated_bytes,
+                read_only: d.log.is_read_only(),
                 recovery_snapshot_error: d.recovery.snapshot_error.clone(),
             }
         });
@@ -604,6 +626,7 @@ impl Namespace {
             count: t.count,
             kept: t.kept,
             memory_bytes: t.memory_bytes,
+            filter_reserved_bytes: t.filter_reserved_bytes,
             disk_bytes: t.disk_bytes,
             fpr_bound: p.fpr,
             worst_leaf_fpr: t.worst_leaf_fpr,
@@ -642,6 +665,7 @@ impl Namespace {
             count: c.len,
             kept: 0,
             memory_bytes: c.memory_bytes,
+            filter_reserved_bytes: c.filter_memory_bytes,
             disk_bytes: 0,
             fpr_bound: self.options.fpr,
             worst_leaf_fpr: c.generations.iter().map(|g| g.estimated_fpr).fold(0.0, f64::max),
@@ -691,8 +715,13 @@ pub struct NamespaceStats {
     /// after the splits that rebuild the filters from the logs. Not in `count`.
     pub kept: u64,
     /// RAM held: filters, leaf buffers and indexes (and, for a namespace in memory, the leaf
-    /// logs), in bytes. What RSS shows for this namespace, allocator slack aside.
+    /// logs), in bytes. What RSS shows for this namespace, allocator slack aside. A leaf's
+    /// filter is allocated when the leaf records its first URL, so a namespace reserved for a
+    /// large capacity holds little until its leaves are used.
     pub memory_bytes: u64,
+    /// What the filters take once every leaf has recorded something (`memory_bytes` grows
+    /// toward it as leaves are first used; splits add new leaves), in bytes.
+    pub filter_reserved_bytes: u64,
     /// Disk held: leaf files, and in a data directory the log and the snapshot, in bytes.
     pub disk_bytes: u64,
     /// The configured bound `f_max`.
@@ -828,8 +857,12 @@ pub struct PersistenceStats {
     /// Log offset covered by the newest snapshot.
     pub snapshot_offset: u64,
     /// Bytes of a torn or damaged log tail that recovery cut when the namespace was opened
-    /// (records in them are gone; under `fsync = always` none of them was acknowledged).
+    /// (records in them are gone; under `fsync = always` none of them was acknowledged). When
+    /// `read_only`, the tail was found and left in place: the next read-write open cuts it.
     pub recovery_truncated_bytes: u64,
+    /// Whether the data directory was opened read-only (`urlseen stats`): nothing was
+    /// written, and the figures are those a read-write open would find.
+    pub read_only: bool,
     /// Why recovery did not use the snapshot, if it did not (the namespace was rebuilt from the
     /// log instead, which loses nothing).
     pub recovery_snapshot_error: Option<String>,

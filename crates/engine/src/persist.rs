@@ -21,6 +21,10 @@
 //! shorter than it says) means replaying the whole log into new leaf files, which loses
 //! nothing. A snapshot of version 1 (leaf logs inline) is read, its logs moved to leaf files,
 //! and a version 2 snapshot written at once.
+//!
+//! A read-only open ([`Access::ReadOnly`], `urlseen stats`) does the same reading and none of
+//! the repairs: nothing is cut, deleted, upgraded, built or created, and what the log replay
+//! records stays in memory (see `docs/durability.md`, "Read-only opens").
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -80,7 +84,8 @@ pub struct RecoveryReport {
     pub replayed_fingerprints: u64,
     /// Kept fingerprints in them (answered "seen", logged so they stay so; not URLs).
     pub replayed_kept: u64,
-    /// Bytes of a torn log tail that were cut off.
+    /// Bytes of a torn log tail that were cut off (in a read-only open: found after the last
+    /// valid record and left in place, for the next read-write open to cut).
     pub truncated_bytes: u64,
     /// The format version of the snapshot that was loaded, if it was older than this build's
     /// (the directory was upgraded: a new snapshot was written when it was opened).
@@ -102,6 +107,9 @@ pub(crate) struct Durable {
     /// One checkpoint at a time.
     pub checkpointing: Mutex<()>,
     pub recovery: RecoveryReport,
+    /// A read-only open of a counting namespace: the copy of its store it reads (dropped after
+    /// the set, which is declared before `durable` in `Namespace`).
+    pub _scratch: Option<tempfile::TempDir>,
 }
 
 impl Durable {
@@ -124,6 +132,9 @@ impl Durable {
     /// leaf files it names are synced. The files of leaves retired before it are deleted once
     /// it is in place.
     pub fn checkpoint(&self, tree: &Dsbf, sync_store: &dyn Fn() -> Result<()>) -> Result<()> {
+        // A log that refuses writes (poisoned, or opened read-only) would refuse the sync
+        // below anyway: refuse before a temporary snapshot file is made.
+        self.log.check()?;
         let _one = self.checkpointing.lock();
         let LeafStore::Files(files) = tree.leaf_store() else {
             return Err(Error::InvalidOption {
@@ -246,6 +257,7 @@ pub(crate) fn create(
         snapshot_bytes: AtomicU64::new(0),
         checkpointing: Mutex::new(()),
         recovery: RecoveryReport::default(),
+        _scratch: None,
     };
     Ok((durable, set))
 }
@@ -322,13 +334,32 @@ pub(crate) struct Recovered {
     pub durable: Durable,
 }
 
-/// Opens the namespace stored in `dir`; `Ok(None)` for a directory without meta (an unfinished
-/// create, which is removed).
+/// How a data directory is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Recovery repairs what it finds (cuts a torn tail, removes stale leaf files, upgrades
+    /// old formats, builds exact-mode indexes) and the namespace takes writes.
+    ReadWrite,
+    /// Nothing in the directory is written, renamed, cut, created or deleted: the snapshot and
+    /// the log are read into memory as they are (see [`Db::open_read_only`](crate::Db)).
+    ReadOnly,
+}
+
+/// What [`recover`] found in a namespace directory.
+pub(crate) enum Opened {
+    Namespace(Box<Recovered>),
+    /// No meta and no data: a create that did not finish (removed, unless read-only).
+    Unfinished,
+}
+
+/// Opens the namespace stored in `dir`.
 pub(crate) fn recover(
     dir: &Path,
     db: &DbOptions,
     workers: &Arc<SplitWorkers>,
-) -> Result<Option<Recovered>> {
+    access: Access,
+) -> Result<Opened> {
+    let read_only = access == Access::ReadOnly;
     let storage = &db.storage;
     let meta_path = dir.join("meta");
     let Some(meta) = storage.read(&meta_path).map_err(|e| Error::io("read", &meta_path, e))? else {
@@ -345,10 +376,12 @@ pub(crate) fn recover(
                 ),
             ));
         }
-        storage
-            .remove_dir_all(dir)
-            .map_err(|e| Error::io("remove unfinished namespace", dir, e))?;
-        return Ok(None);
+        if !read_only {
+            storage
+                .remove_dir_all(dir)
+                .map_err(|e| Error::io("remove unfinished namespace", dir, e))?;
+        }
+        return Ok(Opened::Unfinished);
     };
     let (name, options, canon_version) = decode_meta(&meta_path, &meta)?;
     if canon_version != CANON_VERSION {
@@ -360,11 +393,25 @@ pub(crate) fn recover(
     }
     let params = tree_params(&options);
     let mut report = RecoveryReport::default();
-    let files = leaf_files(dir, db)?;
+    let files = match access {
+        Access::ReadWrite => leaf_files(dir, db)?,
+        Access::ReadOnly => LeafFiles::open_read_only(Arc::clone(storage), dir.join(LEAVES_DIR)),
+    };
     let leaves = LeafStore::Files(Arc::clone(&files));
     let snap_path = dir.join("snapshot");
-    let snapshot = storage.open_read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
+    let mut snapshot =
+        storage.open_read(&snap_path).map_err(|e| Error::io("read", &snap_path, e))?;
     let snapshot_bytes = storage.file_len(&snap_path).ok().flatten().unwrap_or(0);
+    if read_only && snapshot.is_some() && snapshot_is_old(storage, &snap_path) {
+        // Loading a 0.1 snapshot moves its inline leaf logs to leaf files: a read-only open
+        // replays the whole log instead, which holds every record too.
+        snapshot = None;
+        report.snapshot_error = Some(
+            "an older version (0.1), upgraded by the next read-write open; the whole log was \
+             replayed instead"
+                .into(),
+        );
+    }
     // Checked before anything is changed: a log shorter than what the snapshot covers lost
     // records that only the snapshot and the leaf files (which loading cuts back) still hold.
     let log_path = dir.join("log");
@@ -377,8 +424,11 @@ pub(crate) fn recover(
     let loaded = snapshot
         .map(|mut r| Dsbf::read_snapshot(params, Arc::clone(workers), leaves.clone(), &mut r));
     let fresh = |report: &mut RecoveryReport| -> Result<Arc<Dsbf>> {
-        // Everything comes back from the log, into new leaf files.
-        files.remove_all_but(&[])?;
+        // Everything comes back from the log, into new leaf files (read-only: into memory,
+        // and the old files stay: a leaf with no records on disk never reads its file).
+        if !read_only {
+            files.remove_all_but(&[])?;
+        }
         report.snapshot_offset = None;
         Ok(Dsbf::new(params, Arc::clone(workers), leaves.clone()))
     };
@@ -390,8 +440,10 @@ pub(crate) fn recover(
                 report.upgraded_from = Some(s.version);
             }
             // Leaves made after the snapshot, or retired before it: the log replay below
-            // remakes what it needs.
-            files.remove_all_but(&s.leaves)?;
+            // remakes what it needs. (Read-only, they stay: no leaf of this tree reads them.)
+            if !read_only {
+                files.remove_all_but(&s.leaves)?;
+            }
             guard = s.guard;
             (s.tree, s.log_offset)
         }
@@ -401,17 +453,36 @@ pub(crate) fn recover(
         }
         None => (fresh(&mut report)?, 0),
     };
-    let (log, truncated) =
-        FingerprintLog::open_from(storage, &log_path, db.fsync, offset, &mut |record| {
-            replay(&tree, &guard, &options, &mut report, &record);
-        })?;
+    let mut on_record = |record: Record| replay(&tree, &guard, &options, &mut report, &record);
+    let (log, truncated) = match access {
+        Access::ReadWrite => {
+            FingerprintLog::open_from(storage, &log_path, db.fsync, offset, &mut on_record)?
+        }
+        Access::ReadOnly => {
+            FingerprintLog::open_read_only(storage, &log_path, offset, &mut on_record)?
+        }
+    };
     if log.end() < offset {
         // The snapshot was written after the log was synced up to `offset`, so a log that ends
         // before it lost records in the middle (damage, not a torn tail).
         return Err(log_behind_snapshot(&log_path, log.end(), offset, false));
     }
     report.truncated_bytes = truncated;
-    let set = open_set(dir, &options, tree, false)?;
+    let mut scratch = None;
+    let set = match access {
+        Access::ReadWrite => open_set(dir, &options, tree, false)?,
+        Access::ReadOnly if options.counting => {
+            // The store is an LSM (fjall), which writes its journal and version files when
+            // opened: a read-only open reads a copy of it, removed when the namespace goes.
+            let copy = scratch_copy(&dir.join(STORE_DIR))?;
+            let set = open_set(copy.path(), &options, tree, false)?;
+            scratch = Some(copy);
+            set
+        }
+        // Exact mode's index is built into `index/` (and a 0.1 store removed) by `open_set`:
+        // read-only, the tree answers from its filters alone (see `Namespace::contains`).
+        Access::ReadOnly => Set::Tree { tree, exact: None },
+    };
     let durable = Durable {
         dir: dir.to_owned(),
         storage: Arc::clone(storage),
@@ -421,8 +492,42 @@ pub(crate) fn recover(
         snapshot_bytes: AtomicU64::new(snapshot_bytes),
         checkpointing: Mutex::new(()),
         recovery: report,
+        _scratch: scratch,
     };
-    Ok(Some(Recovered { name, options, set, durable }))
+    Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable })))
+}
+
+/// A copy of the store directory `store` in a new temporary directory (as `store/` there), for
+/// a read-only open to read without writing to `store`.
+fn scratch_copy(store: &Path) -> Result<tempfile::TempDir> {
+    let tmp = tempfile::Builder::new()
+        .prefix("urlseen-read-only-")
+        .tempdir()
+        .map_err(|e| Error::io("create a temporary directory for a copy of", store, e))?;
+    copy_dir(store, &tmp.path().join(STORE_DIR))
+        .map_err(|e| Error::io("copy to a temporary directory", store, e))?;
+    Ok(tmp)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether a snapshot file's header says it is older than this build's format.
+fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
+    let mut head = [0u8; 10];
+    storage.read_at(path, 0, &mut head).ok() == Some(10)
+        && u16::from_le_bytes([head[8], head[9]]) < SNAPSHOT_VERSION
 }
 
 /// The log offset a snapshot file says it covers, read from its header alone (`None` if it has
@@ -524,6 +629,38 @@ impl DirLock {
         file.set_len(0).map_err(|e| Error::io("write", &path, e))?;
         write!(file, "pid {}", std::process::id()).map_err(|e| Error::io("write", &path, e))?;
         Ok(DirLock { _file: file })
+    }
+
+    /// A shared lock on `root`'s lock file, for a reader that must not see the files change
+    /// under it (a read-write open holds the lock exclusively), taken without writing: the
+    /// file is opened for reading and its content (the last writer's pid) left as it is.
+    /// `Ok(None)` when there is no lock file: then no process has the directory open (every
+    /// read-write open creates it first), and creating one would change the directory. A
+    /// writer that starts after this check is not kept out; one that starts while the lock is
+    /// held is refused as [`Error::Locked`] (naming the last writer's pid, as the file does).
+    ///
+    /// # Errors
+    /// [`Error::Locked`] if a process has the directory open read-write; [`Error::Io`].
+    pub fn shared_if_exists(root: &Path) -> Result<Option<Self>> {
+        let path = root.join("LOCK");
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        match file.try_lock_shared() {
+            Ok(()) => Ok(Some(DirLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let holder = if holder.trim().is_empty() {
+                    "unknown process".into()
+                } else {
+                    holder.trim().to_owned()
+                };
+                Err(Error::Locked { dir: root.to_owned(), holder })
+            }
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
+        }
     }
 }
 
@@ -705,8 +842,9 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
         return Err(Error::corrupt(root, "not a urlseen data directory (no ns/ inside)"));
     }
     // As redis-check-aof: on a directory no one is writing (a running server would change the
-    // files under the check).
-    let _lock = DirLock::acquire(root)?;
+    // files under the check). Shared, and without creating or writing the lock file: checking
+    // changes nothing.
+    let _lock = DirLock::shared_if_exists(root)?;
     let storage: Arc<dyn Storage> = Arc::new(OsStorage);
     let mut names = storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
     names.sort();
@@ -786,10 +924,7 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
         problem(&mut c, false, log_behind_snapshot(&log_path, log_end, covered, true).to_string());
         return c;
     }
-    let mut head = [0u8; 10];
-    if storage.read_at(&snap_path, 0, &mut head).ok() == Some(10)
-        && u16::from_le_bytes([head[8], head[9]]) < SNAPSHOT_VERSION
-    {
+    if snapshot_is_old(storage, &snap_path) {
         // Reading it would write its inline leaves to leaf files: opening upgrades it.
         c.notes.push("snapshot: an older version (0.1), upgraded when the directory is opened; its leaves are checked after that".into());
         return c;

@@ -226,9 +226,9 @@ struct Cursor {
     read: ReadPos,
     chunk: Vec<LeafRecord>,
     taken: usize,
-    /// When the frozen log has kept records: every fingerprint carried so far, so that a kept
-    /// record of a fingerprint carried already (recorded before it, or kept twice) is dropped.
-    /// A leaf's own fingerprints at most: bounded by the largest leaf, not by the tree.
+    /// When the frozen log has many kept records: every fingerprint carried so far, so that a
+    /// kept record of a fingerprint carried already (recorded before it, or kept twice) is
+    /// dropped. A leaf's own fingerprints at most: bounded by the largest leaf, not the tree.
     carried: Option<HashSet<u64, FpBuildHasher>>,
 }
 
@@ -320,6 +320,8 @@ struct Groups<'a, 'x, 'h, 'o, E> {
 const SEEN_ABOVE: u32 = 1 << 31;
 /// Slots of the table of fingerprints kept lately, at most (8 bytes each).
 const KEPT_CACHE_MAX: u64 = 1 << 16;
+/// A split drops duplicate kept records when at least one record in this many is kept.
+const KEEP_DEDUP_RATIO: u64 = 8;
 
 enum Walk {
     /// A frozen filter on the way down holds the fingerprint.
@@ -1043,7 +1045,12 @@ impl Dsbf {
         let Leaf { filter, mut log, last_lsn, kept, index, .. } = leaf.into_inner();
         // Its buffered tail goes to the file, so the migrator reads it all from there.
         log.seal(&self.leaves);
-        let carried = (kept > 0).then(HashSet::default);
+        // Deduplicating costs a set of the leaf's fingerprints (up to about 9 bytes each while
+        // the split runs): worth it only where kept records are many, as repeated checks of
+        // recorded URLs make them. A few (the false positives) are carried as they are.
+        let carried = (kept > 0 && kept.saturating_mul(KEEP_DEDUP_RATIO) >= log.len()).then(|| {
+            HashSet::with_capacity_and_hasher(log.len() as usize, FpBuildHasher::default())
+        });
         let cursor = Mutex::new(Cursor { carried, ..Cursor::default() });
         let frozen = Box::new(Frozen { filter, log, last_lsn, kept, index, cursor });
         *node = Node::Splitting { depth, frozen, children };
@@ -1231,6 +1238,7 @@ impl Dsbf {
         let mut inner = 0;
         let mut splitting = 0;
         let mut memory = 0u64;
+        let mut reserved = 0u64;
         let mut height = 0;
         let mut kept = 0;
         for (id, node) in topo.nodes.iter().enumerate() {
@@ -1240,6 +1248,7 @@ impl Dsbf {
                     splitting += 1;
                     kept += frozen.kept;
                     memory += frozen.filter.memory_bytes() as u64 + frozen.log.memory_bytes();
+                    reserved += frozen.filter.reserved_bytes() as u64;
                     memory += frozen.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                 }
@@ -1248,6 +1257,7 @@ impl Dsbf {
                     let count = leaf.fill();
                     kept += leaf.kept;
                     memory += leaf.filter.memory_bytes() as u64 + leaf.log.memory_bytes();
+                    reserved += leaf.filter.reserved_bytes() as u64;
                     memory += leaf.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
                     height = height.max(*depth);
                     leaves.push(LeafStats {
@@ -1276,6 +1286,7 @@ impl Dsbf {
             splitting_nodes: splitting,
             height,
             memory_bytes: memory + index.run_memory_bytes,
+            filter_reserved_bytes: reserved,
             disk_bytes: self.leaves.disk_bytes() + index.disk_bytes,
             splits_started: self.splits_started.load(Ordering::Relaxed),
             splits_done: self.splits_done.load(Ordering::Relaxed),
@@ -1285,8 +1296,9 @@ impl Dsbf {
 }
 
 pub(crate) const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
-/// The snapshot format version this build writes. It reads this one and version 1, whose leaves
-/// carried their fingerprints inline (opening such a snapshot moves them to leaf files).
+/// The snapshot format version this build writes. It reads this one, version 2 (no kept
+/// records) and version 1, whose leaves carried their fingerprints inline (opening such a
+/// snapshot moves them to leaf files).
 pub const SNAPSHOT_VERSION: u16 = 3;
 const SNAPSHOT_V1: u16 = 1;
 /// Version 2: leaf files, no kept records.
@@ -1865,8 +1877,12 @@ pub struct TreeStats {
     /// Depth of the deepest leaf (the root is depth 0, its children depth 1).
     pub height: u32,
     /// RAM: filters and leaf buffers (in memory: leaf logs), and in exact mode the indexes'
-    /// tails and fence pointers, in bytes.
+    /// tails and fence pointers, in bytes. A leaf's filter counts from its first record on
+    /// (it is allocated then).
     pub memory_bytes: u64,
+    /// What the filters of every leaf take once each has recorded something: the filters'
+    /// share of `memory_bytes` as the tree fills, in bytes.
+    pub filter_reserved_bytes: u64,
     /// Bytes of leaf files on disk, and in exact mode of index runs.
     pub disk_bytes: u64,
     /// Splits begun.

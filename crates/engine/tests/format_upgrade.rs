@@ -70,6 +70,22 @@ fn logged_fingerprints(dir: &Path) -> std::collections::HashSet<u64> {
     fps
 }
 
+/// Every file under `dir` with its bytes.
+fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            out.push((path, bytes));
+        }
+    }
+    out.sort();
+    out
+}
+
 fn snapshot_version(dir: &Path) -> u16 {
     let ns = std::fs::read_dir(dir.join("ns")).unwrap().next().unwrap().unwrap().path();
     let bytes = std::fs::read(ns.join("snapshot")).unwrap();
@@ -89,6 +105,23 @@ fn a_version_1_directory_is_upgraded_and_loses_nothing() {
     let dir = tmp.path().join("data");
     copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1/data"), &dir);
     assert_eq!(snapshot_version(&dir), 1);
+    {
+        // A read-only open does not upgrade: it replays the whole log instead, changes
+        // nothing, and finds everything the upgrade finds.
+        let before = files(&dir);
+        let db = Db::open_read_only(&dir).unwrap();
+        let ns = db.namespace("fixture").unwrap();
+        let rec = ns.recovery().unwrap();
+        assert_eq!((rec.upgraded_from, rec.snapshot_offset), (None, None), "{rec:?}");
+        assert!(rec.snapshot_error.as_deref().unwrap_or("").contains("older version"), "{rec:?}");
+        assert_eq!(ns.len(), 5_584);
+        let recorded_hits = ns.contains_batch(recorded).unwrap();
+        assert_eq!(recorded_hits.iter().filter(|&&h| h).count(), 5_600 - NOT_RECORDED.len());
+        drop(ns);
+        drop(db);
+        assert!(files(&dir) == before, "a read-only open changed the directory");
+        assert_eq!(snapshot_version(&dir), 1);
+    }
     {
         let db = Db::open(&dir).unwrap();
         let ns = db.namespace("fixture").unwrap();

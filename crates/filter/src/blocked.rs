@@ -70,8 +70,17 @@ impl Iterator for InBlock {
 ///
 /// Layout: block `b` is the 8 u64 words `8b..8b+8`; bit `j` of a block is bit `j % 64` of its
 /// word `j / 64`. In memory the blocks start on a 64-byte boundary (the word vector carries up to
-/// 7 words of slack for that, so it is a zeroed allocation: creating a 1 GiB filter costs no
-/// page writes).
+/// 7 words of slack for that, so it is a zeroed allocation: a 1 GiB filter costs no page writes
+/// to make).
+///
+/// # Memory
+/// The bit array is allocated by the first [`insert`](Self::insert), not by
+/// [`new`](Self::new): until then the filter holds no heap memory
+/// ([`memory_bytes`](Self::memory_bytes) is 0, [`reserved_bytes`](Self::reserved_bytes) what the
+/// first insert will take) and answers every [`contains`](Self::contains) with `false`. So a
+/// tree of many leaves reserved for a capacity it may never reach costs only the leaves it
+/// uses. An all-zero filter read back ([`decode`](Self::decode)) is unallocated again; its
+/// encoding is the same either way.
 ///
 /// # Examples
 /// ```
@@ -83,7 +92,8 @@ impl Iterator for InBlock {
 /// assert!(f.estimated_fpr() < 1e-9);
 /// ```
 pub struct BlockedBloom {
-    /// `offset` slack words, then `8 * num_blocks` words of blocks, then slack up to 7 words.
+    /// `offset` slack words, then `8 * num_blocks` words of blocks, then slack up to 7 words;
+    /// or empty, before the first insert (see "Memory" above).
     words: Vec<u64>,
     offset: usize,
     num_blocks: u64,
@@ -105,9 +115,13 @@ impl fmt::Debug for BlockedBloom {
 
 impl Clone for BlockedBloom {
     fn clone(&self) -> Self {
-        // The copy lives in a new allocation with its own alignment: lay the blocks out afresh.
-        let mut copy = Self::zeroed(self.num_blocks, self.num_hashes, self.seed);
-        copy.block_words_mut().copy_from_slice(self.block_words());
+        let mut copy = Self::unallocated(self.num_blocks, self.num_hashes, self.seed);
+        if self.is_allocated() {
+            // The copy lives in a new allocation with its own alignment: lay the blocks out
+            // afresh.
+            copy.allocate();
+            copy.block_words_mut().copy_from_slice(self.block_words());
+        }
         copy.len = self.len;
         copy
     }
@@ -115,11 +129,16 @@ impl Clone for BlockedBloom {
 
 impl PartialEq for BlockedBloom {
     fn eq(&self, other: &Self) -> bool {
+        // An unallocated filter equals an allocated one with no bit set.
+        let same_bits = match (self.block_words(), other.block_words()) {
+            ([], words) | (words, []) => words.iter().all(|&w| w == 0),
+            (a, b) => a == b,
+        };
         self.num_blocks == other.num_blocks
             && self.num_hashes == other.num_hashes
             && self.seed == other.seed
             && self.len == other.len
-            && self.block_words() == other.block_words()
+            && same_bits
     }
 }
 
@@ -132,13 +151,32 @@ fn aligned_offset(words: &[u64]) -> usize {
 }
 
 impl BlockedBloom {
-    fn zeroed(num_blocks: u64, num_hashes: u32, seed: u64) -> Self {
-        let n = usize::try_from(num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS));
+    fn unallocated(num_blocks: u64, num_hashes: u32, seed: u64) -> Self {
+        BlockedBloom { words: Vec::new(), offset: 0, num_blocks, num_hashes, seed, len: 0 }
+    }
+
+    /// Allocates the (zeroed) bit array: at the first insert.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self) {
         // `vec![0u64; n]` is a zeroed allocation (calloc / fresh pages): no per-word loop.
-        let words = vec![0u64; n + WORDS - 1];
+        let words = vec![0u64; self.words_needed()];
         advise_huge_pages(&words);
-        let offset = aligned_offset(&words);
-        BlockedBloom { words, offset, num_blocks, num_hashes, seed, len: 0 }
+        self.offset = aligned_offset(&words);
+        self.words = words;
+    }
+
+    /// Words of the allocated array: the blocks and the alignment slack.
+    fn words_needed(&self) -> usize {
+        let n = usize::try_from(self.num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS));
+        n.saturating_add(WORDS - 1)
+    }
+
+    /// Whether the bit array is allocated (something was inserted since it was made, decoded
+    /// or cleared).
+    #[must_use]
+    pub fn is_allocated(&self) -> bool {
+        !self.words.is_empty()
     }
 
     /// An empty filter of `num_bits` bits rounded up to a multiple of 512, with `num_hashes`
@@ -165,7 +203,7 @@ impl BlockedBloom {
         if usize::try_from(num_bits / 64).is_err() {
             return Err(ParamError::Bits { bits: num_bits });
         }
-        Ok(Self::zeroed(num_bits.div_ceil(BLOCK_BITS), num_hashes, seed))
+        Ok(Self::unallocated(num_bits.div_ceil(BLOCK_BITS), num_hashes, seed))
     }
 
     /// A filter whose *real* FPR meets `p` at `n` items: m and k from [`plan::blocked_bits`]
@@ -181,9 +219,10 @@ impl BlockedBloom {
         Self::new(m, k, seed)
     }
 
+    /// The blocks' words; empty while unallocated.
     #[inline(always)]
     fn block_words(&self) -> &[u64] {
-        &self.words[self.offset..self.offset + self.num_blocks as usize * WORDS]
+        self.words.get(self.offset..self.offset + self.num_blocks as usize * WORDS).unwrap_or(&[])
     }
 
     #[inline(always)]
@@ -214,6 +253,16 @@ impl BlockedBloom {
 
     #[inline(always)]
     fn insert_hashed(&mut self, h: u64) -> bool {
+        if self.words.is_empty() {
+            self.allocate();
+        }
+        self.insert_allocated(h)
+    }
+
+    /// [`Self::insert_hashed`] once the array is allocated: the batch loop checks once, and a
+    /// call that may reallocate inside it would make every item reload the array.
+    #[inline(always)]
+    fn insert_allocated(&mut self, h: u64) -> bool {
         let probes = InBlock::new(h, self.num_hashes);
         let b = self.block_of(h);
         let block = self.block_mut(b);
@@ -230,7 +279,11 @@ impl BlockedBloom {
 
     #[inline(always)]
     fn contains_hashed(&self, h: u64) -> bool {
-        let block = self.block(self.block_of(h));
+        // No block while unallocated: nothing was inserted. (The check replaces the bounds
+        // check indexing would make: no extra branch on the hot path.)
+        let Some(block) = self.block_words().as_chunks::<WORDS>().0.get(self.block_of(h)) else {
+            return false;
+        };
         // Early exit at the first clear bit: a miss usually costs one or two probes.
         InBlock::new(h, self.num_hashes).all(|bit| block[bit >> 6] & (1u64 << (bit & 63)) != 0)
     }
@@ -266,6 +319,12 @@ impl BlockedBloom {
     /// If `was_present.len() != fps.len()`.
     pub fn insert_batch(&mut self, fps: &[u64], was_present: &mut [bool]) {
         assert_eq!(fps.len(), was_present.len(), "insert_batch: output length differs");
+        if fps.is_empty() {
+            return;
+        }
+        if !self.is_allocated() {
+            self.allocate();
+        }
         let mut ring = [0u64; WINDOW];
         for (slot, &fp) in ring.iter_mut().zip(fps) {
             *slot = self.hash(fp);
@@ -279,7 +338,7 @@ impl BlockedBloom {
                 ring[slot] = next;
                 prefetch(self.block(self.block_of(next)));
             }
-            *out = self.insert_hashed(h);
+            *out = self.insert_allocated(h);
         }
     }
 
@@ -290,6 +349,10 @@ impl BlockedBloom {
     /// If `out.len() != fps.len()`.
     pub fn contains_batch(&self, fps: &[u64], out: &mut [bool]) {
         assert_eq!(fps.len(), out.len(), "contains_batch: output length differs");
+        if !self.is_allocated() {
+            out.fill(false);
+            return;
+        }
         let mut ring = [0u64; WINDOW];
         for (slot, &fp) in ring.iter_mut().zip(fps) {
             *slot = self.hash(fp);
@@ -362,15 +425,25 @@ impl BlockedBloom {
         plan::blocked_fpr(self.num_bits(), self.num_hashes, self.len)
     }
 
-    /// Heap memory of the bit array (with its alignment slack), in bytes.
+    /// Heap memory of the bit array (with its alignment slack), in bytes: 0 until the first
+    /// insert.
     #[must_use]
     pub fn memory_bytes(&self) -> usize {
         self.words.capacity() * 8
     }
 
-    /// Removes every item, keeping size, hashes and seed.
+    /// What [`memory_bytes`](Self::memory_bytes) is once the bit array is allocated: the
+    /// filter's full size, allocated or not.
+    #[must_use]
+    pub fn reserved_bytes(&self) -> usize {
+        self.words_needed().saturating_mul(8)
+    }
+
+    /// Removes every item, keeping size, hashes and seed, and frees the bit array (the next
+    /// insert allocates it again).
     pub fn clear(&mut self) {
-        self.words.fill(0);
+        self.words = Vec::new();
+        self.offset = 0;
         self.len = 0;
     }
 
@@ -389,14 +462,19 @@ impl BlockedBloom {
             payload_len: self.num_bits() / 8,
         };
         let mut e = Encoder::new(&mut w, header)?;
-        e.u64s(self.block_words().iter().copied())?;
+        if self.is_allocated() {
+            e.u64s(self.block_words().iter().copied())?;
+        } else {
+            // The same bytes as an allocated filter with no bit set: the format does not know.
+            e.u64s(std::iter::repeat_n(0, self.num_blocks as usize * WORDS))?;
+        }
         e.finish()
     }
 
     /// The encoding as bytes (see [`write_to`](Self::write_to)).
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(codec::HEADER_LEN + self.block_words().len() * 8 + 8);
+        let mut out = Vec::with_capacity(codec::HEADER_LEN + (self.num_bits() / 8) as usize + 8);
         // Writing to a Vec cannot fail.
         let _ = self.write_to(&mut out);
         out
@@ -437,6 +515,14 @@ impl BlockedBloom {
         d.check_payload_len(count * 8)?;
         let mut words = d.u64s(count, WORDS - 1)?;
         d.finish()?;
+        let num_blocks = h.num_bits / BLOCK_BITS;
+        if words.iter().all(|&w| w == 0) {
+            // Nothing set (a leaf that recorded nothing yet): give the memory back until the
+            // first insert, as a new filter would.
+            let mut f = Self::unallocated(num_blocks, h.num_hashes, h.seed);
+            f.len = h.len;
+            return Ok(f);
+        }
         // Move the blocks to the 64-byte boundary of this allocation (no reallocation: the
         // vector was made with room for the slack).
         let count = words.len();
@@ -448,7 +534,7 @@ impl BlockedBloom {
         Ok(BlockedBloom {
             words,
             offset,
-            num_blocks: h.num_bits / BLOCK_BITS,
+            num_blocks,
             num_hashes: h.num_hashes,
             seed: h.seed,
             len: h.len,
@@ -481,7 +567,8 @@ mod tests {
     #[test]
     fn blocks_are_cache_aligned() {
         for bits in [512u64, 4096, 1 << 20] {
-            let f = BlockedBloom::new(bits, 7, 0);
+            let mut f = BlockedBloom::new(bits, 7, 0);
+            f.insert(1);
             assert_eq!(f.block_words().as_ptr() as usize % 64, 0);
             let g = f.clone();
             assert_eq!(g.block_words().as_ptr() as usize % 64, 0);
@@ -546,6 +633,46 @@ mod tests {
     }
 
     #[test]
+    fn the_bit_array_is_allocated_by_the_first_insert() {
+        let mut f = BlockedBloom::new(1 << 20, 7, 3);
+        assert!(!f.is_allocated());
+        assert_eq!(f.memory_bytes(), 0);
+        assert_eq!(f.reserved_bytes(), (1 << 17) + 7 * 8);
+        assert!(!f.contains(42));
+        let mut out = [true; 3];
+        f.contains_batch(&[1, 2, 3], &mut out);
+        assert_eq!(out, [false; 3]);
+        assert_eq!((f.count_ones(), f.fill_ratio()), (0, 0.0));
+        // Its encoding is an all-zero filter's, and reads back unallocated.
+        let empty = f.encode();
+        let back = BlockedBloom::decode(&empty).unwrap();
+        assert!(!back.is_allocated());
+        assert_eq!(back, f);
+        let mut g = f.clone();
+        assert!(!g.is_allocated());
+        g.insert_batch(&[], &mut []);
+        assert!(!g.is_allocated(), "an empty batch allocated");
+        // The first insert allocates all of it, and everything inserted is found.
+        assert!(!f.insert(42));
+        assert!(f.is_allocated());
+        assert_eq!(f.memory_bytes(), f.reserved_bytes());
+        assert!(f.contains(42) && f.insert(42));
+        let mut out = [false; 2];
+        g.insert_batch(&[42, 43], &mut out);
+        assert!(g.is_allocated() && g.contains(42) && g.contains(43));
+        // An allocated filter with no bit set equals an unallocated one, and encodes the same.
+        let mut h = BlockedBloom::new(1 << 20, 7, 3);
+        h.allocate();
+        assert!(h.is_allocated());
+        assert_eq!(h, BlockedBloom::new(1 << 20, 7, 3));
+        assert_eq!(h.encode(), empty);
+        // A filter with bits round-trips allocated.
+        let back = BlockedBloom::decode(&f.encode()).unwrap();
+        assert!(back.is_allocated() && back.contains(42));
+        assert_eq!(back, f);
+    }
+
+    #[test]
     fn clear_and_stats() {
         let mut f = BlockedBloom::new(4096, 4, 1);
         for fp in 0..20 {
@@ -558,5 +685,7 @@ mod tests {
         f.clear();
         assert_eq!(f.count_ones(), 0);
         assert!(f.is_empty());
+        assert_eq!(f.memory_bytes(), 0, "clear did not free the bit array");
+        assert!(!f.contains(3));
     }
 }

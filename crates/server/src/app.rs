@@ -134,10 +134,14 @@ pub struct AppConfig {
     /// past it by splitting as it fills.
     pub max_namespace_bytes: u64,
     /// Redis' `maxmemory`: most bytes of RAM all namespaces together may hold (0: no limit). A
-    /// namespace (`BF.RESERVE`, `URL.RESERVE`, or one made on first use) whose filters would
-    /// take the total past it is refused with `ERR Insufficient memory to create filter`, and
-    /// the server goes on; once they hold more (grown by splits), writes get `-OOM` (Redis'
-    /// `noeviction`) and reads go on.
+    /// namespace (`BF.RESERVE`, `URL.RESERVE`, or one made on first use) whose filters, once
+    /// all its leaves are used, would take the total past it is refused with `ERR Insufficient
+    /// memory to create filter`, and the server goes on. The check is on reservations (a
+    /// leaf's filter is allocated only when the leaf records its first item, but filling the
+    /// namespaces must never abort on a failed allocation): the new one's is added to each
+    /// namespace's reservation or what it holds, whichever is more. Once the namespaces hold
+    /// more than the budget (grown by splits), writes get `-OOM` (Redis' `noeviction`) and
+    /// reads go on; `INFO memory`'s `used_memory` is what they hold.
     pub maxmemory: u64,
 }
 
@@ -397,10 +401,26 @@ impl App {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
         let budget = self.config.maxmemory;
-        if budget > 0 && self.usage().0.saturating_add(bytes) > budget {
+        if budget > 0 && self.committed_memory().saturating_add(bytes) > budget {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
         Ok(())
+    }
+
+    /// What the namespaces hold, or what they will hold once every leaf is used, whichever is
+    /// more, summed: the reservations a new one is added to. (Filters are allocated as leaves
+    /// are first used, so what they hold now could admit reservations that, filled, would not
+    /// fit together.)
+    fn committed_memory(&self) -> u64 {
+        self.db
+            .namespace_names()
+            .iter()
+            .filter_map(|name| self.db.namespace(name))
+            .map(|ns| {
+                let s = ns.stats();
+                s.memory_bytes.max(s.filter_reserved_bytes)
+            })
+            .sum()
     }
 
     /// Check-and-insert of fingerprints: `out[i]` is whether `fps[i]` was (maybe) seen.

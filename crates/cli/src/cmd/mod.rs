@@ -53,9 +53,22 @@ pub fn open_data_dir(dir: &Path, fsync: Fsync, existing: bool) -> anyhow::Result
     Ok(db)
 }
 
+/// Opens the data directory `dir` for reading only (see `Db::open_read_only`): nothing in it is
+/// created, written, cut or removed, and a directory that holds no urlseen data is refused.
+pub fn open_data_dir_read_only(dir: &Path) -> anyhow::Result<Db> {
+    anyhow::ensure!(
+        dir.join("ns").is_dir(),
+        "{} is not a urlseen data directory (no ns/ inside); nothing was created",
+        dir.display()
+    );
+    Db::open_read_only(dir).with_context(|| format!("reading data directory {}", dir.display()))
+}
+
 /// Refuses, with the figures, a new namespace whose filters alone would need more than this
-/// machine's RAM up front (`--capacity 1e15` would otherwise abort on a failed allocation):
-/// the namespace grows past its capacity by splitting, so a smaller one loses nothing.
+/// machine's RAM once its leaves are used (`--capacity 1e15` would otherwise abort on a failed
+/// allocation: making its billions of leaves, or filling them): the namespace grows past its
+/// capacity by splitting, so a smaller one loses nothing. The check is on the reservation, not
+/// on what is allocated now (a leaf's filter is allocated at its first record).
 pub fn check_fits_in_ram(options: &urlseen_engine::NamespaceOptions) -> anyhow::Result<()> {
     if options.counting {
         return Ok(());
@@ -72,7 +85,7 @@ pub fn check_fits_in_ram(options: &urlseen_engine::NamespaceOptions) -> anyhow::
     let Some(ram) = total_ram() else { return Ok(()) };
     anyhow::ensure!(
         needed <= ram,
-        "--capacity {} at fpr {} needs {:.1} GiB of filters up front, more than this machine's \
+        "--capacity {} at fpr {} reserves {:.1} GiB of filters, more than this machine's \
          {:.1} GiB of RAM; give a smaller --capacity (the filter grows past it by splitting)",
         options.capacity,
         options.fpr,

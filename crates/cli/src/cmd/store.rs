@@ -143,6 +143,9 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
 }
 
 /// Show the namespaces of a data directory: counts, memory, FPR, shape of the tree, log.
+///
+/// Reads only: nothing in the directory is created, written, cut or removed (a torn log tail is
+/// reported, and cut by the next command that writes).
 #[derive(Debug, clap::Args)]
 pub struct StatsArgs {
     /// The data directory.
@@ -157,7 +160,7 @@ pub struct StatsArgs {
 }
 
 pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
-    let db = super::open_data_dir(&args.data, Fsync::EverySec, true)?;
+    let db = super::open_data_dir_read_only(&args.data)?;
     let names = match &args.ns {
         Some(name) => {
             anyhow::ensure!(
@@ -182,7 +185,12 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
             writeln!(out, "{}", s.name)?;
             writeln!(out, "  mode            {}", s.mode)?;
             writeln!(out, "  URLs            {}", s.count)?;
-            writeln!(out, "  memory          {:.2} MiB", s.memory_bytes as f64 / 1048576.0)?;
+            writeln!(
+                out,
+                "  memory          {:.2} MiB (filters: {:.2} MiB once every leaf is used)",
+                s.memory_bytes as f64 / 1048576.0,
+                s.filter_reserved_bytes as f64 / 1048576.0
+            )?;
             writeln!(out, "  disk            {:.2} MiB", s.disk_bytes as f64 / 1048576.0)?;
             writeln!(
                 out,
@@ -222,12 +230,21 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
             }
             writeln!(out, "  canonicalization {}", s.profile)?;
             if let Some(p) = &s.persistence {
+                let access =
+                    if p.read_only { "read only".to_owned() } else { format!("fsync {}", p.fsync) };
                 writeln!(
                     out,
-                    "  log             {} bytes, snapshot at {}, fsync {}",
-                    p.log_bytes, p.snapshot_offset, p.fsync
+                    "  log             {} bytes, snapshot at {}, {access}",
+                    p.log_bytes, p.snapshot_offset
                 )?;
-                if p.recovery_truncated_bytes > 0 {
+                if p.recovery_truncated_bytes > 0 && p.read_only {
+                    writeln!(
+                        out,
+                        "  recovery        a torn or damaged log tail of {} bytes (left in place; \
+                         the next command that writes cuts it)",
+                        p.recovery_truncated_bytes
+                    )?;
+                } else if p.recovery_truncated_bytes > 0 {
                     writeln!(
                         out,
                         "  recovery        cut {} bytes of a torn or damaged log tail",
