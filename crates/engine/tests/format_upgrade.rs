@@ -115,8 +115,15 @@ fn a_version_1_directory_is_upgraded_and_loses_nothing() {
         assert_eq!((rec.upgraded_from, rec.snapshot_offset), (None, None), "{rec:?}");
         assert!(rec.snapshot_error.as_deref().unwrap_or("").contains("older version"), "{rec:?}");
         assert_eq!(ns.len(), 5_584);
-        let recorded_hits = ns.contains_batch(recorded).unwrap();
-        assert_eq!(recorded_hits.iter().filter(|&&h| h).count(), 5_600 - NOT_RECORDED.len());
+        // Every URL the log recorded is seen. (Which of the others a Bloom false positive
+        // answers "seen" depends on the replayed tree's shape: its splits run in the
+        // background.)
+        let logged = logged_fingerprints(&dir);
+        let missed: Vec<usize> = not_seen(&ns, recorded)
+            .into_iter()
+            .filter(|&i| logged.contains(&ns.fingerprint(&recorded[i]).unwrap()))
+            .collect();
+        assert_eq!(missed, Vec::<usize>::new(), "recorded URLs not seen");
         drop(ns);
         drop(db);
         assert!(files(&dir) == before, "a read-only open changed the directory");
