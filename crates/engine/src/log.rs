@@ -38,7 +38,6 @@ const MAGIC: &[u8; 8] = b"URLSEENL";
 pub const LOG_VERSION: u16 = 1;
 /// Bytes of the log's header: a log this long holds no record.
 pub(crate) const HEADER_LEN: u64 = 16;
-const RECORD_OVERHEAD: usize = 8 + 8;
 /// Largest record payload accepted on read: a bigger length field is corruption.
 const MAX_PAYLOAD: u32 = 64 << 20;
 
@@ -643,11 +642,6 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, usize)> {
         })
         .collect();
     Some((kind, fingerprints, total))
-}
-
-/// Bytes a record of `n` fingerprints takes in the log.
-pub fn record_len(n: usize) -> usize {
-    RECORD_OVERHEAD + 8 * n
 }
 
 #[cfg(test)]

@@ -151,16 +151,6 @@ impl Namespace {
         &self.options
     }
 
-    /// The DSBF underneath (`None` in a counting namespace, which has counting filters
-    /// instead). Crate-private: an insert straight into it would bypass the log and the store.
-    #[allow(dead_code, reason = "kept for tests and future internal callers")]
-    pub(crate) fn tree(&self) -> Option<&Dsbf> {
-        match &self.set {
-            Set::Tree { tree, .. } => Some(tree),
-            Set::Counting(_) => None,
-        }
-    }
-
     /// Whether [`Self::forget`] works here (counting namespaces).
     pub fn can_forget(&self) -> bool {
         matches!(self.set, Set::Counting(_))

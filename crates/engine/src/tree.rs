@@ -171,7 +171,7 @@ impl TreeParams {
     }
 
     fn probe_seed(&self) -> u64 {
-        hash::mix64(self.seed ^ 0x5052_4f42_4553_4545)
+        probe_seed(self.seed)
     }
 }
 
@@ -1856,8 +1856,15 @@ fn new_leaf(params: &TreeParams, leaves: &LeafStore, exact: bool, id: NodeId, de
     }
 }
 
-fn level_seed(seed: u64, depth: u32) -> u64 {
+/// The location hash seed of level `depth` of a tree seeded `seed`: defined once, for the
+/// in-process tree and the Redis backend alike, so one seed routes alike in both.
+pub(crate) fn level_seed(seed: u64, depth: u32) -> u64 {
     hash::mix64(seed ^ u64::from(depth + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// The leaf filters' probe seed of a tree seeded `seed` (both backends).
+pub(crate) fn probe_seed(seed: u64) -> u64 {
+    hash::mix64(seed ^ 0x5052_4f42_4553_4545)
 }
 
 /// The shape of a tree and the fill of each leaf, from [`Dsbf::stats`].

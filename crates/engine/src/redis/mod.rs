@@ -56,7 +56,7 @@ use urlseen_canon::Canonicalizer;
 use urlseen_filter::{BlockedBloom, hash};
 
 use crate::options::{NamespaceOptions, SplitMode};
-use crate::tree::{NodeId, TreeParams};
+use crate::tree::{NodeId, TreeParams, level_seed, probe_seed};
 use meta::{Meta, State};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
@@ -1939,17 +1939,6 @@ fn u64_le(c: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&c[..8]);
     u64::from_le_bytes(b)
-}
-
-/// The location hash seed of level `depth`: the same function as the in-process tree's, so one
-/// seed routes alike in both backends.
-fn level_seed(seed: u64, depth: u32) -> u64 {
-    hash::mix64(seed ^ u64::from(depth + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-}
-
-/// The leaf filters' probe seed, as the in-process tree derives it.
-fn probe_seed(seed: u64) -> u64 {
-    hash::mix64(seed ^ 0x5052_4f42_4553_4545)
 }
 
 /// A lock token unique enough across processes and threads.
