@@ -20,6 +20,7 @@ use crate::connection::{Connection, WRITE_CHUNK};
 use crate::dispatch::{Dispatch, MAX_BATCH, Outcome};
 use crate::error::{DENIED, MAX_CLIENTS, ProtocolError};
 use crate::metrics::Metrics;
+use crate::transaction::{Gate, Watches};
 
 /// What every connection shares: the configuration, the metrics, the connected clients.
 #[derive(Debug)]
@@ -33,6 +34,10 @@ pub struct ServerState {
     /// Bytes of not-yet-executed requests over all clients (see
     /// [`Limits::max_total_query_buffer`](crate::Limits)).
     query_buffers: AtomicU64,
+    /// Held shared by every command, exclusively by `EXEC`.
+    gate: Gate,
+    /// The keys clients `WATCH`.
+    watches: Arc<Watches>,
 }
 
 impl ServerState {
@@ -50,7 +55,19 @@ impl ServerState {
             local_addr,
             next_client_id: AtomicU64::new(1),
             query_buffers: AtomicU64::new(0),
+            gate: Gate::default(),
+            watches: Arc::new(Watches::default()),
         }
+    }
+
+    /// The lock that makes `EXEC` atomic (see [`transaction`](crate::transaction)).
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The keys clients watch.
+    pub fn watches(&self) -> &Arc<Watches> {
+        &self.watches
     }
 
     /// The configuration.
@@ -288,10 +305,11 @@ where
                     Err(e) => return fail(conn, state, metrics, idle, &e).await,
                 },
             };
-            if let Some(index) = dispatch.batch_index(&argv) {
+            let batch_index = if state.in_multi() { None } else { dispatch.batch_index(&argv) };
+            if let Some(index) = batch_index {
                 // Consecutive pipelined calls of a batchable command run as one batch. They
                 // change no connection state, so the requests after them parse as they would
-                // have one by one.
+                // have one by one. Inside MULTI each is queued one by one instead.
                 let mut batch = vec![argv];
                 let mut framing_error = None;
                 while batch.len() < MAX_BATCH {
@@ -311,7 +329,7 @@ where
                         }
                     }
                 }
-                for reply in dispatch.execute_batch(server, state, index, batch) {
+                for reply in dispatch.execute_batch(server, state, index, batch).await {
                     conn.write_frame(&reply, state.protocol());
                 }
                 if let Some(e) = framing_error {
