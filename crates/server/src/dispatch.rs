@@ -65,6 +65,7 @@ use crate::frame::Frame;
 use crate::metrics::{CommandStats, Metrics};
 use crate::parse::Parse;
 use crate::server::ServerState;
+use crate::transaction::Hold;
 
 /// What a handler returns: the reply, or an error that becomes the error reply.
 pub type CommandResult = Result<Frame, CommandError>;
@@ -643,12 +644,14 @@ impl<S> Dispatch<S> {
     }
 
     /// Runs one request (`argv` is not empty) the way Redis' `processCommand` does: the checks,
-    /// then, inside `MULTI`, queueing; otherwise the handler, holding the server's gate.
+    /// then, inside `MULTI`, queueing; otherwise the handler, with the connection's `hold` on
+    /// the server's gate (shared, or exclusive for `EXEC`).
     pub(crate) async fn execute(
         &self,
         server: &ServerState,
         conn: &mut ConnState,
         argv: Vec<Bytes>,
+        hold: &mut Hold<'_>,
     ) -> Outcome {
         let index = match self.check(conn, &argv) {
             Ok(index) => index,
@@ -665,10 +668,10 @@ impl<S> Dispatch<S> {
             return Outcome::Reply(Frame::simple("QUEUED"));
         }
         let reply = if entry.exclusive {
-            let _alone = server.gate().write().await;
+            let _alone = hold.exclusive().await;
             self.run(entry, server, conn, argv).await
         } else {
-            let _shared = server.gate().read().await;
+            hold.shared().await;
             self.run(entry, server, conn, argv).await
         };
         Outcome::Reply(reply)
@@ -791,15 +794,15 @@ impl<S> Dispatch<S> {
     }
 
     /// Runs pipelined requests of the batchable command at `index`, with the same checks,
-    /// replies and counts as [`Dispatch::execute`] one by one, holding the server's gate shared
-    /// once for them all. Each call's latency is recorded as the batch's time divided by the
-    /// calls in it.
+    /// replies and counts as [`Dispatch::execute`] one by one, holding the server's gate shared.
+    /// Each call's latency is recorded as the batch's time divided by the calls in it.
     pub(crate) async fn execute_batch(
         &self,
         server: &ServerState,
         conn: &mut ConnState,
         index: usize,
         argvs: Vec<Vec<Bytes>>,
+        hold: &mut Hold<'_>,
     ) -> Vec<Frame> {
         let metrics = &*self.metrics;
         let Some((entry, batch)) = self.entries.get(index).and_then(|e| Some((e, e.batch?))) else {
@@ -835,7 +838,7 @@ impl<S> Dispatch<S> {
             parses.push(args);
         }
         if !parses.is_empty() {
-            let _shared = server.gate().read().await;
+            hold.shared().await;
             let ran = parses.len();
             let ctx = Ctx { app: &self.app, conn, server, dispatch: self };
             let start = Instant::now();

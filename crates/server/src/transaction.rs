@@ -6,8 +6,8 @@
 //!   `-EXECABORT`. [`Queue`] is that state, held by [`ConnState`](crate::ConnState).
 //! - **Atomicity.** Every command runs holding the server's [`Gate`] shared; `EXEC` holds it
 //!   exclusively while it runs its queue, so no other client's command runs in between. A
-//!   pipelined batch takes the gate once, so the common path pays one uncontended atomic
-//!   operation per batch.
+//!   connection takes the gate once for all the requests it has buffered ([`Hold`]), so a
+//!   pipeline pays for the lock once, not per command.
 //! - **Optimistic locking.** `WATCH key…` registers the connection in [`Watches`]; a write
 //!   command that succeeds marks every connection watching one of its keys (a write command
 //!   without keys, `FLUSHALL`, marks every watcher). `EXEC` of a marked connection runs nothing
@@ -19,11 +19,46 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
+use tokio::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 use crate::dispatch::CommandSpec;
 
 /// The lock that makes `EXEC` atomic: commands hold it shared, `EXEC` exclusively.
 pub type Gate = tokio::sync::RwLock<()>;
+
+/// A connection's hold on the [`Gate`]. Taken shared for the first command of a read and kept
+/// for the rest of the requests already buffered, so a pipeline pays for the lock once; the
+/// connection releases it before it waits on the client (flushing, reading, delaying).
+#[derive(Debug)]
+pub(crate) struct Hold<'a> {
+    gate: &'a Gate,
+    shared: Option<RwLockReadGuard<'a, ()>>,
+}
+
+impl<'a> Hold<'a> {
+    /// Holding nothing yet.
+    pub(crate) fn new(gate: &'a Gate) -> Hold<'a> {
+        Hold { gate, shared: None }
+    }
+
+    /// Holds the gate shared (waits while an `EXEC` runs).
+    pub(crate) async fn shared(&mut self) {
+        if self.shared.is_none() {
+            self.shared = Some(self.gate.read().await);
+        }
+    }
+
+    /// Holds the gate alone: lets go of the shared hold, then waits for every other.
+    pub(crate) async fn exclusive(&mut self) -> RwLockWriteGuard<'a, ()> {
+        self.release();
+        self.gate.write().await
+    }
+
+    /// Lets go of the shared hold, if held.
+    pub(crate) fn release(&mut self) {
+        self.shared = None;
+    }
+}
 
 /// The commands of an open transaction (between `MULTI` and `EXEC`/`DISCARD`).
 #[derive(Debug, Default)]
