@@ -1,8 +1,8 @@
 """Compatibility suite: redis-py, used as an ordinary client, against `urlseen serve`.
 
 It covers RedisBloom's BF.* commands through redis-py's own `r.bf()` API (with the semantics
-RedisBloom documents), all of URL.*, the keyspace commands and the connection commands, over
-RESP2 and RESP3.
+RedisBloom documents), all of URL.*, the keyspace commands, the connection commands and
+transactions (redis-py's default `pipeline()` is MULTI/EXEC; `watch()`), over RESP2 and RESP3.
 
     URLSEEN_PORT=6380 python3 tests/compat/test_redis_py.py
 
@@ -261,6 +261,90 @@ class Url(Base):
             pipe.execute_command("URL.SEEN", key("pipe"), f"https://p.example/{i % 250}")
         replies = pipe.execute()
         self.assertEqual(replies, [[0]] * 250 + [[1]] * 250)
+
+
+class Transactions(Base):
+    """redis-py's default pipeline is a MULTI/EXEC transaction; `watch()` is optimistic locking."""
+
+    def test_default_pipeline_is_a_transaction(self):
+        pipe = self.r.pipeline()  # transaction=True
+        pipe.bf().add(key("tx"), "a")
+        pipe.bf().add(key("tx"), "a")
+        pipe.bf().exists(key("tx"), "b")
+        pipe.execute_command("URL.SEEN", key("txu"), "https://a.example/", "HTTPS://A.EXAMPLE:443/")
+        pipe.ping()
+        self.assertEqual(pipe.execute(), [1, 0, 0, [0, 1], True])
+        self.assertEqual(self.r.bf().exists(key("tx"), "a"), 1)
+
+    def test_pipeline_context_manager_and_many_commands(self):
+        with self.r.pipeline() as pipe:
+            for i in range(1000):
+                pipe.execute_command("URL.SEEN", key("txm"), f"https://m.example/{i % 500}")
+            replies = pipe.execute()
+        self.assertEqual(replies, [[0]] * 500 + [[1]] * 500)
+
+    def test_runtime_error_inside_the_transaction(self):
+        self.r.execute_command("URL.RESERVE", key("txurls"))
+        pipe = self.r.pipeline()
+        pipe.bf().add(key("txurls"), "x")
+        pipe.bf().add(key("txbf"), "x")
+        replies = pipe.execute(raise_on_error=False)
+        self.assertIsInstance(replies[0], ResponseError)
+        self.assertIn("WRONGTYPE", str(replies[0]))
+        self.assertEqual(replies[1], 1)
+        with self.assertRaisesRegex(ResponseError, "WRONGTYPE"):
+            pipe = self.r.pipeline()
+            pipe.bf().add(key("txurls"), "x")
+            pipe.execute()
+
+    def test_queueing_error_aborts(self):
+        pipe = self.r.pipeline()
+        pipe.bf().add(key("txab"), "x")
+        pipe.execute_command("NO.SUCH.COMMAND", "x")
+        with self.assertRaises(ResponseError):
+            pipe.execute()
+        self.assertEqual(self.r.exists(key("txab")), 0)
+
+    def test_watch_succeeds_when_untouched_and_fails_when_written(self):
+        other = client()
+        try:
+            with self.r.pipeline() as pipe:
+                pipe.watch(key("w"))
+                self.assertEqual(pipe.bf().exists(key("w"), "a"), 0)  # immediate mode
+                pipe.multi()
+                pipe.bf().add(key("w"), "a")
+                self.assertEqual(pipe.execute(), [1])
+            with self.r.pipeline() as pipe:
+                pipe.watch(key("w"))
+                other.bf().add(key("w"), "b")
+                pipe.multi()
+                pipe.bf().add(key("w"), "c")
+                with self.assertRaises(redis.exceptions.WatchError):
+                    pipe.execute()
+            self.assertEqual(self.r.bf().exists(key("w"), "c"), 0)
+        finally:
+            other.close()
+
+    def test_transaction_helper_retries_on_watch_error(self):
+        other = client()
+        attempts = []
+        try:
+            def add_once(pipe):
+                attempts.append(1)
+                if len(attempts) == 1:
+                    other.bf().add(key("th"), "interloper")
+                pipe.multi()
+                pipe.bf().add(key("th"), "mine")
+
+            replies = self.r.transaction(add_once, key("th"))
+            self.assertEqual(replies, [1])
+            self.assertEqual(len(attempts), 2)
+        finally:
+            other.close()
+
+
+class Transactions3(Transactions):
+    protocol = 3
 
 
 class Keyspace(Base):

@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::frame::Protocol;
+use crate::transaction::{Queue, Watches, Watching};
 
 /// How long a connection waits before answering a wrong password: one guess per 200 ms per
 /// connection, and the connection is busy meanwhile.
@@ -27,6 +28,10 @@ pub struct ConnState {
     info: Arc<ClientInfo>,
     /// Per-connection state of the application (the engine's namespace cache).
     extension: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// The open transaction, between `MULTI` and `EXEC`/`DISCARD`.
+    transaction: Option<Queue>,
+    /// The keys `WATCH` registered, until `EXEC`, `DISCARD` or `UNWATCH`.
+    watching: Option<Watching>,
 }
 
 impl ConnState {
@@ -39,7 +44,58 @@ impl ConnState {
             failed_auth: false,
             info,
             extension: None,
+            transaction: None,
+            watching: None,
         }
+    }
+
+    /// Whether a transaction is open (`MULTI` was called, `EXEC`/`DISCARD` not yet).
+    pub fn in_multi(&self) -> bool {
+        self.transaction.is_some()
+    }
+
+    /// Opens a transaction; `false` if one is open already.
+    pub(crate) fn begin_multi(&mut self) -> bool {
+        if self.transaction.is_some() {
+            return false;
+        }
+        self.transaction = Some(Queue::default());
+        self.info.multi.store(0, Relaxed);
+        true
+    }
+
+    /// Queues a request in the open transaction.
+    pub(crate) fn queue(&mut self, argv: Vec<Bytes>) {
+        if let Some(queue) = &mut self.transaction {
+            queue.commands.push(argv);
+            self.info.multi.store(i64::try_from(queue.len()).unwrap_or(i64::MAX), Relaxed);
+        }
+    }
+
+    /// A command was refused while queueing: the open transaction, if any, can only abort.
+    pub(crate) fn abort_multi(&mut self) {
+        if let Some(queue) = &mut self.transaction {
+            queue.aborted = true;
+        }
+    }
+
+    /// Closes the open transaction and returns it.
+    pub(crate) fn take_multi(&mut self) -> Option<Queue> {
+        self.info.multi.store(-1, Relaxed);
+        self.transaction.take()
+    }
+
+    /// Watches `key` for the next `EXEC`.
+    pub(crate) fn watch(&mut self, watches: &Arc<Watches>, key: Bytes) {
+        let watching = self.watching.get_or_insert_with(|| Watching::new(watches.clone()));
+        watching.add(key);
+        self.info.watch.store(watching.len(), Relaxed);
+    }
+
+    /// Forgets the watched keys; whether one of them was written since it was watched.
+    pub(crate) fn unwatch(&mut self) -> bool {
+        self.info.watch.store(0, Relaxed);
+        self.watching.take().is_some_and(|w| w.is_dirty())
     }
 
     /// Marks that the command being run was given a wrong password: the connection delays its
@@ -149,6 +205,10 @@ pub struct ClientInfo {
     /// Index of the last command in the dispatch table, `usize::MAX` for none.
     last_command: AtomicUsize,
     resp: AtomicU8,
+    /// Commands queued in the open transaction, -1 outside one (`CLIENT LIST`'s `multi=`).
+    multi: AtomicI64,
+    /// Keys watched (`watch=`).
+    watch: AtomicUsize,
     meta: Mutex<ClientMeta>,
 }
 
@@ -170,6 +230,8 @@ impl ClientInfo {
             last_interaction_ms: AtomicU64::new(0),
             last_command: AtomicUsize::new(usize::MAX),
             resp: AtomicU8::new(2),
+            multi: AtomicI64::new(-1),
+            watch: AtomicUsize::new(0),
             meta: Mutex::new(ClientMeta::default()),
         }
     }
@@ -200,6 +262,8 @@ impl ClientInfo {
             .unwrap_or(u64::MAX)
             .saturating_sub(self.last_interaction_ms.load(Relaxed));
         let addr = |a: Option<SocketAddr>| a.map_or_else(|| "?:0".to_owned(), |a| a.to_string());
+        let multi = self.multi.load(Relaxed);
+        let flags = if multi >= 0 { "x" } else { "N" };
         let meta = self.meta.lock();
         let mut line =
             format!("id={} addr={} laddr={} name=", self.id, addr(self.peer), addr(self.local))
@@ -207,9 +271,10 @@ impl ClientInfo {
         line.extend_from_slice(meta.name.as_deref().unwrap_or_default());
         line.extend_from_slice(
             format!(
-                " age={age} idle={} flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 cmd={cmd} \
-                 user=default redir=-1 resp={} lib-name=",
+                " age={age} idle={} flags={flags} db=0 sub=0 psub=0 ssub=0 multi={multi} watch={} \
+                 cmd={cmd} user=default redir=-1 resp={} lib-name=",
                 idle_ms / 1000,
+                self.watch.load(Relaxed),
                 self.resp.load(Relaxed)
             )
             .as_bytes(),

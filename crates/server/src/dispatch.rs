@@ -60,11 +60,12 @@ use bytes::Bytes;
 
 use crate::client::ConnState;
 use crate::cmd::info::InfoSection;
-use crate::error::{CommandError, unknown_command, unknown_subcommand};
+use crate::error::{CommandError, exec_refused, unknown_command, unknown_subcommand};
 use crate::frame::Frame;
 use crate::metrics::{CommandStats, Metrics};
 use crate::parse::Parse;
 use crate::server::ServerState;
+use crate::transaction::Hold;
 
 /// What a handler returns: the reply, or an error that becomes the error reply.
 pub type CommandResult = Result<Frame, CommandError>;
@@ -319,6 +320,8 @@ pub struct Command<S> {
     handler: Option<Handler<S>>,
     batch: Option<BatchHandler<S>>,
     subcommands: Vec<Command<S>>,
+    exclusive: bool,
+    not_queued: bool,
 }
 
 impl<S> fmt::Debug for Command<S> {
@@ -334,7 +337,14 @@ impl<S> fmt::Debug for Command<S> {
 impl<S> Command<S> {
     /// A command with a handler.
     pub fn new(spec: CommandSpec, handler: Handler<S>) -> Command<S> {
-        Command { spec, handler: Some(handler), batch: None, subcommands: Vec::new() }
+        Command {
+            spec,
+            handler: Some(handler),
+            batch: None,
+            subcommands: Vec::new(),
+            exclusive: false,
+            not_queued: false,
+        }
     }
 
     /// A command with a synchronous handler.
@@ -350,13 +360,35 @@ impl<S> Command<S> {
     /// A container (such as `CLIENT`) that only dispatches to subcommands. Give it an arity of
     /// `-2` so that the bare name is a wrong-arity error, like Redis.
     pub fn container(spec: CommandSpec) -> Command<S> {
-        Command { spec, handler: None, batch: None, subcommands: Vec::new() }
+        Command {
+            spec,
+            handler: None,
+            batch: None,
+            subcommands: Vec::new(),
+            exclusive: false,
+            not_queued: false,
+        }
     }
 
     /// Also runs consecutive pipelined calls of this command as one batch with `handler`
     /// (a top-level command only; the connection collects at most [`MAX_BATCH`] of them).
     pub fn batched(mut self, handler: BatchHandler<S>) -> Command<S> {
         self.batch = Some(handler);
+        self
+    }
+
+    /// Runs with no other client's command running: the handler holds the server's gate
+    /// exclusively instead of shared (`EXEC`, which runs a transaction's queue). Refused (wrong
+    /// arity, not authenticated), it ends the transaction with `-EXECABORT`, as Redis' `EXEC`.
+    pub fn exclusive(mut self) -> Command<S> {
+        self.exclusive = true;
+        self
+    }
+
+    /// Runs at once inside `MULTI` instead of being queued (`MULTI`, `EXEC`, `DISCARD`,
+    /// `WATCH`, `QUIT`, as in Redis).
+    pub fn not_queued(mut self) -> Command<S> {
+        self.not_queued = true;
         self
     }
 
@@ -380,6 +412,10 @@ struct Entry<S> {
     sub_order: Vec<usize>,
     is_sub: bool,
     no_auth: bool,
+    /// A `write` command: a success touches the keys it names for `WATCH`.
+    writes: bool,
+    exclusive: bool,
+    not_queued: bool,
     stats: Arc<CommandStats>,
 }
 
@@ -395,7 +431,8 @@ struct InfoEntry<S> {
 /// The command table and the application state handlers receive.
 ///
 /// [`Dispatch::new`] comes with the connection commands (`PING`, `ECHO`, `HELLO`, `AUTH`,
-/// `CLIENT`, `SELECT`, `COMMAND`, `INFO`, `QUIT`); [`Dispatch::register`] adds more or replaces
+/// `CLIENT`, `SELECT`, `COMMAND`, `INFO`, `QUIT`) and the transaction commands (`MULTI`,
+/// `EXEC`, `DISCARD`, `WATCH`, `UNWATCH`); [`Dispatch::register`] adds more or replaces
 /// one by name.
 pub struct Dispatch<S> {
     app: S,
@@ -437,14 +474,16 @@ fn lowercase<'b>(name: &[u8], buf: &'b mut [u8; MAX_NAME]) -> Option<&'b [u8]> {
     Some(out)
 }
 
-impl<S> Dispatch<S> {
-    /// A table with the built-in connection commands and `INFO` sections.
+impl<S: Send + Sync + 'static> Dispatch<S> {
+    /// A table with the built-in connection and transaction commands and `INFO` sections.
     pub fn new(app: S) -> Dispatch<S> {
         let mut d = Dispatch::empty(app);
         crate::cmd::register_builtins(&mut d);
         d
     }
+}
 
+impl<S> Dispatch<S> {
     /// A table with no command at all.
     pub fn empty(app: S) -> Dispatch<S> {
         Dispatch {
@@ -494,6 +533,9 @@ impl<S> Dispatch<S> {
             sub_order: Vec::new(),
             is_sub,
             no_auth: command.spec.has_flag("no_auth"),
+            writes: command.spec.has_flag("write"),
+            exclusive: command.exclusive,
+            not_queued: command.not_queued,
             stats: self.metrics.stats_for(command.spec.name),
         });
         self.entries.len() - 1
@@ -601,13 +643,58 @@ impl<S> Dispatch<S> {
         }
     }
 
-    /// Runs one request (`argv` is not empty) the way Redis' `processCommand` does.
+    /// Runs one request (`argv` is not empty) the way Redis' `processCommand` does: the checks,
+    /// then, inside `MULTI`, queueing; otherwise the handler, with the connection's `hold` on
+    /// the server's gate (shared, or exclusive for `EXEC`).
     pub(crate) async fn execute(
         &self,
         server: &ServerState,
         conn: &mut ConnState,
         argv: Vec<Bytes>,
+        hold: &mut Hold<'_>,
     ) -> Outcome {
+        let index = match self.check(conn, &argv) {
+            Ok(index) => index,
+            Err(outcome) => {
+                conn.abort_multi();
+                return outcome;
+            }
+        };
+        let Some(entry) = self.entries.get(index) else {
+            return Outcome::Reply(unknown_command(&argv).to_frame());
+        };
+        if conn.in_multi() && !entry.not_queued {
+            conn.queue(argv);
+            return Outcome::Reply(Frame::simple("QUEUED"));
+        }
+        let reply = if entry.exclusive {
+            let _alone = hold.exclusive().await;
+            self.run(entry, server, conn, argv).await
+        } else {
+            hold.shared().await;
+            self.run(entry, server, conn, argv).await
+        };
+        Outcome::Reply(reply)
+    }
+
+    /// Runs a request of a transaction's queue: the checks again (an `AUTH` queued before it
+    /// may have changed them), then the handler. The caller, `EXEC`, holds the gate.
+    pub(crate) async fn execute_queued(
+        &self,
+        server: &ServerState,
+        conn: &mut ConnState,
+        argv: Vec<Bytes>,
+    ) -> Frame {
+        match self.check(conn, &argv).map(|index| self.entries.get(index)) {
+            Ok(Some(entry)) => self.run(entry, server, conn, argv).await,
+            Err(Outcome::Reply(reply)) => reply,
+            Ok(None) | Err(Outcome::Drop) => unknown_command(&argv).to_frame(),
+        }
+    }
+
+    /// Redis' checks before a command runs, in its order: the name, the subcommand, the arity,
+    /// authentication. The table index of the command to run, or the refusal.
+    fn check(&self, conn: &mut ConnState, argv: &[Bytes]) -> Result<usize, Outcome> {
         let metrics = &*self.metrics;
         let name = argv.first().cloned().unwrap_or_default();
         let mut buf = [0; MAX_NAME];
@@ -615,11 +702,11 @@ impl<S> Dispatch<S> {
         else {
             if name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:") {
                 security_warning(conn);
-                return Outcome::Drop;
+                return Err(Outcome::Drop);
             }
             metrics.unknown_commands.fetch_add(1, Relaxed);
             metrics.error_replies.fetch_add(1, Relaxed);
-            return Outcome::Reply(unknown_command(&argv).to_frame());
+            return Err(Outcome::Reply(unknown_command(argv).to_frame()));
         };
         if let (Some(parent), Some(sub)) = (self.entries.get(index), argv.get(1))
             && !parent.subs.is_empty()
@@ -629,12 +716,12 @@ impl<S> Dispatch<S> {
                 Some(i) => index = i,
                 None => {
                     metrics.error_replies.fetch_add(1, Relaxed);
-                    return Outcome::Reply(unknown_subcommand(&name, sub).to_frame());
+                    return Err(Outcome::Reply(unknown_subcommand(&name, sub).to_frame()));
                 }
             }
         }
         let Some(entry) = self.entries.get(index) else {
-            return Outcome::Reply(unknown_command(&argv).to_frame());
+            return Err(Outcome::Reply(unknown_command(argv).to_frame()));
         };
         conn.info().set_last_command(index);
         let rejection = if !entry.spec.arity_ok(argv.len()) || entry.handler.is_none() {
@@ -644,12 +731,32 @@ impl<S> Dispatch<S> {
         } else {
             None
         };
-        if let Some(err) = rejection {
+        if let Some(mut err) = rejection {
             entry.stats.record_rejected();
             metrics.error_replies.fetch_add(1, Relaxed);
-            return Outcome::Reply(err.to_frame());
+            if entry.exclusive {
+                // A refused EXEC ends the transaction, as Redis' `execCommandAbort`.
+                conn.take_multi();
+                conn.unwatch();
+                err = exec_refused(&err);
+            }
+            return Err(Outcome::Reply(err.to_frame()));
         }
-        let Some(handler) = entry.handler else { return Outcome::Reply(Frame::Null) };
+        Ok(index)
+    }
+
+    /// Runs the handler of a checked request, counts it, and touches the keys of a write.
+    async fn run(
+        &self,
+        entry: &Entry<S>,
+        server: &ServerState,
+        conn: &mut ConnState,
+        argv: Vec<Bytes>,
+    ) -> Frame {
+        let metrics = &*self.metrics;
+        let Some(handler) = entry.handler else { return Frame::Null };
+        // The keys are needed after the handler took the arguments, only if someone watches.
+        let written = (entry.writes && server.watches().is_watched()).then(|| argv.clone());
         let mut args = Parse::new(entry.spec.name, argv);
         for _ in 0..if entry.is_sub { 2 } else { 1 } {
             args.next();
@@ -667,8 +774,10 @@ impl<S> Dispatch<S> {
         metrics.commands_total.fetch_add(1, Relaxed);
         if failed {
             metrics.error_replies.fetch_add(1, Relaxed);
+        } else if let Some(argv) = written {
+            server.watches().touch(&entry.spec, &argv);
         }
-        Outcome::Reply(reply)
+        reply
     }
 }
 
@@ -685,20 +794,23 @@ impl<S> Dispatch<S> {
     }
 
     /// Runs pipelined requests of the batchable command at `index`, with the same checks,
-    /// replies and counts as [`Dispatch::execute`] one by one. Each call's latency is recorded
-    /// as the batch's time divided by the calls in it.
-    pub(crate) fn execute_batch(
+    /// replies and counts as [`Dispatch::execute`] one by one, holding the server's gate shared.
+    /// Each call's latency is recorded as the batch's time divided by the calls in it.
+    pub(crate) async fn execute_batch(
         &self,
         server: &ServerState,
         conn: &mut ConnState,
         index: usize,
         argvs: Vec<Vec<Bytes>>,
+        hold: &mut Hold<'_>,
     ) -> Vec<Frame> {
         let metrics = &*self.metrics;
         let Some((entry, batch)) = self.entries.get(index).and_then(|e| Some((e, e.batch?))) else {
             return argvs.iter().map(|argv| unknown_command(argv).to_frame()).collect();
         };
         conn.info().set_last_command(index);
+        let watched = entry.writes && server.watches().is_watched();
+        let mut written = Vec::new();
         let mut replies: Vec<Option<Frame>> = Vec::with_capacity(argvs.len());
         let mut parses = Vec::with_capacity(argvs.len());
         let mut positions = Vec::with_capacity(argvs.len());
@@ -716,6 +828,9 @@ impl<S> Dispatch<S> {
                 replies.push(Some(err.to_frame()));
                 continue;
             }
+            if watched {
+                written.push(argv.clone());
+            }
             let mut args = Parse::new(entry.spec.name, argv);
             args.next();
             positions.push(replies.len());
@@ -723,13 +838,14 @@ impl<S> Dispatch<S> {
             parses.push(args);
         }
         if !parses.is_empty() {
+            hold.shared().await;
             let ran = parses.len();
             let ctx = Ctx { app: &self.app, conn, server, dispatch: self };
             let start = Instant::now();
             let results = batch(ctx, parses);
             let each = start.elapsed() / u32::try_from(ran).unwrap_or(u32::MAX);
             let mut results = results.into_iter();
-            for &pos in &positions {
+            for (i, &pos) in positions.iter().enumerate() {
                 let reply = match results.next() {
                     Some(result) => result.unwrap_or_else(|e| e.to_frame()),
                     None => CommandError::custom("ERR internal error: no reply").to_frame(),
@@ -739,6 +855,8 @@ impl<S> Dispatch<S> {
                 metrics.commands_total.fetch_add(1, Relaxed);
                 if failed {
                     metrics.error_replies.fetch_add(1, Relaxed);
+                } else if let Some(argv) = written.get(i) {
+                    server.watches().touch(&entry.spec, argv);
                 }
                 if let Some(slot) = replies.get_mut(pos) {
                     *slot = Some(reply);

@@ -50,6 +50,17 @@ pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const BAD_CLIENT_NAME: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
+/// `MULTI` inside a transaction (the transaction stays open).
+pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
+/// `EXEC` with no transaction open.
+pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+/// `DISCARD` with no transaction open.
+pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+/// `WATCH` inside a transaction (the transaction stays open and can still run).
+pub const WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+/// `EXEC` of a transaction in which a command was refused while queueing.
+pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
 /// Redis' reply to a command run on a key of another type. urlseen answers it when a `BF.*`
 /// command names a namespace that canonicalizes URLs (see [`KeyKind`](crate::app::KeyKind)).
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -116,6 +127,17 @@ pub const FORGET_UNSUPPORTED: &str = "ERR this namespace cannot forget URLs: cre
      URL.RESERVE <ns> EXACT COUNTING";
 /// `SCAN` with a cursor that is not an unsigned integer.
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+
+/// `EXEC` itself refused (wrong arity, not authenticated): Redis discards the transaction and
+/// answers `-EXECABORT Transaction discarded because of: <reason>`, the reason without the
+/// `ERR` code that Redis' formatted refusals lack.
+pub fn exec_refused(reason: &CommandError) -> CommandError {
+    let text = reason.to_string();
+    let reason = text.strip_prefix("ERR ").unwrap_or(&text);
+    CommandError::Custom(Cow::Owned(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    )))
+}
 
 /// Maps an engine error to its reply: the one place where [`urlseen_engine::Error`] becomes
 /// wire text.

@@ -76,6 +76,7 @@ pub mod parse;
 pub mod remote;
 pub mod request;
 pub mod server;
+pub mod transaction;
 
 pub use app::{App, AppConfig, BloomParams, KeyKind};
 pub use client::ConnState;

@@ -20,6 +20,7 @@ use crate::connection::{Connection, WRITE_CHUNK};
 use crate::dispatch::{Dispatch, MAX_BATCH, Outcome};
 use crate::error::{DENIED, MAX_CLIENTS, ProtocolError};
 use crate::metrics::Metrics;
+use crate::transaction::{Gate, Hold, Watches};
 
 /// What every connection shares: the configuration, the metrics, the connected clients.
 #[derive(Debug)]
@@ -33,6 +34,11 @@ pub struct ServerState {
     /// Bytes of not-yet-executed requests over all clients (see
     /// [`Limits::max_total_query_buffer`](crate::Limits)).
     query_buffers: AtomicU64,
+    /// Held shared by every command, exclusively by `EXEC` (see
+    /// [`transaction`](crate::transaction)).
+    gate: Gate,
+    /// The keys clients `WATCH`.
+    watches: Arc<Watches>,
 }
 
 impl ServerState {
@@ -50,7 +56,14 @@ impl ServerState {
             local_addr,
             next_client_id: AtomicU64::new(1),
             query_buffers: AtomicU64::new(0),
+            gate: Gate::default(),
+            watches: Arc::new(Watches::default()),
         }
+    }
+
+    /// The keys clients watch.
+    pub fn watches(&self) -> &Arc<Watches> {
+        &self.watches
     }
 
     /// The configuration.
@@ -277,6 +290,9 @@ where
     let mut pending: Option<Vec<Bytes>> = None;
     // This client's share of the server's query buffers, given back when it goes.
     let mut share = QueryBufferShare { total: &server.query_buffers, mine: 0 };
+    // The gate, held shared across the requests of one read; let go before any wait on the
+    // client, so that an `EXEC` elsewhere never waits on this client's network.
+    let mut hold = Hold::new(&server.gate);
     loop {
         loop {
             let argv = match pending.take() {
@@ -285,13 +301,17 @@ where
                     Ok(Some(argv)) if argv.is_empty() => continue,
                     Ok(Some(argv)) => argv,
                     Ok(None) => break,
-                    Err(e) => return fail(conn, state, metrics, idle, &e).await,
+                    Err(e) => {
+                        hold.release();
+                        return fail(conn, state, metrics, idle, &e).await;
+                    }
                 },
             };
-            if let Some(index) = dispatch.batch_index(&argv) {
+            let batch_index = if state.in_multi() { None } else { dispatch.batch_index(&argv) };
+            if let Some(index) = batch_index {
                 // Consecutive pipelined calls of a batchable command run as one batch. They
                 // change no connection state, so the requests after them parse as they would
-                // have one by one.
+                // have one by one. Inside MULTI each is queued one by one instead.
                 let mut batch = vec![argv];
                 let mut framing_error = None;
                 while batch.len() < MAX_BATCH {
@@ -311,29 +331,34 @@ where
                         }
                     }
                 }
-                for reply in dispatch.execute_batch(server, state, index, batch) {
+                for reply in dispatch.execute_batch(server, state, index, batch, &mut hold).await {
                     conn.write_frame(&reply, state.protocol());
                 }
                 if let Some(e) = framing_error {
+                    hold.release();
                     return fail(conn, state, metrics, idle, &e).await;
                 }
             } else {
-                match dispatch.execute(server, state, argv).await {
+                match dispatch.execute(server, state, argv, &mut hold).await {
                     Outcome::Reply(reply) => conn.write_frame(&reply, state.protocol()),
                     Outcome::Drop => return Ok(End::Drop),
                 }
                 if state.take_failed_auth() {
+                    hold.release();
                     tokio::time::sleep(crate::client::FAILED_AUTH_DELAY).await;
                 }
                 if state.closing() {
+                    hold.release();
                     flush(conn, metrics, idle).await?;
                     return Ok(End::Close);
                 }
             }
             if conn.pending_output() >= WRITE_CHUNK {
+                hold.release();
                 flush(conn, metrics, idle).await?;
             }
         }
+        hold.release();
         // What is left buffered after executing: an idle client holds only that.
         share.set(conn.query_buffer_len() as u64);
         flush(conn, metrics, idle).await?;

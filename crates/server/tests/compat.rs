@@ -1,5 +1,7 @@
 //! Real clients against the server: the redis-py compatibility suite (`tests/compat/`), and
-//! redis-cli. Both are required (scripts/check.sh installs them).
+//! redis-cli. Both are required (scripts/check.sh installs them). Where `node` and `npm` are
+//! installed, ioredis and node-redis transactions too (npm fetches the two packages once into
+//! the target directory); without them that test says so and checks nothing else.
 //!
 //! The redis-py suite is not optional: without python3 and redis-py this test fails, saying
 //! how to install them (`pip install --quiet redis`; `scripts/redis-compat.sh` does it).
@@ -53,6 +55,61 @@ async fn redis_py_suite_passes() {
     println!("{log}");
     assert!(out.status.success(), "the redis-py compatibility suite failed:\n{log}");
     assert!(log.contains("\nOK"), "{log}");
+    // redis-py's default pipeline() is MULTI/EXEC: the transaction tests ran, in both protocols.
+    for class in ["Transactions.", "Transactions3."] {
+        let ran = format!("{class}test_default_pipeline_is_a_transaction) ... ok");
+        assert!(log.contains(&ran), "no {ran:?} in:\n{log}");
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+/// ioredis' and node-redis' `multi().exec()` and `watch`, when Node.js is installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_clients_run_transactions() {
+    if !on_path("node") || !on_path("npm") {
+        eprintln!(
+            "NOT RUN: node and npm are not installed, so the ioredis and node-redis transaction \
+             checks did not run (redis-py's, in redis_py_suite_passes, did)"
+        );
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("node-clients");
+    if !dir.join("node_modules/ioredis").is_dir() || !dir.join("node_modules/redis").is_dir() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let install = Command::new("npm")
+            .args(["install", "--no-save", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .args(["ioredis@6", "redis@6"])
+            .output()
+            .expect("run npm");
+        assert!(
+            install.status.success(),
+            "npm could not install ioredis and redis (node-redis); is the npm registry \
+             reachable?\n{}",
+            String::from_utf8_lossy(&install.stderr)
+        );
+    }
+    let server = TestServer::start_engine(Config::default()).await;
+    let port = server.addr.port().to_string();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/compat/node_multi.js");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .env("URLSEEN_PORT", port)
+            .env("NODE_PATH", dir.join("node_modules"))
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("run node");
+    let log =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{log}");
+    assert!(out.status.success(), "the node clients' transactions failed:\n{log}");
+    assert!(log.contains("node clients: OK"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

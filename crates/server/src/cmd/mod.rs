@@ -19,22 +19,27 @@ pub mod client;
 pub mod command;
 pub mod dbsize;
 pub mod del;
+pub mod discard;
 pub mod echo;
+pub mod exec;
 pub mod exists;
 pub mod flushall;
 pub mod hello;
 pub mod info;
 pub mod key_type;
 pub mod keys;
+pub mod multi;
 pub mod ping;
 pub mod quit;
 pub mod scan;
 pub mod select;
+pub mod unwatch;
 pub mod url_check;
 pub mod url_forget;
 pub mod url_info;
 pub mod url_reserve;
 pub mod url_seen;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -130,7 +135,7 @@ fn human(bytes: u64) -> String {
 }
 
 /// Adds every built-in command and `INFO` section to `d`.
-pub(crate) fn register_builtins<S>(d: &mut Dispatch<S>) {
+pub(crate) fn register_builtins<S: Send + Sync + 'static>(d: &mut Dispatch<S>) {
     d.register(ping::command())
         .register(echo::command())
         .register(hello::command())
@@ -139,6 +144,11 @@ pub(crate) fn register_builtins<S>(d: &mut Dispatch<S>) {
         .register(select::command())
         .register(command::command())
         .register(info::command())
-        .register(quit::command());
+        .register(quit::command())
+        .register(multi::command())
+        .register(exec::command())
+        .register(discard::command())
+        .register(watch::command())
+        .register(unwatch::command());
     info::register_sections(d);
 }

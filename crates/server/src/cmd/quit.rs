@@ -20,7 +20,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("quit", -1)
 
 /// The `QUIT` command.
 pub fn command<S>() -> Command<S> {
-    Command::sync(SPEC, quit)
+    Command::sync(SPEC, quit).not_queued()
 }
 
 fn quit<S>(ctx: Ctx<'_, S>, _args: Parse) -> CommandResult {

@@ -142,6 +142,11 @@ pub fn show(bytes: &[u8]) -> String {
 }
 
 impl Client {
+    /// A client over a stream connected elsewhere (a real `redis-server`, to compare).
+    pub fn from_stream(stream: TcpStream) -> Client {
+        Client { stream, buf: BytesMut::new() }
+    }
+
     pub async fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.unwrap();
     }
