@@ -53,6 +53,7 @@ mod options;
 mod persist;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod routing;
 pub mod storage;
 pub mod tree;
 

@@ -1,16 +1,19 @@
 //! The Dynamic Splittable Bloom Filter (seed 000): a tree of location hashes over leaf filters.
 //!
 //! ```text
-//!                      root (LocHash, level 0)
+//!                      root: range hash [0, 2⁶⁴)
 //!             ┌──────────────┼──────────────┐
-//!           leaf 1         leaf 2        node 3 (LocHash, level 1)   ← a leaf that split
+//!           leaf 1         leaf 2        node 3: the top third   ← a leaf that split
 //!         (Bloom + log)  (Bloom + log)     ┌──────┴──────┐
 //!                                        leaf 4        leaf 5
 //! ```
-//! Every decision derives from the one 64-bit fingerprint: a node at depth `d` sends it to child
-//! `reduce(mix64(fp ^ seed_d), children)`, with a different `seed_d` per level (the seed's rule: the
-//! same LocHash on two levels would send everything from child 3 to child 3 again), and the leaf
-//! filter probes with its own seed, so routing and probes are independent.
+//! Every decision derives from the one 64-bit fingerprint. Routing reads one hash of it,
+//! `h = mix64(fp ^ seed_0)`, as nested ranges: a node with `n` children sends it to child
+//! `⌊x·n/2⁶⁴⌋` and passes `x·n mod 2⁶⁴` on, so each level draws fresh bits of `h` (the seed's
+//! rule that levels must not repeat a choice holds) and each leaf owns one range of `h`, which a
+//! [`Directory`] finds in one step (see [`crate::routing`]). Trees from snapshots before version
+//! 4 keep the seed paper's routing, `reduce(mix64(fp ^ seed_d), n)` with a seed per level. The
+//! leaf filters probe with their own seed, so routing and probes are independent.
 //!
 //! # Splits
 //! A leaf whose log reaches its split point becomes *splitting*: its filter and log are frozen,
@@ -58,6 +61,7 @@ use crate::exact::FpBuildHasher;
 use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::{SplitMode, SplitPolicy};
+use crate::routing::{self, Directory, Routing, Shape};
 
 /// Index of a node in the tree.
 pub type NodeId = u32;
@@ -252,9 +256,22 @@ enum Step {
 
 struct Topology {
     nodes: Vec<Node>,
+    /// Under [`Routing::Ranges`]: the leaves in range order, to find one without a walk.
+    dir: Option<Directory>,
 }
 
 impl Topology {
+    fn new(nodes: Vec<Node>, routing: Routing) -> Self {
+        let dir = (routing == Routing::Ranges).then(|| {
+            Directory::build(nodes.len(), |id| match nodes.get(id as usize) {
+                Some(Node::Inner { children, .. }) => Shape::Inner(children),
+                Some(Node::Splitting { children, .. }) => Shape::Splitting(children),
+                Some(Node::Leaf { .. }) | None => Shape::Leaf,
+            })
+        });
+        Topology { nodes, dir }
+    }
+
     fn leaf(&self, id: NodeId) -> Option<&RwLock<Leaf>> {
         match self.nodes.get(id as usize) {
             Some(Node::Leaf { leaf, .. }) => Some(leaf),
@@ -334,6 +351,8 @@ enum Walk {
 /// [module docs](self) for the design.
 pub struct Dsbf {
     params: TreeParams,
+    /// How fingerprints find their leaf (see [`crate::routing`]).
+    routing: Routing,
     level_seeds: [u64; PRECOMPUTED_LEVELS],
     topo: RwLock<Topology>,
     /// Serializes migration, so one split's log is never moved twice.
@@ -375,7 +394,7 @@ impl Dsbf {
             let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, false, id, 1)));
             nodes.push(Node::Leaf { depth: 1, leaf });
         }
-        Self::with_nodes(params, workers, leaves, nodes)
+        Self::with_nodes(params, workers, leaves, nodes, Routing::Ranges)
     }
 
     /// A tree whose leaves live in memory (tests, `Db::in_memory`).
@@ -388,6 +407,7 @@ impl Dsbf {
         workers: Arc<SplitWorkers>,
         leaves: LeafStore,
         nodes: Vec<Node>,
+        routing: Routing,
     ) -> Arc<Self> {
         let mut level_seeds = [0u64; PRECOMPUTED_LEVELS];
         for (depth, s) in level_seeds.iter_mut().enumerate() {
@@ -399,8 +419,9 @@ impl Dsbf {
         let kept_cache = (0..slots).map(|_| AtomicU64::new(0)).collect();
         Arc::new_cyclic(|this| Dsbf {
             params,
+            routing,
             level_seeds,
-            topo: RwLock::new(Topology { nodes }),
+            topo: RwLock::new(Topology::new(nodes, routing)),
             migrator: Mutex::new(()),
             index: OnceLock::new(),
             leaves,
@@ -476,7 +497,7 @@ impl Dsbf {
     /// Read-only lookup: `true` if `fp` was (maybe) recorded.
     pub fn contains(&self, fp: u64) -> bool {
         let topo = self.topo.read();
-        match self.walk(&topo, ROOT, fp, true) {
+        match self.walk(&topo, fp, true) {
             Walk::Seen => true,
             Walk::Leaf(id) => topo.leaf(id).is_some_and(|cell| cell.read().filter.contains(fp)),
         }
@@ -489,6 +510,7 @@ impl Dsbf {
     pub fn contains_exact(&self, fp: u64) -> bool {
         let topo = self.topo.read();
         let mut id = ROOT;
+        let mut x = self.route_hash(fp);
         loop {
             let (depth, children) = match &topo.nodes[id as usize] {
                 Node::Leaf { leaf, .. } => {
@@ -503,7 +525,7 @@ impl Dsbf {
                     (*depth, children)
                 }
             };
-            id = children[self.route(fp, depth, children.len())];
+            id = children[self.route(&mut x, fp, depth, children.len())];
         }
     }
 
@@ -712,18 +734,18 @@ impl Dsbf {
                     let fp = fps[(i & !SEEN_ABOVE) as usize];
                     if i & SEEN_ABOVE != 0 {
                         // Answered already; on its way to be kept in its leaf.
-                        match self.walk(&topo, ROOT, fp, false) {
+                        match self.walk(&topo, fp, false) {
                             Walk::Leaf(id) => routed.push((id, i)),
                             Walk::Seen => unreachable!("walk without frozen checks ends at a leaf"),
                         }
                         continue;
                     }
-                    match self.walk(&topo, ROOT, fp, check_frozen) {
+                    match self.walk(&topo, fp, check_frozen) {
                         Walk::Seen if keep_positives => {
                             out[i as usize] = true;
                             // A frozen filter's positive may be false, and that filter goes
                             // when the split ends: the leaf below keeps it.
-                            match self.walk(&topo, ROOT, fp, false) {
+                            match self.walk(&topo, fp, false) {
                                 Walk::Leaf(id) => routed.push((id, i | SEEN_ABOVE)),
                                 Walk::Seen => {
                                     unreachable!("walk without frozen checks ends at a leaf")
@@ -912,6 +934,7 @@ impl Dsbf {
                 }
             };
             let mut id = ROOT;
+            let mut x = self.route_hash(fp);
             let mut found = Found::No;
             while let Some((depth, children)) = match &topo.nodes[id as usize] {
                 Node::Leaf { .. } => None,
@@ -926,7 +949,7 @@ impl Dsbf {
                 if found != Found::No {
                     break;
                 }
-                id = children[self.route(fp, depth, children.len())];
+                id = children[self.route(&mut x, fp, depth, children.len())];
             }
             if learn(found) {
                 continue;
@@ -963,7 +986,7 @@ impl Dsbf {
         let topo = self.topo.read();
         let mut routed: Vec<(NodeId, u32)> = Vec::with_capacity(fps.len());
         for (i, &fp) in fps.iter().enumerate() {
-            match self.walk(&topo, ROOT, fp, true) {
+            match self.walk(&topo, fp, true) {
                 Walk::Seen => out[i] = true,
                 Walk::Leaf(id) => routed.push((id, i as u32)),
             }
@@ -985,10 +1008,24 @@ impl Dsbf {
         }
     }
 
-    /// Walks from `start` down to the leaf that owns `fp`. With `check_frozen`, a splitting node
-    /// on the way whose frozen filter holds `fp` ends the walk with [`Walk::Seen`].
-    fn walk(&self, topo: &Topology, start: NodeId, fp: u64, check_frozen: bool) -> Walk {
-        let mut id = start;
+    /// Finds the leaf that owns `fp`. With `check_frozen`, a splitting node on the way whose
+    /// frozen filter holds `fp` ends the walk with [`Walk::Seen`]. Under [`Routing::Ranges`]
+    /// the directory answers in one step, unless a frozen filter above the leaf must be asked.
+    #[inline]
+    fn walk(&self, topo: &Topology, fp: u64, check_frozen: bool) -> Walk {
+        if let Some(dir) = &topo.dir {
+            let (leaf, frozen_above) = dir.locate(self.route_hash(fp));
+            if !(check_frozen && frozen_above) {
+                return Walk::Leaf(leaf);
+            }
+        }
+        self.walk_down(topo, fp, check_frozen)
+    }
+
+    /// [`Self::walk`] level by level from the root.
+    fn walk_down(&self, topo: &Topology, fp: u64, check_frozen: bool) -> Walk {
+        let mut id = ROOT;
+        let mut x = self.route_hash(fp);
         loop {
             let (depth, children) = match &topo.nodes[id as usize] {
                 Node::Leaf { .. } => return Walk::Leaf(id),
@@ -1000,13 +1037,31 @@ impl Dsbf {
                     (*depth, children)
                 }
             };
-            id = children[self.route(fp, depth, children.len())];
+            id = children[self.route(&mut x, fp, depth, children.len())];
         }
     }
 
-    /// The location hash of level `depth`: which of `n` children gets `fp`.
+    /// What a walk for `fp` starts from: its range hash, or (per-level routing) nothing.
+    #[inline(always)]
+    fn route_hash(&self, fp: u64) -> u64 {
+        match self.routing {
+            Routing::Levels => 0,
+            Routing::Ranges => routing::range_hash(fp, self.level_seeds[0]),
+        }
+    }
+
+    /// Which of the `n` children of a node at `depth` gets `fp`, whose walk state is `x`.
+    #[inline(always)]
+    fn route(&self, x: &mut u64, fp: u64, depth: u32, n: usize) -> usize {
+        match self.routing {
+            Routing::Levels => self.level_route(fp, depth, n),
+            Routing::Ranges => routing::step(x, n),
+        }
+    }
+
+    /// The location hash of level `depth` (per-level routing): which of `n` children gets `fp`.
     #[inline]
-    fn route(&self, fp: u64, depth: u32, n: usize) -> usize {
+    fn level_route(&self, fp: u64, depth: u32, n: usize) -> usize {
         let seed = match self.level_seeds.get(depth as usize) {
             Some(&s) => s,
             None => level_seed(self.params.seed, depth),
@@ -1029,7 +1084,8 @@ impl Dsbf {
     /// Turns full leaf `id` into a splitting node with `fanout` empty children. Returns `false`
     /// if `id` is no longer a full leaf (another thread was first).
     fn split_leaf(&self, id: NodeId) -> bool {
-        let mut topo = self.topo.write();
+        let mut guard = self.topo.write();
+        let topo = &mut *guard;
         let first_child = topo.nodes.len() as NodeId;
         let Some(node) = topo.nodes.get_mut(id as usize) else { return false };
         let Node::Leaf { depth, leaf } = node else { return false };
@@ -1059,6 +1115,10 @@ impl Dsbf {
             let leaf = new_leaf(&self.params, &self.leaves, exact, id, depth + 1);
             let leaf = Box::new(RwLock::new(leaf));
             topo.nodes.push(Node::Leaf { depth: depth + 1, leaf });
+        }
+        if let Some(dir) = &mut topo.dir {
+            let children: Vec<NodeId> = (first_child..first_child + fanout).collect();
+            dir.split(id, &children);
         }
         self.splits_started.fetch_add(1, Ordering::Relaxed);
         true
@@ -1103,8 +1163,7 @@ impl Dsbf {
         let mut full = None;
         {
             let topo = self.topo.read();
-            let Some(Node::Splitting { depth, frozen, children }) = topo.nodes.get(id as usize)
-            else {
+            let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(id as usize) else {
                 return Step::Done;
             };
             let mut cursor = frozen.cursor.lock();
@@ -1132,8 +1191,8 @@ impl Dsbf {
                 .iter()
                 .enumerate()
                 .map(|(pos, r)| {
-                    let child = children[self.route(r.fp, *depth, children.len())];
-                    match self.walk(&topo, child, r.fp, false) {
+                    // Down from the root: the path passes through this node, to its children.
+                    match self.walk(&topo, r.fp, false) {
                         Walk::Leaf(leaf) => (leaf, pos as u32),
                         Walk::Seen => unreachable!("walk without frozen checks ends at a leaf"),
                     }
@@ -1208,7 +1267,8 @@ impl Dsbf {
 
     /// Makes a fully migrated splitting node inner, dropping its filter and log.
     fn finish_split(&self, id: NodeId) {
-        let mut topo = self.topo.write();
+        let mut guard = self.topo.write();
+        let topo = &mut *guard;
         let Some(node) = topo.nodes.get_mut(id as usize) else { return };
         let Node::Splitting { depth, frozen, children } = node else { return };
         if !frozen.cursor.lock().is_done(&frozen.log) {
@@ -1227,6 +1287,9 @@ impl Dsbf {
                 c.retained.insert(id, Retained { filter, records, kept, file_len, last_lsn });
             }
             log.retire(&self.leaves);
+        }
+        if let Some(dir) = &mut topo.dir {
+            dir.finish(id);
         }
         self.splits_done.fetch_add(1, Ordering::Relaxed);
     }
@@ -1296,13 +1359,15 @@ impl Dsbf {
 }
 
 pub(crate) const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
-/// The snapshot format version this build writes. It reads this one, version 2 (no kept
-/// records) and version 1, whose leaves carried their fingerprints inline (opening such a
-/// snapshot moves them to leaf files).
-pub const SNAPSHOT_VERSION: u16 = 3;
+/// The snapshot format version this build writes. It reads this one, version 3 (per-level
+/// routing), version 2 (no kept records) and version 1, whose leaves carried their
+/// fingerprints inline (opening such a snapshot moves them to leaf files).
+pub const SNAPSHOT_VERSION: u16 = 4;
 const SNAPSHOT_V1: u16 = 1;
 /// Version 2: leaf files, no kept records.
 const SNAPSHOT_V2: u16 = 2;
+/// Version 3: kept records; every tree routed per level (no routing byte).
+const SNAPSHOT_V3: u16 = 3;
 const NODE_INNER: u8 = 0;
 const NODE_LEAF: u8 = 1;
 
@@ -1378,14 +1443,16 @@ impl Dsbf {
     /// until then).
     ///
     /// ```text
-    /// "URLSEENS" | version u16 (3) | [0; 6] | log offset u64 | splits u64 | nodes u32
+    /// "URLSEENS" | version u16 (4) | routing u8 (0 per level, 1 ranges) | [0; 5]
+    /// | log offset u64 | splits u64 | nodes u32
     /// node: 0 (inner) | depth u32 | children u32 | child ids u32…
     ///       1 (leaf)  | depth u32 | records u64 | kept u64 | leaf file bytes u64
     ///                 | last lsn u64 | filter bytes u64 | filter (filter codec)
     /// count u64 (records over all leaves, kept ones not counted) | xxh3_64 of everything
     /// before, u64
     /// ```
-    /// (Version 2 had no `kept`: it had no kept records. Version 1, written under the exclusive
+    /// (Version 3 had no routing byte: every tree was routed per level. Version 2 had no
+    /// `kept`: it had no kept records. Version 1, written under the exclusive
     /// lock, had: header | log offset | count | splits | nodes, and for a leaf: depth | filter
     /// bytes | filter | log len u64 | fps u64….)
     ///
@@ -1428,7 +1495,7 @@ impl Dsbf {
         let mut w = HashingWriter { inner: w, hasher: Xxh3::new() };
         w.write_all(SNAPSHOT_MAGIC)?;
         w.write_all(&SNAPSHOT_VERSION.to_le_bytes())?;
-        w.write_all(&[0; 6])?;
+        w.write_all(&[self.routing.to_byte(), 0, 0, 0, 0, 0])?;
         w.write_all(&info.log_offset.to_le_bytes())?;
         w.write_all(&splits_done.to_le_bytes())?;
         w.write_all(&(shape.len() as u32).to_le_bytes())?;
@@ -1522,6 +1589,7 @@ impl Dsbf {
         let covered = |fp: u64| -> bool {
             let topo = self.topo.read();
             let mut id = ROOT;
+            let mut x = self.route_hash(fp);
             loop {
                 if let Some(&lsn) = guard.get(id as usize)
                     && lsn > 0
@@ -1533,7 +1601,7 @@ impl Dsbf {
                     | Some(Node::Splitting { depth, children, .. }) => (*depth, children),
                     _ => return false,
                 };
-                id = children[self.route(fp, depth, children.len())];
+                id = children[self.route(&mut x, fp, depth, children.len())];
             }
         };
         let max_guard = guard.iter().copied().max().unwrap_or(0);
@@ -1575,7 +1643,13 @@ impl Dsbf {
                 "snapshot version {version}, this build reads {SNAPSHOT_V1} to {SNAPSHOT_VERSION}"
             ));
         }
-        r.take(6)?;
+        let reserved = r.take(6)?;
+        let routing = if version <= SNAPSHOT_V3 {
+            Routing::Levels
+        } else {
+            Routing::from_byte(reserved[0])
+                .ok_or_else(|| format!("unknown routing {} in the header", reserved[0]))?
+        };
         let log_offset = r.u64()?;
         // Version 1 has the count here; version 2 at the end (it is known only then).
         let v1_count = if version == SNAPSHOT_V1 { r.u64()? } else { 0 };
@@ -1681,7 +1755,7 @@ impl Dsbf {
             .map(|(id, _)| id as NodeId)
             .collect();
         live.sort_unstable();
-        let tree = Self::with_nodes(params, workers, leaves, nodes);
+        let tree = Self::with_nodes(params, workers, leaves, nodes, routing);
         tree.len.store(count, Ordering::Relaxed);
         tree.splits_done.store(splits_done, Ordering::Relaxed);
         tree.splits_started.store(splits_done, Ordering::Relaxed);
@@ -2052,7 +2126,8 @@ mod tests {
     #[test]
     fn levels_use_different_location_hashes() {
         let t = tree(SplitMode::Inline);
-        let same = (0..1000u64).filter(|&fp| t.route(fp, 0, 2) == t.route(fp, 1, 2)).count();
+        let same =
+            (0..1000u64).filter(|&fp| t.level_route(fp, 0, 2) == t.level_route(fp, 1, 2)).count();
         // Independent levels agree about half the time; identical ones would agree always.
         assert!((350..650).contains(&same), "levels 0 and 1 agree on {same} of 1000");
     }

@@ -1,9 +1,11 @@
 //! A data directory written by urlseen 0.1.0 (snapshot version 1, which carried every leaf's
 //! fingerprints inline) opens in this build: nothing recorded is lost, the fingerprints move to
 //! leaf files, this build's snapshot replaces the old one, and later splits read the moved
-//! fingerprints back. The fixture and how it was made: `tests/fixtures/v1/README.md`. A version
-//! 2 snapshot (leaf files, no kept records) is made from this build's by dropping the field
-//! version 3 added, and opens as well.
+//! fingerprints back. The fixture and how it was made: `tests/fixtures/v1/README.md`. Version 2
+//! (leaf files, no kept records) and version 3 (kept records, no routing byte) snapshots are made
+//! from the one this build writes for the upgraded fixture, by dropping what later versions
+//! added, and open as well. Every tree before version 4 was routed per level, and keeps that
+//! routing; trees made since route by ranges.
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
@@ -173,72 +175,122 @@ fn a_version_1_directory_is_upgraded_and_loses_nothing() {
     assert!(ns.contains_batch(&more).unwrap().iter().all(|&h| h));
 }
 
-/// Rewrites a version 3 snapshot as version 2 (the same without each leaf's `kept`, which must be
+/// Rewrites a version 4 snapshot of a tree routed per level (routing byte 0) as version 3 (the
+/// same with zero reserved bytes) or version 2 (also without each leaf's `kept`, which must be
 /// 0): the layout is in `urlseen_engine::tree::Dsbf::write_snapshot`.
-fn downgrade_snapshot_to_v2(path: &Path) {
-    let v3 = std::fs::read(path).unwrap();
-    assert_eq!(u16::from_le_bytes([v3[8], v3[9]]), 3);
-    let u32_at = |at: usize| u32::from_le_bytes(v3[at..at + 4].try_into().unwrap()) as usize;
-    let u64_at = |at: usize| u64::from_le_bytes(v3[at..at + 8].try_into().unwrap()) as usize;
-    let mut v2 = v3[..8].to_vec();
-    v2.extend_from_slice(&2u16.to_le_bytes());
-    v2.extend_from_slice(&v3[10..36]);
-    let nodes = u32_at(32);
-    let mut at = 36;
-    for _ in 0..nodes {
-        let tag = v3[at];
-        if tag == 0 {
-            let len = 1 + 4 + 4 + 4 * u32_at(at + 5);
-            v2.extend_from_slice(&v3[at..at + len]);
-            at += len;
-        } else {
-            // tag, depth, records | kept | file bytes, last lsn, filter length, filter
-            assert_eq!(u64_at(at + 13), 0, "a version 2 snapshot has no kept records");
-            v2.extend_from_slice(&v3[at..at + 13]);
-            v2.extend_from_slice(&v3[at + 21..at + 45]);
-            let filter = u64_at(at + 37);
-            v2.extend_from_slice(&v3[at + 45..at + 45 + filter]);
-            at += 45 + filter;
+fn downgrade_snapshot(path: &Path, to: u16) {
+    let v4 = std::fs::read(path).unwrap();
+    assert_eq!(u16::from_le_bytes([v4[8], v4[9]]), 4);
+    assert_eq!(v4[10], 0, "only a tree routed per level can be written in an older version");
+    let mut old = v4[..8].to_vec();
+    old.extend_from_slice(&to.to_le_bytes());
+    if to == 3 {
+        old.extend_from_slice(&v4[10..v4.len() - 8]);
+    } else {
+        assert_eq!(to, 2);
+        let u32_at = |at: usize| u32::from_le_bytes(v4[at..at + 4].try_into().unwrap()) as usize;
+        let u64_at = |at: usize| u64::from_le_bytes(v4[at..at + 8].try_into().unwrap()) as usize;
+        old.extend_from_slice(&v4[10..36]);
+        let nodes = u32_at(32);
+        let mut at = 36;
+        for _ in 0..nodes {
+            let tag = v4[at];
+            if tag == 0 {
+                let len = 1 + 4 + 4 + 4 * u32_at(at + 5);
+                old.extend_from_slice(&v4[at..at + len]);
+                at += len;
+            } else {
+                // tag, depth, records | kept | file bytes, last lsn, filter length, filter
+                assert_eq!(u64_at(at + 13), 0, "a version 2 snapshot has no kept records");
+                old.extend_from_slice(&v4[at..at + 13]);
+                old.extend_from_slice(&v4[at + 21..at + 45]);
+                let filter = u64_at(at + 37);
+                old.extend_from_slice(&v4[at + 45..at + 45 + filter]);
+                at += 45 + filter;
+            }
         }
+        old.extend_from_slice(&v4[at..at + 8]);
+        assert_eq!(at + 16, v4.len(), "the whole snapshot was read");
     }
-    v2.extend_from_slice(&v3[at..at + 8]);
-    assert_eq!(at + 16, v3.len(), "the whole snapshot was read");
-    let check = xxhash_rust::xxh3::xxh3_64(&v2);
-    v2.extend_from_slice(&check.to_le_bytes());
-    std::fs::write(path, v2).unwrap();
+    let check = xxhash_rust::xxh3::xxh3_64(&old);
+    old.extend_from_slice(&check.to_le_bytes());
+    std::fs::write(path, old).unwrap();
 }
 
 #[test]
-fn a_version_2_snapshot_is_read_and_upgraded() {
+fn version_2_and_3_snapshots_are_read_and_upgraded() {
+    let urls = fixture_urls();
+    let recorded = &urls[..5600];
+    for version in [3, 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1/data"), &dir);
+        let logged = logged_fingerprints(&dir);
+        {
+            // Upgraded from version 1: a tree routed per level, in this build's snapshot.
+            let db = Db::open(&dir).unwrap();
+            assert_eq!(db.namespace("fixture").unwrap().stats().kept, 0);
+            db.close().unwrap();
+        }
+        let ns_dir = std::fs::read_dir(dir.join("ns")).unwrap().next().unwrap().unwrap().path();
+        downgrade_snapshot(&ns_dir.join("snapshot"), version);
+        assert_eq!(snapshot_version(&dir), version);
+        let db = Db::open(&dir).unwrap();
+        let ns = db.namespace("fixture").unwrap();
+        let rec = ns.recovery().unwrap().clone();
+        assert_eq!(rec.snapshot_error, None, "{rec:?}");
+        assert_eq!(rec.upgraded_from, Some(version), "{rec:?}");
+        assert_eq!(rec.replayed_fingerprints, 0, "{rec:?}");
+        assert_eq!(ns.len(), 5_584);
+        let lost: Vec<usize> = not_seen(&ns, recorded)
+            .into_iter()
+            .filter(|&i| logged.contains(&ns.fingerprint(&recorded[i]).unwrap()))
+            .collect();
+        assert_eq!(lost, Vec::<usize>::new(), "version {version}: recorded URLs not seen");
+        assert_eq!(snapshot_version(&dir), urlseen_engine::tree::SNAPSHOT_VERSION);
+        // Still routed per level after the upgrade: growing it loses nothing.
+        let more = urlseen_corpus::distinct_urls(5, 20_000);
+        let answers = ns.seen_batch(&more).unwrap();
+        let more: Vec<String> =
+            more.into_iter().zip(answers).filter(|p| !p.1).map(|p| p.0).collect();
+        db.wait_for_splits();
+        db.close().unwrap();
+        let db = Db::open(&dir).unwrap();
+        let ns = db.namespace("fixture").unwrap();
+        assert!(ns.contains_batch(&more).unwrap().iter().all(|&h| h), "version {version}");
+        let lost: Vec<usize> = not_seen(&ns, recorded)
+            .into_iter()
+            .filter(|&i| logged.contains(&ns.fingerprint(&recorded[i]).unwrap()))
+            .collect();
+        assert_eq!(lost, Vec::<usize>::new(), "version {version}: lost after growth");
+    }
+}
+
+/// A snapshot naming a routing this build does not know is refused with a reason (and the
+/// namespace is rebuilt from its log), never read with the wrong routing.
+#[test]
+fn an_unknown_routing_byte_is_an_error() {
     let urls = fixture_urls();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let options = urlseen_engine::NamespaceOptions {
-        capacity: 500,
-        // Tight enough that 6,000 distinct URLs meet no false positive: nothing to keep.
-        fpr: 1e-7,
-        split: urlseen_engine::SplitPolicy { growth: 1, ..Default::default() },
-        ..Default::default()
-    };
     {
         let db = Db::open(&dir).unwrap();
-        let ns = db.create_namespace("v2", options).unwrap();
+        let ns = db.create_namespace("r", urlseen_engine::NamespaceOptions::default()).unwrap();
         assert!(ns.seen_batch(&urls).unwrap().iter().all(|&seen| !seen));
-        db.wait_for_splits();
-        assert!(ns.stats().splits_done > 3);
-        assert_eq!(ns.stats().kept, 0);
         db.close().unwrap();
     }
     let ns_dir = std::fs::read_dir(dir.join("ns")).unwrap().next().unwrap().unwrap().path();
-    downgrade_snapshot_to_v2(&ns_dir.join("snapshot"));
-    assert_eq!(snapshot_version(&dir), 2);
+    let path = ns_dir.join("snapshot");
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes[10], 1, "a new tree is routed by ranges");
+    bytes[10] = 7;
+    let n = bytes.len() - 8;
+    let check = xxhash_rust::xxh3::xxh3_64(&bytes[..n]);
+    bytes[n..].copy_from_slice(&check.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
     let db = Db::open(&dir).unwrap();
-    let ns = db.namespace("v2").unwrap();
-    let rec = ns.recovery().unwrap().clone();
-    assert_eq!(rec.snapshot_error, None, "{rec:?}");
-    assert_eq!(rec.upgraded_from, Some(2), "{rec:?}");
-    assert_eq!(rec.replayed_fingerprints, 0, "{rec:?}");
-    assert_eq!(ns.len(), 6_000);
+    let ns = db.namespace("r").unwrap();
+    let rec = ns.recovery().unwrap();
+    assert!(rec.snapshot_error.as_deref().unwrap_or("").contains("unknown routing 7"), "{rec:?}");
     assert_eq!(not_seen(&ns, &urls), Vec::<usize>::new());
-    assert_eq!(snapshot_version(&dir), urlseen_engine::tree::SNAPSHOT_VERSION);
 }

@@ -100,8 +100,12 @@ fn clean_restart_keeps_everything_with_splits() {
     assert_eq!(ns.len(), recorded.len() as u64);
     assert_eq!(ns.options().capacity, 1_000);
     assert_all_seen(&db, "jobs", &recorded);
-    // And it keeps working: new URLs are new, old ones seen.
-    assert!(!ns.seen("https://after-restart.example/").unwrap());
+    // And it keeps working: new URLs are new (but for the 1% false positives), old ones seen.
+    let fresh: Vec<String> =
+        (0..200).map(|i| format!("https://after-restart.example/{i}")).collect();
+    let seen = ns.seen_batch(&fresh).unwrap().iter().filter(|&&s| s).count();
+    assert!(seen <= 10, "{seen} of 200 new URLs answered seen");
+    assert!(ns.seen_batch(&fresh).unwrap().iter().all(|&s| s));
     assert!(ns.seen(&recorded[0]).unwrap());
 }
 
