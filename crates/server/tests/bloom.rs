@@ -470,3 +470,74 @@ async fn error_rates_next_to_one_answer_and_the_server_goes_on() {
     let mut other = server.connect().await;
     other.expect(&["PING"], b"+PONG\r\n").await;
 }
+
+/// Pipelined `BF.ADD` and `BF.EXISTS` calls run as engine batches: the replies are exactly
+/// those of the same calls sent one at a time (repeats, runs of several keys, a full
+/// non-scaling filter, a wrong type, a missing key, a wrong arity in the middle).
+#[tokio::test]
+async fn pipelined_bf_add_and_exists_answer_as_one_by_one() {
+    let mut script: Vec<Vec<String>> = vec![
+        vec!["BF.RESERVE".into(), "full".into(), "0.01".into(), "3".into(), "NONSCALING".into()],
+        vec!["URL.RESERVE".into(), "urls".into()],
+    ];
+    for i in 0..300 {
+        let key = ["a", "a", "b", "full", "urls", "a"][i % 6];
+        let item = format!("item-{}", i % 37);
+        script.push(vec!["BF.ADD".into(), key.into(), item.clone()]);
+        if i % 5 == 0 {
+            script.push(vec!["BF.EXISTS".into(), key.into(), format!("item-{}", i % 41)]);
+            script.push(vec!["BF.EXISTS".into(), "missing".into(), item.clone()]);
+        }
+        if i % 50 == 7 {
+            script.push(vec!["BF.ADD".into(), "a".into()]);
+        }
+    }
+    let run = |pipelined: bool| {
+        let script = script.clone();
+        async move {
+            let server = TestServer::start_engine(Config::default()).await;
+            let mut c = server.connect().await;
+            if pipelined {
+                let mut bytes = Vec::new();
+                for args in &script {
+                    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+                    bytes.extend_from_slice(&resp(&args));
+                }
+                c.send(&bytes).await;
+                common::show(&c.read_frames(script.len()).await)
+            } else {
+                let mut all = Vec::new();
+                for args in &script {
+                    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+                    c.send(&resp(&args)).await;
+                    all.extend_from_slice(&c.read_reply().await);
+                }
+                common::show(&all)
+            }
+        }
+    };
+    // A call alone is a batch of one: first the exact answers of a short pipeline.
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    let mut bytes = Vec::new();
+    for args in [
+        &[&b"BF.ADD"[..], b"k", b"x"][..],
+        &[b"BF.ADD", b"k", b"x"],
+        &[b"BF.ADD", b"k", b"y"],
+        &[b"BF.EXISTS", b"k", b"x"],
+        &[b"BF.EXISTS", b"k", b"z"],
+        &[b"BF.EXISTS", b"nope", b"x"],
+    ] {
+        bytes.extend_from_slice(&resp(args));
+    }
+    c.send(&bytes).await;
+    assert_eq!(
+        common::show(&c.read_frames(6).await),
+        common::show(b":1\r\n:0\r\n:1\r\n:1\r\n:0\r\n:0\r\n")
+    );
+    let (pipelined, one_by_one) = (run(true).await, run(false).await);
+    assert_eq!(pipelined, one_by_one);
+    assert!(pipelined.contains("non scaling filter is full"), "{pipelined}");
+    assert!(pipelined.contains("WRONGTYPE"), "{pipelined}");
+    assert!(pipelined.contains("wrong number of arguments"), "{pipelined}");
+}

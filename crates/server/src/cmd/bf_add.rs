@@ -9,6 +9,9 @@
 //! > BF.ADD fixed one-too-many
 //! -ERR non scaling filter is full
 //! ```
+//!
+//! Pipelined `BF.ADD` calls on one connection run as one engine batch per run of calls on the
+//! same key, with the same answers as one by one (an item repeated later in the run is seen).
 
 use std::sync::Arc;
 
@@ -30,7 +33,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.add", 3)
 
 /// The `BF.ADD` command.
 pub fn command() -> Command<Arc<App>> {
-    Command::sync(SPEC, bf_add)
+    Command::sync(SPEC, bf_add).batched(bf_add_batch)
 }
 
 fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
@@ -50,4 +53,27 @@ fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         return Err(CommandError::custom(BF_FULL));
     }
     Ok(Frame::Boolean(!seen[0]))
+}
+
+/// Pipelined `BF.ADD` calls: each run of calls on the same key is one engine batch.
+fn bf_add_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult> {
+    let app = ctx.app;
+    let cache = ctx.conn.extension::<NamespaceCache>();
+    super::bf_exists::by_key(calls, |key, items| {
+        let ns = app
+            .cached(cache, key, || app.bloom(key, Some(&app.config().bloom_defaults)))?
+            .ok_or(CommandError::custom(BF_NOT_FOUND))?;
+        if KeyKind::of(ns) != KeyKind::Bloom {
+            return Err(CommandError::custom(WRONGTYPE));
+        }
+        let fps: Vec<u64> = items.iter().map(|item| ns.fingerprint_bytes(item)).collect();
+        let mut seen = vec![false; fps.len()];
+        let inserted = app.insert(ns, &fps, &mut seen, false)?;
+        let mut answers: Vec<CommandResult> =
+            seen.iter().map(|&seen| Ok(Frame::Boolean(!seen))).collect();
+        for i in inserted.refused {
+            answers[i] = Err(CommandError::custom(BF_FULL));
+        }
+        Ok(answers)
+    })
 }

@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::app::{App, KeyKind, NamespaceCache};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{CommandError, WRONGTYPE, engine_error};
@@ -30,7 +32,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.exists", 3)
 
 /// The `BF.EXISTS` command.
 pub fn command() -> Command<Arc<App>> {
-    Command::sync(SPEC, bf_exists)
+    Command::sync(SPEC, bf_exists).batched(bf_exists_batch)
 }
 
 fn bf_exists(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
@@ -47,4 +49,71 @@ fn bf_exists(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         None => false,
     };
     Ok(Frame::Boolean(found))
+}
+
+/// Pipelined `BF.EXISTS` calls: each run of calls on the same key is one engine batch.
+fn bf_exists_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult> {
+    let app = ctx.app;
+    let cache = ctx.conn.extension::<NamespaceCache>();
+    by_key(calls, |key, items| {
+        let mut found = vec![false; items.len()];
+        match app.cached(cache, key, || app.bloom(key, None))? {
+            Some(ns) if KeyKind::of(ns) != KeyKind::Bloom => {
+                return Err(CommandError::custom(WRONGTYPE));
+            }
+            Some(ns) => {
+                let fps: Vec<u64> = items.iter().map(|item| ns.fingerprint_bytes(item)).collect();
+                ns.contains_fingerprints(&fps, &mut found).map_err(|e| engine_error(&e))?;
+            }
+            None => {}
+        }
+        Ok(found.into_iter().map(|f| Ok(Frame::Boolean(f))).collect())
+    })
+}
+
+/// Runs pipelined `CMD key item` calls in runs of consecutive calls on the same key: `run`
+/// gets a key and the items of its run and answers each item, or fails the whole run (every
+/// call of it gets that error, as each would have alone). A call with a malformed argument
+/// list gets its own error and ends the run before it.
+pub(crate) fn by_key(
+    calls: Vec<Parse>,
+    mut run: impl FnMut(&Bytes, &[Bytes]) -> Result<Vec<CommandResult>, CommandError>,
+) -> Vec<CommandResult> {
+    let parse = |mut call: Parse| -> Result<(Bytes, Bytes), CommandError> {
+        let key = call.next_bytes()?;
+        let item = call.next_bytes()?;
+        call.finish()?;
+        Ok((key, item))
+    };
+    let mut results = Vec::with_capacity(calls.len());
+    let mut pending: Option<Bytes> = None;
+    let mut items: Vec<Bytes> = Vec::new();
+    let mut flush = |key: Bytes, items: &mut Vec<Bytes>, results: &mut Vec<CommandResult>| {
+        match run(&key, items) {
+            Ok(answers) => results.extend(answers),
+            Err(e) => results.extend(items.iter().map(|_| Err(e.clone()))),
+        }
+        items.clear();
+    };
+    for call in calls {
+        match parse(call) {
+            Ok((key, item)) => {
+                if let Some(current) = pending.take_if(|current| *current != key) {
+                    flush(current, &mut items, &mut results);
+                }
+                pending = Some(key);
+                items.push(item);
+            }
+            Err(e) => {
+                if let Some(current) = pending.take() {
+                    flush(current, &mut items, &mut results);
+                }
+                results.push(Err(e));
+            }
+        }
+    }
+    if let Some(current) = pending.take() {
+        flush(current, &mut items, &mut results);
+    }
+    results
 }
