@@ -46,7 +46,7 @@
 //! takes each leaf lock once. Lock order: the migrator mutex, then the tree lock, then leaf
 //! locks, then a split's cursor or the checkpoint's capture state (innermost, held briefly).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -57,7 +57,6 @@ use urlseen_filter::{BlockedBloom, hash, plan};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::error::Error;
-use crate::exact::FpBuildHasher;
 use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::{SplitMode, SplitPolicy};
@@ -230,10 +229,41 @@ struct Cursor {
     read: ReadPos,
     chunk: Vec<LeafRecord>,
     taken: usize,
-    /// When the frozen log has many kept records: every fingerprint carried so far, so that a
-    /// kept record of a fingerprint carried already (recorded before it, or kept twice) is
-    /// dropped. A leaf's own fingerprints at most: bounded by the largest leaf, not the tree.
-    carried: Option<HashSet<u64, FpBuildHasher>>,
+    /// Whether kept records are deduplicated (the frozen log has many): then `carried` is made
+    /// when this split's migration starts, not when the split starts, so that of a wave of
+    /// leaves splitting at once only the one being migrated holds one.
+    dedup: bool,
+    /// While deduplicating: which kept fingerprints are carried already.
+    carried: Option<Carried>,
+}
+
+/// The distinct fingerprints a frozen log keeps, sorted, and which of them a split carried
+/// already (as recorded or as kept): a kept record of one carried already (recorded before
+/// it, or kept twice) is dropped. 8 bytes and a bit per distinct kept fingerprint: a set of
+/// every record would take about 18 bytes per record, several times the leaf's filter.
+#[derive(Debug)]
+struct Carried {
+    kept: Vec<u64>,
+    done: Vec<u64>,
+}
+
+impl Carried {
+    fn new(mut kept: Vec<u64>) -> Self {
+        kept.sort_unstable();
+        kept.dedup();
+        let done = vec![0; kept.len().div_ceil(64)];
+        Carried { kept, done }
+    }
+
+    /// Notes `fp` as carried; whether it was before. (A fingerprint never kept was never
+    /// carried before: a leaf records each fingerprint once.)
+    fn carry(&mut self, fp: u64) -> bool {
+        let Ok(i) = self.kept.binary_search(&fp) else { return false };
+        let (word, bit) = (i / 64, 1u64 << (i % 64));
+        let before = self.done[word] & bit != 0;
+        self.done[word] |= bit;
+        before
+    }
 }
 
 impl Cursor {
@@ -1104,10 +1134,8 @@ impl Dsbf {
         // Deduplicating costs a set of the leaf's fingerprints (up to about 9 bytes each while
         // the split runs): worth it only where kept records are many, as repeated checks of
         // recorded URLs make them. A few (the false positives) are carried as they are.
-        let carried = (kept > 0 && kept.saturating_mul(KEEP_DEDUP_RATIO) >= log.len()).then(|| {
-            HashSet::with_capacity_and_hasher(log.len() as usize, FpBuildHasher::default())
-        });
-        let cursor = Mutex::new(Cursor { carried, ..Cursor::default() });
+        let dedup = kept > 0 && kept.saturating_mul(KEEP_DEDUP_RATIO) >= log.len();
+        let cursor = Mutex::new(Cursor { dedup, ..Cursor::default() });
         let frozen = Box::new(Frozen { filter, log, last_lsn, kept, index, cursor });
         *node = Node::Splitting { depth, frozen, children };
         let exact = self.index.get().is_some();
@@ -1185,6 +1213,24 @@ impl Dsbf {
                 }
                 cursor.taken = 0;
             }
+            if cursor.dedup && cursor.carried.is_none() {
+                // One pass over the frozen log for its kept fingerprints, before the first
+                // migrated record.
+                let (mut pos, mut chunk, mut kept) = (ReadPos::default(), Vec::new(), Vec::new());
+                while !frozen.log.is_end(pos) {
+                    match frozen.log.read(&self.leaves, pos, self.params.split.step, &mut chunk) {
+                        Ok(next) => pos = next,
+                        Err(e) => {
+                            if let LeafStore::Files(files) = &self.leaves {
+                                files.fail("split of leaf", &files.path(id), &e);
+                            }
+                            return Step::Failed;
+                        }
+                    }
+                    kept.extend(chunk.iter().filter(|r| r.kept).map(|r| r.fp));
+                }
+                cursor.carried = Some(Carried::new(kept));
+            }
             let rest = &cursor.chunk[cursor.taken..];
             let chunk = &rest[..rest.len().min(self.params.split.step)];
             let mut routed: Vec<(NodeId, u32)> = chunk
@@ -1239,7 +1285,7 @@ impl Dsbf {
                     // A kept record of a fingerprint the parent recorded (which comes first in
                     // its log) or kept before is carried once: the child holds it already.
                     if let Some(carried) = cursor.carried.as_mut()
-                        && !carried.insert(record.fp)
+                        && carried.carry(record.fp)
                         && record.kept
                     {
                         continue;
@@ -1254,6 +1300,7 @@ impl Dsbf {
             drop(groups);
             cursor.taken += end;
             if full.is_none() && cursor.is_done(&frozen.log) {
+                cursor.carried = None;
                 return Step::Done;
             }
         }
