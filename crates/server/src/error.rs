@@ -159,7 +159,21 @@ pub fn engine_error(e: &urlseen_engine::Error) -> CommandError {
     CommandError::Custom(Cow::Owned(text))
 }
 
-/// The error element of a URL that cannot be canonicalized: `ERR invalid URL: …`.
+/// Maps the error of an engine *write* to its reply: [`engine_error`], except that the write
+/// that fails on the disk (the log, or the fingerprint store) answers `MISCONF`, as every later write to that namespace does. None
+/// of the command's answers is an acknowledgement, but what reached the disk before the failure
+/// (a record whose fsync failed) may still be there after a restart: the reply says so.
+pub fn write_error(e: &urlseen_engine::Error) -> CommandError {
+    match e {
+        urlseen_engine::Error::Io { .. } | urlseen_engine::Error::Store(_) => CommandError::Custom(Cow::Owned(format!(
+            "MISCONF write failed: nothing of this command is acknowledged (its items may or may \
+             not be recorded); writes are refused until restart: {e}"
+        ))),
+        other => engine_error(other),
+    }
+}
+
+/// The reason of a URL that cannot be canonicalized: `ERR invalid URL: …`.
 pub fn canon_error(e: &urlseen_canon::CanonError) -> CommandError {
     let reason = e.to_string();
     let text = if reason.starts_with("invalid URL") {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::app::{App, KeyKind, NamespaceCache};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
-use crate::error::{BF_FULL, BF_NOT_FOUND, CommandError, WRONGTYPE};
+use crate::error::{BF_NOT_FOUND, CommandError, WRONGTYPE};
 use crate::frame::Frame;
 use crate::parse::Parse;
 
@@ -46,8 +46,6 @@ fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         return Err(CommandError::custom(WRONGTYPE));
     }
     let mut seen = [false];
-    if app.insert(ns, &[ns.fingerprint_bytes(&item)], &mut seen, true)?.done == 0 {
-        return Err(CommandError::custom(BF_FULL));
-    }
+    app.insert(ns, &[ns.fingerprint_bytes(&item)], &mut seen)?;
     Ok(Frame::Boolean(!seen[0]))
 }
