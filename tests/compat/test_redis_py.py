@@ -89,7 +89,7 @@ class Bloom(Base):
             bf.create(key("bf"), 0.01, 1000)
         with self.assertRaisesRegex(ResponseError, "error rate"):
             bf.create(key("bad"), 1.5, 1000)
-        with self.assertRaisesRegex(ResponseError, "capacity should be larger than 0"):
+        with self.assertRaisesRegex(ResponseError, r"capacity must be in the range \[1, "):
             bf.create(key("bad"), 0.01, 0)
         self.assertTrue(bf.create(key("exp"), 0.01, 1000, expansion=4))
         self.assertEqual(bf.info(key("exp")).expansionRate, 4)
@@ -123,7 +123,7 @@ class Bloom(Base):
         self.assertEqual(bf.info(key("bf")).capacity, 50000)
         self.assertEqual(bf.insert(key("bf"), ["qux"], noCreate=True), [1])
         self.assertEqual(bf.card(key("bf")), 4)
-        with self.assertRaisesRegex(ResponseError, "Bad argument received"):
+        with self.assertRaisesRegex(ResponseError, "Bad capacity"):
             bf.insert(key("zero"), ["a"], capacity=0)
 
     def test_nonscaling_fills_up(self):

@@ -23,28 +23,55 @@ async fn reserve_and_its_errors() {
     c.expect(&["BF.RESERVE", "x", "0.01"], arity).await;
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "a", "b", "c", "d"], arity).await;
     c.expect(&["BF.RESERVE", "x", "abc", "10"], b"-ERR bad error rate\r\n").await;
-    for rate in ["0", "1", "7.7", "-0.01"] {
-        c.expect(&["BF.RESERVE", "x", rate, "10"], b"-ERR (0 < error rate range < 1) \r\n").await;
+    for rate in ["0", "1", "7.7", "-0.01", "-inf", "inf"] {
+        c.expect(
+            &["BF.RESERVE", "x", rate, "10"],
+            b"-ERR error rate must be in the range (0.000000, 1.000000)\r\n",
+        )
+        .await;
     }
     c.expect(&["BF.RESERVE", "x", "0.01", "abc"], b"-ERR bad capacity\r\n").await;
     c.expect(&["BF.RESERVE", "x", "0.01", "1.5"], b"-ERR bad capacity\r\n").await;
     for cap in ["0", "-5"] {
-        c.expect(&["BF.RESERVE", "x", "0.01", cap], b"-ERR (capacity should be larger than 0)\r\n")
-            .await;
+        c.expect(
+            &["BF.RESERVE", "x", "0.01", cap],
+            b"-ERR capacity must be in the range [1, 9223372036854775807]\r\n",
+        )
+        .await;
     }
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "EXPANSION"], b"-ERR no expansion\r\n").await;
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "abc"], b"-ERR bad expansion\r\n")
         .await;
+    // RedisBloom's range, [0, 32768]; 0 means NONSCALING.
+    for e in ["-1", "32769", "9223372036854775807"] {
+        c.expect(
+            &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", e],
+            b"-ERR expansion must be in the range [0, 32768]\r\n",
+        )
+        .await;
+    }
+    for e in ["2", "-1", "32769"] {
+        c.expect(
+            &["BF.RESERVE", "x", "0.01", "10", "NONSCALING", "EXPANSION", e],
+            b"-Nonscaling filters cannot expand\r\n",
+        )
+        .await;
+    }
     c.expect(
-        &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "0"],
-        b"-ERR expansion should be greater or equal to 1\r\n",
+        &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "x", "NONSCALING"],
+        b"-ERR bad expansion\r\n",
     )
     .await;
-    c.expect(
-        &["BF.RESERVE", "x", "0.01", "10", "NONSCALING", "EXPANSION", "2"],
-        b"-Nonscaling filters cannot expand\r\n",
-    )
-    .await;
+    c.expect(&["BF.RESERVE", "e0", "0.01", "10", "EXPANSION", "0"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "e0", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    c.expect(&["BF.RESERVE", "e0n", "0.01", "10", "NONSCALING", "EXPANSION", "0"], b"+OK\r\n")
+        .await;
+    c.expect(&["BF.INFO", "e0n", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    // Past urlseen's largest fanout (1024), an expansion is accepted and clamped.
+    c.expect(&["BF.RESERVE", "e32k", "0.01", "10", "EXPANSION", "32768"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "e32k", "EXPANSION"], b"*1\r\n:1024\r\n").await;
+    c.expect(&["BF.RESERVE", "e1", "0.01", "10", "EXPANSION", "1"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "e1", "EXPANSION"], b"*1\r\n:2\r\n").await;
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "NOPE"], b"-ERR syntax error\r\n").await;
     c.expect(
         &["BF.RESERVE", "huge", "0.01", "1000000000000000"],
@@ -199,21 +226,20 @@ async fn insert_options_and_errors() {
     c.expect(&["BF.INSERT", "m", "NOCREATE", "ITEMS"], arity).await;
     c.expect(&["BF.INSERT", "m", "NOCREATE", "CAPACITY"], arity).await;
     c.expect(&["BF.INSERT", "m", "NOCREATE", "NONSCALING"], arity).await;
-    c.expect(&["BF.INSERT", "m", "CAPACITY", "0.3", "ITEMS", "a"], b"-Bad capacity\r\n").await;
-    c.expect(&["BF.INSERT", "m", "ERROR", "big", "ITEMS", "a"], b"-Bad error rate\r\n").await;
-    c.expect(&["BF.INSERT", "m", "EXPANSION", "big", "ITEMS", "a"], b"-Bad expansion\r\n").await;
-    for bad in [
-        &["EXPANSION", "0"][..],
-        &["CAPACITY", "0"][..],
-        &["CAPACITY", "-3"][..],
-        &["ERROR", "1"][..],
-        &["ERROR", "0"][..],
+    for (option, values, reply) in [
+        ("CAPACITY", &["0.3", "0", "-3", "x"][..], &b"-Bad capacity\r\n"[..]),
+        ("ERROR", &["big", "0", "1", "-0.5", "nan", "inf"][..], &b"-Bad error rate\r\n"[..]),
+        ("EXPANSION", &["big", "-1", "32769"][..], &b"-Bad expansion\r\n"[..]),
     ] {
-        let mut args = vec!["BF.INSERT", "m"];
-        args.extend_from_slice(bad);
-        args.extend_from_slice(&["ITEMS", "a"]);
-        c.expect(&args, b"-Bad argument received\r\n").await;
+        for value in values {
+            c.expect(&["BF.INSERT", "m", option, value, "ITEMS", "a"], reply).await;
+        }
     }
+    // EXPANSION 0 is NONSCALING, as in RedisBloom.
+    c.expect(&["BF.INSERT", "e0", "EXPANSION", "0", "ITEMS", "a"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.INFO", "e0", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    c.expect(&["BF.INSERT", "e32k", "EXPANSION", "32768", "ITEMS", "a"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.INFO", "e32k", "EXPANSION"], b"*1\r\n:1024\r\n").await;
     c.expect(&["BF.INSERT", "m", "DONTEXIST", "ITEMS", "a"], b"-Unknown argument received\r\n")
         .await;
     c.expect(&["EXISTS", "m"], b":0\r\n").await;
