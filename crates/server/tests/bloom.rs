@@ -504,3 +504,95 @@ async fn error_rates_next_to_one_answer_and_the_server_goes_on() {
     let mut other = server.connect().await;
     other.expect(&["PING"], b"+PONG\r\n").await;
 }
+
+/// `COMMAND DOCS` documents RedisBloom's commands as Redis documents a module's (group
+/// `module`, `module` `bf`), with the arguments of RedisBloom's `commands.json`.
+#[tokio::test]
+async fn command_docs_of_bf_commands_are_redisbloom_s() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.send_cmd(&["HELLO", "3"]).await;
+    c.read_reply().await;
+    let b = |s: &str| Frame::bulk(s.to_owned());
+    let arg = |name: &str, kind: &str, token: Option<&str>, flags: &[&'static str]| {
+        let mut fields = vec![(b("name"), b(name)), (b("type"), b(kind))];
+        if let Some(token) = token {
+            fields.push((b("token"), b(token)));
+        }
+        if !flags.is_empty() {
+            fields
+                .push((b("flags"), Frame::Set(flags.iter().map(|&f| Frame::simple(f)).collect())));
+        }
+        Frame::Map(fields)
+    };
+    let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", "bf.insert"]).await else { panic!() };
+    let many = "O(k * n), where k is the number of hash functions and n is the number of items";
+    let want = Frame::Map(vec![
+        (
+            b("summary"),
+            b(
+                "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
+            ),
+        ),
+        (b("since"), b("1.0.0")),
+        (b("group"), b("module")),
+        (b("complexity"), b(many)),
+        (b("module"), b("bf")),
+        (
+            b("arguments"),
+            Frame::Array(vec![
+                arg("key", "key", None, &[]),
+                arg("capacity", "integer", Some("CAPACITY"), &["optional"]),
+                arg("error", "double", Some("ERROR"), &["optional"]),
+                arg("expansion", "integer", Some("EXPANSION"), &["optional"]),
+                arg("nocreate", "pure-token", Some("NOCREATE"), &["optional"]),
+                arg("nonscaling", "pure-token", Some("NONSCALING"), &["optional"]),
+                arg("items", "pure-token", Some("ITEMS"), &[]),
+                arg("item", "string", None, &["multiple"]),
+            ]),
+        ),
+    ]);
+    assert_eq!(docs, vec![(b("bf.insert"), want)]);
+    // BF.INFO's optional field is a oneof of tokens.
+    let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", "bf.info"]).await else { panic!() };
+    let Frame::Map(info) = &docs[0].1 else { panic!() };
+    let args = info.iter().find(|(k, _)| *k == b("arguments")).map(|(_, v)| v.clone());
+    let tokens = ["CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"]
+        .map(|t| arg(&t.to_ascii_lowercase(), "pure-token", Some(t), &[]));
+    let mut oneof = match arg("single_value", "oneof", None, &["optional"]) {
+        Frame::Map(fields) => fields,
+        _ => unreachable!(),
+    };
+    oneof.push((b("arguments"), Frame::Array(tokens.to_vec())));
+    assert_eq!(args, Some(Frame::Array(vec![arg("key", "key", None, &[]), Frame::Map(oneof)])));
+    // Every BF command: group module, module bf; FILTERBY MODULE lists them.
+    let names = [
+        "bf.reserve",
+        "bf.add",
+        "bf.madd",
+        "bf.insert",
+        "bf.exists",
+        "bf.mexists",
+        "bf.info",
+        "bf.card",
+    ];
+    for name in names {
+        let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", name]).await else { panic!() };
+        let Frame::Map(fields) = &docs[0].1 else { panic!("{name}") };
+        let get = |k: &str| fields.iter().find(|(n, _)| *n == b(k)).map(|(_, v)| v.clone());
+        assert_eq!((get("group"), get("module")), (Some(b("module")), Some(b("bf"))), "{name}");
+    }
+    let Frame::Array(listed) = c.call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "BF"]).await
+    else {
+        panic!()
+    };
+    let mut listed: Vec<Frame> = listed;
+    let mut want: Vec<Frame> = names.iter().map(|n| b(n)).collect();
+    listed.sort_by_key(|f| format!("{f:?}"));
+    want.sort_by_key(|f| format!("{f:?}"));
+    assert_eq!(listed, want);
+    let Frame::Array(none) = c.call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "cf"]).await else {
+        panic!()
+    };
+    assert!(none.is_empty());
+}

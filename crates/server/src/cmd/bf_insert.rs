@@ -38,7 +38,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.insert", -4)
     .flags(&["write", "denyoom"])
     .keys(1, 1, 1)
     .acl(&["@write", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(k * n), where k is the number of hash functions and n is the number of items")
     .summary(
         "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
     )
@@ -50,7 +51,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.insert", -4)
         ArgSpec::new("expansion", ArgKind::Integer).token("EXPANSION").optional(),
         ArgSpec::new("nocreate", ArgKind::PureToken).token("NOCREATE").optional(),
         ArgSpec::new("nonscaling", ArgKind::PureToken).token("NONSCALING").optional(),
-        ArgSpec::new("item", ArgKind::String).token("ITEMS").multiple(),
+        ArgSpec::new("items", ArgKind::PureToken).token("ITEMS"),
+        ArgSpec::new("item", ArgKind::String).multiple(),
     ]);
 
 /// The `BF.INSERT` command.

@@ -29,7 +29,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.madd", -3)
     .flags(&["write", "denyoom"])
     .keys(1, 1, 1)
     .acl(&["@write", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(k * n), where k is the number of hash functions and n is the number of items")
     .summary(
         "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
     )
