@@ -45,7 +45,7 @@ use urlseen_engine::redis::RedisDb;
 
 use crate::error::{
     BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, OOM, URL_NOT_UTF8, WRONGTYPE,
-    canon_error, engine_error,
+    canon_error, engine_error, write_error,
 };
 use crate::remote::{NOT_WITH_REDIS, Remote};
 
@@ -154,16 +154,6 @@ impl Default for AppConfig {
             maxmemory: 0,
         }
     }
-}
-
-/// What [`App::insert`] did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Inserted {
-    /// How many fingerprints were answered; less than all when a non-scaling filter filled up
-    /// and the caller asked to stop there.
-    pub done: usize,
-    /// Positions refused because a non-scaling filter is full (their answer is meaningless).
-    pub refused: Vec<usize>,
 }
 
 /// The engine state every command works on: the [`Db`] and the server's namespace defaults.
@@ -425,17 +415,20 @@ impl App {
 
     /// Check-and-insert of fingerprints: `out[i]` is whether `fps[i]` was (maybe) seen.
     ///
-    /// A scaling namespace takes the whole batch in one engine call. A non-scaling one refuses
-    /// a new item once it holds its capacity (an item it already holds still answers `true`);
-    /// with `stop_when_full` the batch ends at the first refusal, as RedisBloom's `BF.MADD` does.
+    /// All or nothing, so that an error reply never hides a write (docs/protocol.md, "What a
+    /// reply says was done"): the memory check comes before anything is written, and a
+    /// non-scaling namespace that cannot take every new item of the batch refuses the whole
+    /// batch (`ERR non scaling filter is full`) without recording any of it. An item it already
+    /// holds needs no room, so a batch of known items still answers.
     ///
     /// This is the write path of every command: in a persistent `Db` the engine call returns
     /// once the records are as durable as the fsync policy says (under `always`, after the
     /// group commit's fsync).
     ///
     /// # Errors
-    /// A failed write or fsync (`MISCONF …`): then no answer of the batch is an
-    /// acknowledgement, and the command fails as a whole.
+    /// `-OOM` over `maxmemory` and a full non-scaling filter, with nothing recorded; a failed
+    /// write or fsync (`MISCONF …`): then no answer of the batch is an acknowledgement, the
+    /// namespace refuses every later write, and reopening it recovers it without the batch.
     ///
     /// # Panics
     /// If `out.len() != fps.len()`.
@@ -444,44 +437,40 @@ impl App {
         ns: &Namespace,
         fps: &[u64],
         out: &mut [bool],
-        stop_when_full: bool,
-    ) -> Result<Inserted, CommandError> {
+    ) -> Result<(), CommandError> {
         assert_eq!(fps.len(), out.len(), "App::insert: one answer per fingerprint");
         self.check_memory()?;
         if ns.options().split.mode != SplitMode::Never {
             if let ([fp], [answer]) = (fps, &mut *out) {
                 // One item (the common pipelined `URL.SEEN ns url`): the engine's single
                 // insert allocates nothing.
-                *answer = self.write(|| ns.seen_fingerprint(*fp)).map_err(|e| engine_error(&e))?;
+                *answer = self.write(|| ns.seen_fingerprint(*fp)).map_err(|e| write_error(&e))?;
             } else {
-                self.write(|| ns.seen_fingerprints(fps, out)).map_err(|e| engine_error(&e))?;
+                self.write(|| ns.seen_fingerprints(fps, out)).map_err(|e| write_error(&e))?;
             }
-            return Ok(Inserted { done: fps.len(), refused: Vec::new() });
+            return Ok(());
         }
-        let capacity = ns.options().capacity;
+        // Every insert into a non-scaling namespace holds this lock, so the room counted here
+        // is still there when the batch is written.
         let _one_at_a_time = self.nonscaling.lock();
-        let mut refused = Vec::new();
-        for (i, (&fp, answer)) in fps.iter().zip(out.iter_mut()).enumerate() {
-            if ns.contains_fingerprint(fp).map_err(|e| engine_error(&e))? {
-                *answer = true;
-            } else if ns.len() >= capacity {
-                refused.push(i);
-                if stop_when_full {
-                    return Ok(Inserted { done: i, refused });
-                }
-            } else {
-                *answer = self.write(|| ns.seen_fingerprint(fp)).map_err(|e| engine_error(&e))?;
-            }
+        ns.contains_fingerprints(fps, out).map_err(|e| engine_error(&e))?;
+        let mut new: Vec<u64> =
+            fps.iter().zip(out.iter()).filter(|&(_, &seen)| !seen).map(|(&fp, _)| fp).collect();
+        new.sort_unstable();
+        new.dedup();
+        let room = ns.options().capacity.saturating_sub(ns.len());
+        if u64::try_from(new.len()).unwrap_or(u64::MAX) > room {
+            return Err(CommandError::custom(BF_FULL));
         }
-        Ok(Inserted { done: fps.len(), refused })
+        self.write(|| ns.seen_fingerprints(fps, out)).map_err(|e| write_error(&e))
     }
 
-    /// `URL.SEEN` (`write`) or `URL.CHECK`: one answer per URL, `Ok(seen)` or the error element
-    /// of a URL that cannot be canonicalized (the others go on). The valid URLs go to the
-    /// engine in one batch call.
+    /// `URL.SEEN` (`write`) or `URL.CHECK`: one answer per URL, `Ok(seen)`, or `Err(reason)`
+    /// for a URL that cannot be canonicalized, which was neither looked up nor recorded (the
+    /// others go on). The valid URLs go to the engine in one batch call.
     ///
     /// # Errors
-    /// As [`App::insert`]: a failed write fails the whole batch.
+    /// As [`App::insert`]: then nothing of the batch was recorded (or, for `MISCONF`, kept).
     pub fn seen_urls<U: AsRef<[u8]>>(
         &self,
         ns: &Namespace,
@@ -495,49 +484,40 @@ impl App {
         };
         if let [url] = urls {
             // One URL (the common pipelined `URL.SEEN ns url`): no batch bookkeeping.
-            let answer = match fingerprint(url.as_ref()) {
-                Err(e) => Err(e),
-                Ok(fp) if !write => ns.contains_fingerprint(fp).map_err(|e| engine_error(&e)),
-                Ok(fp) => {
-                    let mut seen = [false];
-                    if self.insert(ns, &[fp], &mut seen, false)?.refused.is_empty() {
-                        Ok(seen[0])
-                    } else {
-                        Err(CommandError::custom(BF_FULL))
-                    }
-                }
+            let fp = match fingerprint(url.as_ref()) {
+                Ok(fp) => fp,
+                Err(e) => return Ok(vec![Err(e)]),
             };
-            return Ok(vec![answer]);
+            let mut seen = [false];
+            if write {
+                self.insert(ns, &[fp], &mut seen)?;
+            } else {
+                seen[0] = ns.contains_fingerprint(fp).map_err(|e| engine_error(&e))?;
+            }
+            return Ok(vec![Ok(seen[0])]);
         }
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
         let mut fps = Vec::with_capacity(urls.len());
-        let mut positions = Vec::with_capacity(urls.len());
-        for (i, url) in urls.iter().enumerate() {
+        for url in urls {
             match fingerprint(url.as_ref()) {
                 Ok(fp) => {
                     fps.push(fp);
-                    positions.push(i);
                     answers.push(Ok(false));
                 }
                 Err(e) => answers.push(Err(e)),
             }
         }
         let mut seen = vec![false; fps.len()];
-        if write {
-            for r in self.insert(ns, &fps, &mut seen, false)?.refused {
-                if let Some(&i) = positions.get(r)
-                    && let Some(answer) = answers.get_mut(i)
-                {
-                    *answer = Err(CommandError::custom(BF_FULL));
-                }
-            }
+        if fps.is_empty() {
+            // Only invalid URLs: nothing to look up or record.
+        } else if write {
+            self.insert(ns, &fps, &mut seen)?;
         } else {
             ns.contains_fingerprints(&fps, &mut seen).map_err(|e| engine_error(&e))?;
         }
-        for (&i, &s) in positions.iter().zip(&seen) {
-            if let Some(Ok(answer)) = answers.get_mut(i) {
-                *answer = s;
-            }
+        let mut seen = seen.into_iter();
+        for answer in answers.iter_mut().flatten() {
+            *answer = seen.next().unwrap_or(false);
         }
         Ok(answers)
     }
@@ -555,8 +535,8 @@ impl App {
             .collect()
     }
 
-    /// `URL.FORGET`: one answer per URL (whether it was recorded), or the error element of an
-    /// invalid URL.
+    /// `URL.FORGET`: one answer per URL (whether it was recorded), or `Err(reason)` for an
+    /// invalid URL, which was not looked up. The valid URLs are forgotten in one engine call.
     ///
     /// # Errors
     /// The namespace cannot forget (it has no counting filters), or a failed write: the whole
@@ -566,17 +546,31 @@ impl App {
         ns: &Namespace,
         urls: &[U],
     ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
+        if !ns.can_forget() {
+            return Err(CommandError::custom(crate::error::FORGET_UNSUPPORTED));
+        }
         let mut answers = Vec::with_capacity(urls.len());
+        let mut fps = Vec::with_capacity(urls.len());
         for url in urls {
             let fp = std::str::from_utf8(url.as_ref())
                 .map_err(|_| CommandError::custom(URL_NOT_UTF8))
                 .and_then(|url| ns.fingerprint(url).map_err(|e| engine_error(&e)));
             match fp {
                 Ok(fp) => {
-                    answers.push(Ok(ns.forget_fingerprint(fp).map_err(|e| engine_error(&e))?))
+                    fps.push(fp);
+                    answers.push(Ok(false));
                 }
                 Err(e) => answers.push(Err(e)),
             }
+        }
+        let mut forgotten = vec![false; fps.len()];
+        if !fps.is_empty() {
+            self.write(|| ns.forget_fingerprints(&fps, &mut forgotten))
+                .map_err(|e| write_error(&e))?;
+        }
+        let mut forgotten = forgotten.into_iter();
+        for answer in answers.iter_mut().flatten() {
+            *answer = forgotten.next().unwrap_or(false);
         }
         Ok(answers)
     }
@@ -796,19 +790,28 @@ mod tests {
     }
 
     #[test]
-    fn a_nonscaling_filter_refuses_past_its_capacity() {
+    fn a_nonscaling_filter_takes_a_batch_whole_or_not_at_all() {
         let app = App::in_memory();
         let params = BloomParams { error_rate: 0.01, capacity: 3, expansion: None };
         let ns = app.bloom(b"f", Some(&params)).unwrap().unwrap();
         let fps: Vec<u64> = (0..5).map(|i| ns.fingerprint_bytes(&[i])).collect();
         let mut out = [false; 5];
-        let r = app.insert(&ns, &fps, &mut out, true).unwrap();
-        assert_eq!(r, Inserted { done: 3, refused: vec![3] });
-        assert_eq!(out, [false, false, false, false, false]);
-        let mut out = [false; 5];
-        let r = app.insert(&ns, &fps, &mut out, false).unwrap();
-        assert_eq!(r, Inserted { done: 5, refused: vec![3, 4] });
-        assert_eq!(&out[..3], &[true, true, true]);
+        assert_eq!(app.insert(&ns, &fps, &mut out), Err(CommandError::custom(BF_FULL)));
+        assert_eq!(ns.len(), 0, "a refused batch records nothing");
+        // Repeats within a batch need room once.
+        let mut out = [true; 4];
+        app.insert(&ns, &[fps[0], fps[1], fps[0], fps[2]], &mut out).unwrap();
+        assert_eq!(out, [false, false, true, false]);
+        assert_eq!(ns.len(), 3);
+        // Full: known items still answer, a new one refuses its whole batch.
+        let mut out = [false; 2];
+        app.insert(&ns, &[fps[2], fps[1]], &mut out).unwrap();
+        assert_eq!(out, [true, true]);
+        let mut out = [false; 2];
+        assert_eq!(
+            app.insert(&ns, &[fps[0], fps[3]], &mut out),
+            Err(CommandError::custom(BF_FULL))
+        );
         assert_eq!(ns.len(), 3);
     }
 

@@ -144,6 +144,8 @@ pub enum ArgKind {
     Pattern,
     /// A keyword alone, such as `NONSCALING`.
     PureToken,
+    /// One of the [`ArgSpec::arguments`] (`BF.INFO key [CAPACITY | SIZE | …]`).
+    OneOf,
 }
 
 impl ArgKind {
@@ -156,6 +158,7 @@ impl ArgKind {
             ArgKind::Double => "double",
             ArgKind::Pattern => "pattern",
             ArgKind::PureToken => "pure-token",
+            ArgKind::OneOf => "oneof",
         }
     }
 }
@@ -174,12 +177,19 @@ pub struct ArgSpec {
     pub optional: bool,
     /// Whether it may be repeated.
     pub multiple: bool,
+    /// The alternatives of an [`ArgKind::OneOf`].
+    pub arguments: &'static [ArgSpec],
 }
 
 impl ArgSpec {
     /// A required, single argument.
     pub const fn new(name: &'static str, kind: ArgKind) -> ArgSpec {
-        ArgSpec { name, kind, token: None, optional: false, multiple: false }
+        ArgSpec { name, kind, token: None, optional: false, multiple: false, arguments: &[] }
+    }
+
+    /// An [`ArgKind::OneOf`] of `arguments`.
+    pub const fn one_of(name: &'static str, arguments: &'static [ArgSpec]) -> ArgSpec {
+        ArgSpec { arguments, ..ArgSpec::new(name, ArgKind::OneOf) }
     }
 
     /// Introduced by `token`.
@@ -224,8 +234,13 @@ pub struct CommandSpec {
     pub key_step: i32,
     /// ACL categories, `@`-prefixed (`@connection`, `@fast`).
     pub acl_categories: &'static [&'static str],
-    /// The `COMMAND DOCS` group (`connection`, `server`, `bf`, …).
+    /// The `COMMAND DOCS` group (`connection`, `server`, …; `module` for a module's command).
     pub group: &'static str,
+    /// The module a command comes from, as `COMMAND DOCS` names it (`bf` for RedisBloom's), and
+    /// as `COMMAND LIST FILTERBY MODULE` selects it.
+    pub module: Option<&'static str>,
+    /// The `COMMAND DOCS` complexity, if documented.
+    pub complexity: Option<&'static str>,
     /// One-line summary.
     pub summary: &'static str,
     /// The version that introduced the command.
@@ -246,6 +261,8 @@ impl CommandSpec {
             key_step: 0,
             acl_categories: &[],
             group: "generic",
+            module: None,
+            complexity: None,
             summary: "",
             since: "0.1.0",
             args: &[],
@@ -275,6 +292,20 @@ impl CommandSpec {
     /// Sets the documentation group.
     pub const fn group(mut self, group: &'static str) -> CommandSpec {
         self.group = group;
+        self
+    }
+
+    /// Marks a module's command: group `module`, and the module's name (as Redis documents a
+    /// command a module registers).
+    pub const fn module(mut self, module: &'static str) -> CommandSpec {
+        self.group = "module";
+        self.module = Some(module);
+        self
+    }
+
+    /// Sets the documented complexity.
+    pub const fn complexity(mut self, complexity: &'static str) -> CommandSpec {
+        self.complexity = Some(complexity);
         self
     }
 

@@ -75,32 +75,35 @@ pub const BF_ITEM_EXISTS: &str = "ERR item exists";
 pub const BF_NOT_FOUND: &str = "ERR not found";
 /// `BF.RESERVE` with an error rate that is not a number.
 pub const BF_BAD_ERROR_RATE: &str = "ERR bad error rate";
-/// `BF.RESERVE` with an error rate outside (0, 1). The trailing space is RedisBloom's.
-pub const BF_ERROR_RATE_RANGE: &str = "ERR (0 < error rate range < 1) ";
-/// `BF.RESERVE` with a capacity that is not an integer (or is absurdly large).
+/// `BF.RESERVE` with an error rate outside (0, 1) (RedisBloom formats its bounds with `%f`).
+pub const BF_ERROR_RATE_RANGE: &str = "ERR error rate must be in the range (0.000000, 1.000000)";
+/// `BF.RESERVE` with a capacity that is not an integer.
 pub const BF_BAD_CAPACITY: &str = "ERR bad capacity";
-/// `BF.RESERVE` with a capacity below 1.
-pub const BF_CAPACITY_RANGE: &str = "ERR (capacity should be larger than 0)";
+/// `BF.RESERVE` with a capacity below 1. RedisBloom's upper bound is 2^30 (its
+/// `bf-initial-size` maximum); urlseen's is the largest integer, since a DSBF of billions is
+/// what it is for (a filter too big for the memory budget is refused on its own terms).
+pub const BF_CAPACITY_RANGE: &str = "ERR capacity must be in the range [1, 9223372036854775807]";
 /// `BF.RESERVE … EXPANSION` with no value after it.
 pub const BF_NO_EXPANSION: &str = "ERR no expansion";
 /// `BF.RESERVE … EXPANSION x` with `x` not an integer.
 pub const BF_BAD_EXPANSION: &str = "ERR bad expansion";
-/// `BF.RESERVE … EXPANSION x` with `x` below 1.
-pub const BF_EXPANSION_RANGE: &str = "ERR expansion should be greater or equal to 1";
-/// `BF.RESERVE … NONSCALING EXPANSION x`.
+/// `BF.RESERVE … EXPANSION x` with `x` outside RedisBloom's `bf-expansion-factor` range (0
+/// means `NONSCALING`).
+pub const BF_EXPANSION_RANGE: &str = "ERR expansion must be in the range [0, 32768]";
+/// The largest `EXPANSION` RedisBloom accepts (its `bf-expansion-factor` maximum).
+pub const BF_MAX_EXPANSION: i64 = 32768;
+/// `BF.RESERVE … NONSCALING EXPANSION x` with `x` other than 0.
 pub const BF_NONSCALING_EXPANSION: &str = "Nonscaling filters cannot expand";
 /// An insert into a `NONSCALING` filter that holds its capacity.
 pub const BF_FULL: &str = "ERR non scaling filter is full";
-/// `BF.INSERT … ERROR x` with `x` not a number.
+/// `BF.INSERT … ERROR x` with `x` not a number, or not in (0, 1).
 pub const BF_INSERT_BAD_ERROR_RATE: &str = "Bad error rate";
-/// `BF.INSERT … EXPANSION x` with `x` not an integer.
+/// `BF.INSERT … EXPANSION x` with `x` not an integer, or not in [0, 32768].
 pub const BF_INSERT_BAD_EXPANSION: &str = "Bad expansion";
-/// `BF.INSERT … CAPACITY x` with `x` not an integer.
+/// `BF.INSERT … CAPACITY x` with `x` not an integer, or below 1.
 pub const BF_INSERT_BAD_CAPACITY: &str = "Bad capacity";
 /// `BF.INSERT` with an option it does not know.
 pub const BF_INSERT_UNKNOWN_ARGUMENT: &str = "Unknown argument received";
-/// `BF.INSERT` with an error rate outside (0, 1), a capacity below 1 or an expansion below 1.
-pub const BF_INSERT_BAD_ARGUMENT: &str = "Bad argument received";
 /// `BF.INFO key FIELD` with an unknown field.
 pub const BF_INFO_INVALID_VALUE: &str = "Invalid information value";
 /// A filter whose initial size would exceed the server's per-namespace memory limit (RedisBloom
@@ -159,7 +162,23 @@ pub fn engine_error(e: &urlseen_engine::Error) -> CommandError {
     CommandError::Custom(Cow::Owned(text))
 }
 
-/// The error element of a URL that cannot be canonicalized: `ERR invalid URL: …`.
+/// Maps the error of an engine *write* to its reply: [`engine_error`], except that the write
+/// that fails on the disk (the log, or the fingerprint store) answers `MISCONF`, as every later write to that namespace does. None
+/// of the command's answers is an acknowledgement, but what reached the disk before the failure
+/// (a record whose fsync failed) may still be there after a restart: the reply says so.
+pub fn write_error(e: &urlseen_engine::Error) -> CommandError {
+    match e {
+        urlseen_engine::Error::Io { .. } | urlseen_engine::Error::Store(_) => {
+            CommandError::Custom(Cow::Owned(format!(
+                "MISCONF write failed: nothing of this command is acknowledged (its items may or may \
+             not be recorded); writes are refused until restart: {e}"
+            )))
+        }
+        other => engine_error(other),
+    }
+}
+
+/// The reason of a URL that cannot be canonicalized: `ERR invalid URL: …`.
 pub fn canon_error(e: &urlseen_canon::CanonError) -> CommandError {
     let reason = e.to_string();
     let text = if reason.starts_with("invalid URL") {

@@ -15,7 +15,10 @@
 //! ```
 //!
 //! `seen[i]` answers `urls[i]`: `true` seen before, `false` new (and now recorded), `null` when
-//! the URL is invalid, with the reason in `errors` (left out when empty). A body that is not
+//! the URL is invalid (neither looked up nor recorded), with the reason in `errors` (left out
+//! when empty). As over RESP, a request refused as a whole recorded nothing: `{"error": …}`
+//! with 503 when the server cannot write now (`maxmemory`, a failed disk write, Redis), 400
+//! otherwise. A body that is not
 //! that JSON gets `{"error": …}` with status 400 (bad JSON), 415 (no JSON content type) or 422
 //! (wrong shape); bodies are limited to [`MAX_BODY`] bytes (413 past it). When the server has a
 //! password (`requirepass`), every route (`/v1`, `/metrics`, `/healthz`) wants
@@ -280,6 +283,20 @@ async fn check(
     batch(state, ns, body, false).await
 }
 
+/// The status of a batch refused as a whole (nothing of it recorded): 503 when the server
+/// cannot write now (`maxmemory`, a failed disk write, the Redis backend), so that a client
+/// retries later; 400 when the request itself is refused (the namespace name, a full
+/// non-scaling filter).
+fn batch_error_status(e: &CommandError) -> StatusCode {
+    let text = e.to_string();
+    let unavailable = ["OOM ", "MISCONF ", "ERR redis backend"];
+    if unavailable.iter().any(|prefix| text.starts_with(prefix)) {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::BAD_REQUEST
+    }
+}
+
 async fn batch(
     state: HttpState,
     ns: String,
@@ -304,7 +321,7 @@ async fn batch(
     });
     match work.await {
         Ok(Ok(answers)) => Json(SeenResponse::from(answers)).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &message(&e)),
+        Ok(Err(e)) => error(batch_error_status(&e), &message(&e)),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
     }
 }

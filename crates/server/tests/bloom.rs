@@ -23,28 +23,55 @@ async fn reserve_and_its_errors() {
     c.expect(&["BF.RESERVE", "x", "0.01"], arity).await;
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "a", "b", "c", "d"], arity).await;
     c.expect(&["BF.RESERVE", "x", "abc", "10"], b"-ERR bad error rate\r\n").await;
-    for rate in ["0", "1", "7.7", "-0.01"] {
-        c.expect(&["BF.RESERVE", "x", rate, "10"], b"-ERR (0 < error rate range < 1) \r\n").await;
+    for rate in ["0", "1", "7.7", "-0.01", "-inf", "inf"] {
+        c.expect(
+            &["BF.RESERVE", "x", rate, "10"],
+            b"-ERR error rate must be in the range (0.000000, 1.000000)\r\n",
+        )
+        .await;
     }
     c.expect(&["BF.RESERVE", "x", "0.01", "abc"], b"-ERR bad capacity\r\n").await;
     c.expect(&["BF.RESERVE", "x", "0.01", "1.5"], b"-ERR bad capacity\r\n").await;
     for cap in ["0", "-5"] {
-        c.expect(&["BF.RESERVE", "x", "0.01", cap], b"-ERR (capacity should be larger than 0)\r\n")
-            .await;
+        c.expect(
+            &["BF.RESERVE", "x", "0.01", cap],
+            b"-ERR capacity must be in the range [1, 9223372036854775807]\r\n",
+        )
+        .await;
     }
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "EXPANSION"], b"-ERR no expansion\r\n").await;
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "abc"], b"-ERR bad expansion\r\n")
         .await;
+    // RedisBloom's range, [0, 32768]; 0 means NONSCALING.
+    for e in ["-1", "32769", "9223372036854775807"] {
+        c.expect(
+            &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", e],
+            b"-ERR expansion must be in the range [0, 32768]\r\n",
+        )
+        .await;
+    }
+    for e in ["2", "-1", "32769"] {
+        c.expect(
+            &["BF.RESERVE", "x", "0.01", "10", "NONSCALING", "EXPANSION", e],
+            b"-Nonscaling filters cannot expand\r\n",
+        )
+        .await;
+    }
     c.expect(
-        &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "0"],
-        b"-ERR expansion should be greater or equal to 1\r\n",
+        &["BF.RESERVE", "x", "0.01", "10", "EXPANSION", "x", "NONSCALING"],
+        b"-ERR bad expansion\r\n",
     )
     .await;
-    c.expect(
-        &["BF.RESERVE", "x", "0.01", "10", "NONSCALING", "EXPANSION", "2"],
-        b"-Nonscaling filters cannot expand\r\n",
-    )
-    .await;
+    c.expect(&["BF.RESERVE", "e0", "0.01", "10", "EXPANSION", "0"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "e0", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    c.expect(&["BF.RESERVE", "e0n", "0.01", "10", "NONSCALING", "EXPANSION", "0"], b"+OK\r\n")
+        .await;
+    c.expect(&["BF.INFO", "e0n", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    // Past urlseen's largest fanout (1024), an expansion is accepted and clamped.
+    c.expect(&["BF.RESERVE", "e32k", "0.01", "10", "EXPANSION", "32768"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "e32k", "EXPANSION"], b"*1\r\n:1024\r\n").await;
+    c.expect(&["BF.RESERVE", "e1", "0.01", "10", "EXPANSION", "1"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "e1", "EXPANSION"], b"*1\r\n:2\r\n").await;
     c.expect(&["BF.RESERVE", "x", "0.01", "10", "NOPE"], b"-ERR syntax error\r\n").await;
     c.expect(
         &["BF.RESERVE", "huge", "0.01", "1000000000000000"],
@@ -147,27 +174,35 @@ async fn info_fields() {
     c.expect(&["BF.INFO"], b"-ERR wrong number of arguments for 'bf.info' command\r\n").await;
 }
 
+/// A full `NONSCALING` filter refuses a command that brings a new item, and adds none of its
+/// items (RedisBloom adds up to the full point and puts the error in the array, which redis-rs
+/// turns into an error for the whole reply, hiding the items that were added).
 #[tokio::test]
-async fn nonscaling_filters_fill_up_like_redisbloom() {
+async fn nonscaling_filters_refuse_a_command_they_cannot_take_whole() {
     let server = TestServer::start_engine(Config::default()).await;
     let mut c = server.connect().await;
+    let full = b"-ERR non scaling filter is full\r\n";
+    // More new items than the capacity: none is added, not even the first three.
     c.expect(
-        &["BF.INSERT", "ns", "CAPACITY", "3", "NONSCALING", "ITEMS", "a", "b", "c"],
-        b"*3\r\n:1\r\n:1\r\n:1\r\n",
+        &["BF.INSERT", "ns", "CAPACITY", "3", "NONSCALING", "ITEMS", "a", "b", "c", "d"],
+        full,
     )
     .await;
-    // Items it holds still answer 0; the first new one ends the reply with the error.
-    c.expect(
-        &["BF.INSERT", "ns", "ITEMS", "a", "b", "c", "d", "d"],
-        b"*4\r\n:0\r\n:0\r\n:0\r\n-ERR non scaling filter is full\r\n",
-    )
-    .await;
-    c.expect(&["BF.MADD", "ns", "a", "e"], b"*2\r\n:0\r\n-ERR non scaling filter is full\r\n")
-        .await;
-    c.expect(&["BF.ADD", "ns", "e"], b"-ERR non scaling filter is full\r\n").await;
+    c.expect(&["BF.CARD", "ns"], b":0\r\n").await;
+    c.expect(&["BF.MEXISTS", "ns", "a", "b", "c", "d"], b"*4\r\n:0\r\n:0\r\n:0\r\n:0\r\n").await;
+    // A repeat within the command needs room once.
+    c.expect(&["BF.MADD", "ns", "a", "b", "a", "c"], b"*4\r\n:1\r\n:1\r\n:0\r\n:1\r\n").await;
+    // Full: items it holds still answer 0; a command with a new one is refused whole.
+    c.expect(&["BF.MADD", "ns", "a", "b", "c"], b"*3\r\n:0\r\n:0\r\n:0\r\n").await;
+    c.expect(&["BF.INSERT", "ns", "ITEMS", "a", "b", "c", "d", "d"], full).await;
+    c.expect(&["BF.MADD", "ns", "a", "e"], full).await;
+    c.expect(&["BF.ADD", "ns", "e"], full).await;
     c.expect(&["BF.ADD", "ns", "a"], b":0\r\n").await;
-    c.expect(&["BF.EXISTS", "ns", "d"], b":0\r\n").await;
+    c.expect(&["BF.MEXISTS", "ns", "d", "e"], b"*2\r\n:0\r\n:0\r\n").await;
     c.expect(&["BF.CARD", "ns"], b":3\r\n").await;
+    // URL.SEEN on the same key follows the same rule.
+    c.expect(&["URL.SEEN", "ns", "a", "e"], full).await;
+    c.expect(&["URL.SEEN", "ns", "a", "b"], b"*2\r\n:1\r\n:1\r\n").await;
     let Frame::Array(info) = c.call(&["BF.INFO", "ns"]).await else { panic!("not an array") };
     assert_eq!(info[1], Frame::Integer(3));
     assert_eq!(info[7], Frame::Integer(3));
@@ -191,21 +226,20 @@ async fn insert_options_and_errors() {
     c.expect(&["BF.INSERT", "m", "NOCREATE", "ITEMS"], arity).await;
     c.expect(&["BF.INSERT", "m", "NOCREATE", "CAPACITY"], arity).await;
     c.expect(&["BF.INSERT", "m", "NOCREATE", "NONSCALING"], arity).await;
-    c.expect(&["BF.INSERT", "m", "CAPACITY", "0.3", "ITEMS", "a"], b"-Bad capacity\r\n").await;
-    c.expect(&["BF.INSERT", "m", "ERROR", "big", "ITEMS", "a"], b"-Bad error rate\r\n").await;
-    c.expect(&["BF.INSERT", "m", "EXPANSION", "big", "ITEMS", "a"], b"-Bad expansion\r\n").await;
-    for bad in [
-        &["EXPANSION", "0"][..],
-        &["CAPACITY", "0"][..],
-        &["CAPACITY", "-3"][..],
-        &["ERROR", "1"][..],
-        &["ERROR", "0"][..],
+    for (option, values, reply) in [
+        ("CAPACITY", &["0.3", "0", "-3", "x"][..], &b"-Bad capacity\r\n"[..]),
+        ("ERROR", &["big", "0", "1", "-0.5", "nan", "inf"][..], &b"-Bad error rate\r\n"[..]),
+        ("EXPANSION", &["big", "-1", "32769"][..], &b"-Bad expansion\r\n"[..]),
     ] {
-        let mut args = vec!["BF.INSERT", "m"];
-        args.extend_from_slice(bad);
-        args.extend_from_slice(&["ITEMS", "a"]);
-        c.expect(&args, b"-Bad argument received\r\n").await;
+        for value in values {
+            c.expect(&["BF.INSERT", "m", option, value, "ITEMS", "a"], reply).await;
+        }
     }
+    // EXPANSION 0 is NONSCALING, as in RedisBloom.
+    c.expect(&["BF.INSERT", "e0", "EXPANSION", "0", "ITEMS", "a"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.INFO", "e0", "EXPANSION"], b"*1\r\n$-1\r\n").await;
+    c.expect(&["BF.INSERT", "e32k", "EXPANSION", "32768", "ITEMS", "a"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.INFO", "e32k", "EXPANSION"], b"*1\r\n:1024\r\n").await;
     c.expect(&["BF.INSERT", "m", "DONTEXIST", "ITEMS", "a"], b"-Unknown argument received\r\n")
         .await;
     c.expect(&["EXISTS", "m"], b":0\r\n").await;
@@ -540,4 +574,96 @@ async fn pipelined_bf_add_and_exists_answer_as_one_by_one() {
     assert!(pipelined.contains("non scaling filter is full"), "{pipelined}");
     assert!(pipelined.contains("WRONGTYPE"), "{pipelined}");
     assert!(pipelined.contains("wrong number of arguments"), "{pipelined}");
+}
+
+/// `COMMAND DOCS` documents RedisBloom's commands as Redis documents a module's (group
+/// `module`, `module` `bf`), with the arguments of RedisBloom's `commands.json`.
+#[tokio::test]
+async fn command_docs_of_bf_commands_are_redisbloom_s() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.send_cmd(&["HELLO", "3"]).await;
+    c.read_reply().await;
+    let b = |s: &str| Frame::bulk(s.to_owned());
+    let arg = |name: &str, kind: &str, token: Option<&str>, flags: &[&'static str]| {
+        let mut fields = vec![(b("name"), b(name)), (b("type"), b(kind))];
+        if let Some(token) = token {
+            fields.push((b("token"), b(token)));
+        }
+        if !flags.is_empty() {
+            fields
+                .push((b("flags"), Frame::Set(flags.iter().map(|&f| Frame::simple(f)).collect())));
+        }
+        Frame::Map(fields)
+    };
+    let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", "bf.insert"]).await else { panic!() };
+    let many = "O(k * n), where k is the number of hash functions and n is the number of items";
+    let want = Frame::Map(vec![
+        (
+            b("summary"),
+            b(
+                "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
+            ),
+        ),
+        (b("since"), b("1.0.0")),
+        (b("group"), b("module")),
+        (b("complexity"), b(many)),
+        (b("module"), b("bf")),
+        (
+            b("arguments"),
+            Frame::Array(vec![
+                arg("key", "key", None, &[]),
+                arg("capacity", "integer", Some("CAPACITY"), &["optional"]),
+                arg("error", "double", Some("ERROR"), &["optional"]),
+                arg("expansion", "integer", Some("EXPANSION"), &["optional"]),
+                arg("nocreate", "pure-token", Some("NOCREATE"), &["optional"]),
+                arg("nonscaling", "pure-token", Some("NONSCALING"), &["optional"]),
+                arg("items", "pure-token", Some("ITEMS"), &[]),
+                arg("item", "string", None, &["multiple"]),
+            ]),
+        ),
+    ]);
+    assert_eq!(docs, vec![(b("bf.insert"), want)]);
+    // BF.INFO's optional field is a oneof of tokens.
+    let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", "bf.info"]).await else { panic!() };
+    let Frame::Map(info) = &docs[0].1 else { panic!() };
+    let args = info.iter().find(|(k, _)| *k == b("arguments")).map(|(_, v)| v.clone());
+    let tokens = ["CAPACITY", "SIZE", "FILTERS", "ITEMS", "EXPANSION"]
+        .map(|t| arg(&t.to_ascii_lowercase(), "pure-token", Some(t), &[]));
+    let mut oneof = match arg("single_value", "oneof", None, &["optional"]) {
+        Frame::Map(fields) => fields,
+        _ => unreachable!(),
+    };
+    oneof.push((b("arguments"), Frame::Array(tokens.to_vec())));
+    assert_eq!(args, Some(Frame::Array(vec![arg("key", "key", None, &[]), Frame::Map(oneof)])));
+    // Every BF command: group module, module bf; FILTERBY MODULE lists them.
+    let names = [
+        "bf.reserve",
+        "bf.add",
+        "bf.madd",
+        "bf.insert",
+        "bf.exists",
+        "bf.mexists",
+        "bf.info",
+        "bf.card",
+    ];
+    for name in names {
+        let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", name]).await else { panic!() };
+        let Frame::Map(fields) = &docs[0].1 else { panic!("{name}") };
+        let get = |k: &str| fields.iter().find(|(n, _)| *n == b(k)).map(|(_, v)| v.clone());
+        assert_eq!((get("group"), get("module")), (Some(b("module")), Some(b("bf"))), "{name}");
+    }
+    let Frame::Array(listed) = c.call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "BF"]).await
+    else {
+        panic!()
+    };
+    let mut listed: Vec<Frame> = listed;
+    let mut want: Vec<Frame> = names.iter().map(|n| b(n)).collect();
+    listed.sort_by_key(|f| format!("{f:?}"));
+    want.sort_by_key(|f| format!("{f:?}"));
+    assert_eq!(listed, want);
+    let Frame::Array(none) = c.call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "cf"]).await else {
+        panic!()
+    };
+    assert!(none.is_empty());
 }

@@ -15,9 +15,11 @@
 
 use std::sync::Arc;
 
+use urlseen_engine::SplitMode;
+
 use crate::app::{App, KeyKind, NamespaceCache};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
-use crate::error::{BF_FULL, BF_NOT_FOUND, CommandError, WRONGTYPE};
+use crate::error::{BF_NOT_FOUND, CommandError, WRONGTYPE};
 use crate::frame::Frame;
 use crate::parse::Parse;
 
@@ -26,7 +28,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.add", 3)
     .flags(&["write", "denyoom"])
     .keys(1, 1, 1)
     .acl(&["@write", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(k), where k is the number of hash functions used by the last sub-filter")
     .summary("Adds an item to a Bloom Filter")
     .since("1.0.0")
     .args(&[ArgSpec::new("key", ArgKind::Key), ArgSpec::new("item", ArgKind::String)]);
@@ -49,9 +52,7 @@ fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         return Err(CommandError::custom(WRONGTYPE));
     }
     let mut seen = [false];
-    if app.insert(ns, &[ns.fingerprint_bytes(&item)], &mut seen, true)?.done == 0 {
-        return Err(CommandError::custom(BF_FULL));
-    }
+    app.insert(ns, &[ns.fingerprint_bytes(&item)], &mut seen)?;
     Ok(Frame::Boolean(!seen[0]))
 }
 
@@ -67,13 +68,20 @@ fn bf_add_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult>
             return Err(CommandError::custom(WRONGTYPE));
         }
         let fps: Vec<u64> = items.iter().map(|item| ns.fingerprint_bytes(item)).collect();
-        let mut seen = vec![false; fps.len()];
-        let inserted = app.insert(ns, &fps, &mut seen, false)?;
-        let mut answers: Vec<CommandResult> =
-            seen.iter().map(|&seen| Ok(Frame::Boolean(!seen))).collect();
-        for i in inserted.refused {
-            answers[i] = Err(CommandError::custom(BF_FULL));
+        if ns.options().split.mode == SplitMode::Never {
+            // A non-scaling filter refuses a whole command that does not fit: one call at a
+            // time, so that one call's refusal is not its neighbours'.
+            return Ok(fps
+                .iter()
+                .map(|&fp| {
+                    let mut seen = [false];
+                    app.insert(ns, &[fp], &mut seen)?;
+                    Ok(Frame::Boolean(!seen[0]))
+                })
+                .collect());
         }
-        Ok(answers)
+        let mut seen = vec![false; fps.len()];
+        app.insert(ns, &fps, &mut seen)?;
+        Ok(seen.iter().map(|&seen| Ok(Frame::Boolean(!seen))).collect())
     })
 }

@@ -48,12 +48,23 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.info", -2)
     .flags(&["readonly", "fast"])
     .keys(1, 1, 1)
     .acl(&["@read", "@fast", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(1)")
     .summary("Returns information about a Bloom Filter")
     .since("1.0.0")
     .args(&[
         ArgSpec::new("key", ArgKind::Key),
-        ArgSpec::new("single_value", ArgKind::String).optional(),
+        ArgSpec::one_of(
+            "single_value",
+            &[
+                ArgSpec::new("capacity", ArgKind::PureToken).token("CAPACITY"),
+                ArgSpec::new("size", ArgKind::PureToken).token("SIZE"),
+                ArgSpec::new("filters", ArgKind::PureToken).token("FILTERS"),
+                ArgSpec::new("items", ArgKind::PureToken).token("ITEMS"),
+                ArgSpec::new("expansion", ArgKind::PureToken).token("EXPANSION"),
+            ],
+        )
+        .optional(),
     ]);
 
 /// The `BF.INFO` command.

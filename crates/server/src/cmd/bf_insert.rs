@@ -10,11 +10,13 @@
 //! > BF.INSERT missing NOCREATE ITEMS a
 //! -ERR not found
 //! > BF.INSERT x CAPACITY 0 ITEMS a
-//! -Bad argument received
+//! -Bad capacity
 //! ```
 //!
 //! The parameters only matter when the filter is created. Errors are RedisBloom's, some of them
-//! without an error code as RedisBloom sends them. RedisBloom recognises an option by its first
+//! without an error code as RedisBloom sends them: a value that does not parse or is out of
+//! range is `Bad capacity` / `Bad error rate` / `Bad expansion`. `EXPANSION 0` means
+//! `NONSCALING`, as in RedisBloom. RedisBloom recognises an option by its first
 //! letters; urlseen wants the whole keyword (any case). As in RedisBloom (and unlike its
 //! documentation), `NOCREATE` with `CAPACITY` or `ERROR` is not an error.
 
@@ -25,8 +27,8 @@ use bytes::Bytes;
 use crate::app::{App, BloomParams};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{
-    BF_INSERT_BAD_ARGUMENT, BF_INSERT_BAD_CAPACITY, BF_INSERT_BAD_ERROR_RATE,
-    BF_INSERT_BAD_EXPANSION, BF_INSERT_UNKNOWN_ARGUMENT, BF_NOT_FOUND, CommandError,
+    BF_INSERT_BAD_CAPACITY, BF_INSERT_BAD_ERROR_RATE, BF_INSERT_BAD_EXPANSION,
+    BF_INSERT_UNKNOWN_ARGUMENT, BF_MAX_EXPANSION, BF_NOT_FOUND, CommandError,
 };
 use crate::frame::parse_i64;
 use crate::parse::{Parse, parse_f64};
@@ -36,7 +38,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.insert", -4)
     .flags(&["write", "denyoom"])
     .keys(1, 1, 1)
     .acl(&["@write", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(k * n), where k is the number of hash functions and n is the number of items")
     .summary(
         "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
     )
@@ -48,7 +51,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.insert", -4)
         ArgSpec::new("expansion", ArgKind::Integer).token("EXPANSION").optional(),
         ArgSpec::new("nocreate", ArgKind::PureToken).token("NOCREATE").optional(),
         ArgSpec::new("nonscaling", ArgKind::PureToken).token("NONSCALING").optional(),
-        ArgSpec::new("item", ArgKind::String).token("ITEMS").multiple(),
+        ArgSpec::new("items", ArgKind::PureToken).token("ITEMS"),
+        ArgSpec::new("item", ArgKind::String).multiple(),
     ]);
 
 /// The `BF.INSERT` command.
@@ -62,7 +66,8 @@ fn bf_insert(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let defaults = ctx.app.config().bloom_defaults;
     let mut error_rate = defaults.error_rate;
     let mut capacity = i64::try_from(defaults.capacity).unwrap_or(i64::MAX);
-    let mut expansion = i64::from(defaults.expansion.unwrap_or(2));
+    // 0: NONSCALING, as RedisBloom's `bf-expansion-factor`.
+    let mut expansion = defaults.expansion.map_or(0, i64::from);
     let mut create = true;
     let mut nonscaling = false;
     let mut items_found = false;
@@ -73,13 +78,19 @@ fn bf_insert(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
             break;
         } else if is("ERROR") {
             let value = args.next().ok_or_else(arity)?;
-            error_rate = parse_f64(&value).ok_or(CommandError::custom(BF_INSERT_BAD_ERROR_RATE))?;
+            error_rate = parse_f64(&value)
+                .filter(|&e| e > 0.0 && e < 1.0)
+                .ok_or(CommandError::custom(BF_INSERT_BAD_ERROR_RATE))?;
         } else if is("EXPANSION") {
             let value = args.next().ok_or_else(arity)?;
-            expansion = parse_i64(&value).ok_or(CommandError::custom(BF_INSERT_BAD_EXPANSION))?;
+            expansion = parse_i64(&value)
+                .filter(|e| (0..=BF_MAX_EXPANSION).contains(e))
+                .ok_or(CommandError::custom(BF_INSERT_BAD_EXPANSION))?;
         } else if is("CAPACITY") {
             let value = args.next().ok_or_else(arity)?;
-            capacity = parse_i64(&value).ok_or(CommandError::custom(BF_INSERT_BAD_CAPACITY))?;
+            capacity = parse_i64(&value)
+                .filter(|&c| c >= 1)
+                .ok_or(CommandError::custom(BF_INSERT_BAD_CAPACITY))?;
         } else if is("NOCREATE") {
             create = false;
         } else if is("NONSCALING") {
@@ -92,17 +103,10 @@ fn bf_insert(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     if !items_found || items.is_empty() {
         return Err(arity());
     }
-    let bad = || CommandError::custom(BF_INSERT_BAD_ARGUMENT);
-    if !(error_rate > 0.0 && error_rate < 1.0) {
-        return Err(bad());
-    }
-    let capacity = u64::try_from(capacity).ok().filter(|&c| c >= 1).ok_or_else(bad)?;
-    let expansion = u32::try_from(expansion.clamp(0, i64::from(u32::MAX)))
-        .ok()
-        .filter(|&e| e >= 1)
-        .ok_or_else(bad)?;
-    let params =
-        BloomParams { error_rate, capacity, expansion: (!nonscaling).then_some(expansion) };
+    // Checked when parsed: what is left is in range (the defaults are).
+    let capacity = u64::try_from(capacity).unwrap_or(1);
+    let expansion = u32::try_from(expansion).ok().filter(|&e| e > 0);
+    let params = BloomParams { error_rate, capacity, expansion: expansion.filter(|_| !nonscaling) };
     let ns = ctx
         .app
         .bloom(&key, create.then_some(&params))?

@@ -9,8 +9,10 @@
 //! :0
 //! ```
 //!
-//! A `NONSCALING` filter that fills up ends the reply with `-ERR non scaling filter is full` at
-//! the first item it refuses; the items after it are not added, as in RedisBloom.
+//! A `NONSCALING` filter without room for every new item of the command answers
+//! `-ERR non scaling filter is full` and adds none of them (RedisBloom adds items until the
+//! filter is full and puts the error in the array: see docs/protocol.md, "What a reply says
+//! was done").
 
 use std::sync::Arc;
 
@@ -18,7 +20,7 @@ use bytes::Bytes;
 
 use crate::app::App;
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
-use crate::error::{BF_FULL, BF_NOT_FOUND, CommandError};
+use crate::error::{BF_NOT_FOUND, CommandError};
 use crate::frame::Frame;
 use crate::parse::Parse;
 
@@ -27,7 +29,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.madd", -3)
     .flags(&["write", "denyoom"])
     .keys(1, 1, 1)
     .acl(&["@write", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(k * n), where k is the number of hash functions and n is the number of items")
     .summary(
         "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist",
     )
@@ -49,8 +52,8 @@ fn bf_madd(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     add_items(app, &ns, &items)
 }
 
-/// Adds `items` and builds RedisBloom's reply: one boolean per item added, then the
-/// full-filter error if the filter refused one. Shared with `BF.INSERT`.
+/// Adds `items` and builds RedisBloom's reply: one boolean per item, `true` when it is new.
+/// All or nothing ([`App::insert`]). Shared with `BF.INSERT`.
 pub(crate) fn add_items(
     app: &App,
     ns: &urlseen_engine::Namespace,
@@ -58,10 +61,6 @@ pub(crate) fn add_items(
 ) -> CommandResult {
     let fps: Vec<u64> = items.iter().map(|item| ns.fingerprint_bytes(item)).collect();
     let mut seen = vec![false; fps.len()];
-    let done = app.insert(ns, &fps, &mut seen, true)?.done;
-    let mut reply: Vec<Frame> = seen.iter().take(done).map(|&s| Frame::Boolean(!s)).collect();
-    if done < fps.len() {
-        reply.push(CommandError::custom(BF_FULL).to_frame());
-    }
-    Ok(Frame::Array(reply))
+    app.insert(ns, &fps, &mut seen)?;
+    Ok(Frame::Array(seen.iter().map(|&s| Frame::Boolean(!s)).collect()))
 }

@@ -9,12 +9,13 @@
 //! > BF.RESERVE fixed 0.01 1000 NONSCALING
 //! +OK
 //! > BF.RESERVE bad 1.5 10
-//! -ERR (0 < error rate range < 1)
+//! -ERR error rate must be in the range (0.000000, 1.000000)
 //! ```
 //!
-//! The filter is a DSBF of raw items: `EXPANSION` is its split fanout (at least 2, at most
-//! 1024), `NONSCALING` makes it refuse new items past `capacity`. Errors are RedisBloom's, in
-//! RedisBloom's order; an option RedisBloom would silently ignore is `ERR syntax error` here.
+//! The filter is a DSBF of raw items: `EXPANSION` (RedisBloom's range, 0 to 32768) is its
+//! split fanout (1 becomes 2, above 1024 becomes 1024), 0 or `NONSCALING` makes it refuse new
+//! items past `capacity`. Errors are RedisBloom's, in RedisBloom's order; an option RedisBloom
+//! would silently ignore is `ERR syntax error` here.
 
 use std::sync::Arc;
 
@@ -22,8 +23,8 @@ use crate::app::{App, BloomParams, KeyKind};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{
     BF_BAD_CAPACITY, BF_BAD_ERROR_RATE, BF_BAD_EXPANSION, BF_CAPACITY_RANGE, BF_ERROR_RATE_RANGE,
-    BF_EXPANSION_RANGE, BF_ITEM_EXISTS, BF_NO_EXPANSION, BF_NONSCALING_EXPANSION, CommandError,
-    WRONGTYPE,
+    BF_EXPANSION_RANGE, BF_ITEM_EXISTS, BF_MAX_EXPANSION, BF_NO_EXPANSION, BF_NONSCALING_EXPANSION,
+    CommandError, WRONGTYPE,
 };
 use crate::frame::{Frame, parse_i64};
 use crate::parse::Parse;
@@ -33,7 +34,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.reserve", -4)
     .flags(&["write", "denyoom", "fast"])
     .keys(1, 1, 1)
     .acl(&["@write", "@fast", "@bloom"])
-    .group("bf")
+    .module("bf")
+    .complexity("O(1)")
     .summary("Creates a new Bloom Filter")
     .since("1.0.0")
     .args(&[
@@ -74,15 +76,18 @@ fn bf_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
             return Err(CommandError::Syntax);
         }
     }
+    // RedisBloom's order: parse, 0 means NONSCALING, NONSCALING with another value is an
+    // error, then the range.
     let expansion = match expansion {
-        Some(_) if nonscaling => return Err(CommandError::custom(BF_NONSCALING_EXPANSION)),
         Some(raw) => {
             let e = parse_i64(&raw).ok_or(CommandError::custom(BF_BAD_EXPANSION))?;
-            let e = u32::try_from(e).unwrap_or(if e < 0 { 0 } else { u32::MAX });
-            if e < 1 {
+            if e != 0 && nonscaling {
+                return Err(CommandError::custom(BF_NONSCALING_EXPANSION));
+            }
+            if !(0..=BF_MAX_EXPANSION).contains(&e) {
                 return Err(CommandError::custom(BF_EXPANSION_RANGE));
             }
-            Some(e)
+            u32::try_from(e).ok().filter(|&e| e > 0)
         }
         None if nonscaling => None,
         None => ctx.app.config().bloom_defaults.expansion.or(Some(2)),

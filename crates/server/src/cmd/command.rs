@@ -15,7 +15,9 @@
 //! %1  $4 echo  %4  summary …  since …  group …  arguments *1 %2 name … type …
 //! ```
 //!
-//! Tips and key specifications are empty sets; `COMMAND LIST FILTERBY MODULE` lists nothing.
+//! Tips and key specifications are empty sets. RedisBloom's commands are documented as Redis
+//! documents a module's: group `module`, `module` `bf`; `COMMAND LIST FILTERBY MODULE bf` lists
+//! them.
 
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::CommandError;
@@ -126,6 +128,12 @@ fn arg_frame(arg: &ArgSpec) -> Frame {
     if !flags.is_empty() {
         fields.push((Frame::bulk("flags"), Frame::Set(flags)));
     }
+    if !arg.arguments.is_empty() {
+        fields.push((
+            Frame::bulk("arguments"),
+            Frame::Array(arg.arguments.iter().map(arg_frame).collect()),
+        ));
+    }
     Frame::Map(fields)
 }
 
@@ -137,6 +145,13 @@ fn docs_frame(spec: &CommandSpec, subs: &[&CommandSpec]) -> Frame {
         (Frame::bulk("since"), Frame::bulk(spec.since)),
         (Frame::bulk("group"), Frame::bulk(spec.group)),
     ];
+    // Redis' order: summary, since, group, complexity, module, …, arguments, subcommands.
+    if let Some(complexity) = spec.complexity {
+        fields.push((Frame::bulk("complexity"), Frame::bulk(complexity)));
+    }
+    if let Some(module) = spec.module {
+        fields.push((Frame::bulk("module"), Frame::bulk(module)));
+    }
     if !spec.args.is_empty() {
         fields.push((
             Frame::bulk("arguments"),
@@ -162,7 +177,7 @@ fn count<S>(ctx: Ctx<'_, S>, _args: Parse) -> CommandResult {
 fn list<S>(ctx: Ctx<'_, S>, mut args: Parse) -> CommandResult {
     enum Filter {
         All,
-        Module,
+        Module(Vec<u8>),
         AclCat(Vec<u8>),
         Pattern(Vec<u8>),
     }
@@ -172,7 +187,7 @@ fn list<S>(ctx: Ctx<'_, S>, mut args: Parse) -> CommandResult {
         let kind = args.next_bytes()?.to_ascii_lowercase();
         let value = args.next_bytes()?;
         match kind.as_slice() {
-            b"module" => Filter::Module,
+            b"module" => Filter::Module(value.to_vec()),
             b"aclcat" => Filter::AclCat(value.to_vec()),
             b"pattern" => Filter::Pattern(value.to_vec()),
             _ => return Err(CommandError::Syntax),
@@ -182,7 +197,9 @@ fn list<S>(ctx: Ctx<'_, S>, mut args: Parse) -> CommandResult {
     };
     let keep = |spec: &CommandSpec| match &filter {
         Filter::All => true,
-        Filter::Module => false,
+        Filter::Module(name) => {
+            spec.module.is_some_and(|m| m.as_bytes().eq_ignore_ascii_case(name))
+        }
         Filter::AclCat(cat) => spec
             .acl_categories
             .iter()

@@ -1,4 +1,5 @@
-//! `URL.CHECK ns url [url …]`: read-only `URL.SEEN`: `1` seen, `0` not seen; records nothing.
+//! `URL.CHECK ns url [url …]`: read-only `URL.SEEN`: `1` seen, `0` not seen, `-1` invalid;
+//! records nothing.
 //!
 //! ```text
 //! > URL.CHECK jobs https://a.example/x https://a.example/y

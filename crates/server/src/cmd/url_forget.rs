@@ -1,5 +1,5 @@
 //! `URL.FORGET ns url [url …]`: forgets URLs, so that they are new again. One integer per URL:
-//! `1` it was recorded and is forgotten, `0` it was not recorded.
+//! `1` it was recorded and is forgotten, `0` it was not recorded, `-1` invalid (not looked up).
 //!
 //! ```text
 //! > URL.FORGET jobs https://a.example/x
@@ -10,8 +10,8 @@
 //! ```
 //!
 //! A plain Bloom filter cannot unlearn: only a namespace with counting filters can forget, and
-//! on any other the whole command fails. An invalid URL gets an error element. A namespace that
-//! does not exist has nothing to forget: zeros.
+//! on any other the whole command fails, forgetting nothing. A namespace that does not exist has
+//! nothing to forget: zeros (and `-1` for invalid URLs).
 
 use std::sync::Arc;
 

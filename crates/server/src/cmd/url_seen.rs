@@ -1,20 +1,21 @@
 //! `URL.SEEN ns url [url …]`: check-and-insert, the crawler's question. One integer per URL:
 //! `1` seen before (or a false positive, with probability at most the namespace's error
-//! bound), `0` new and now recorded.
+//! bound), `0` new and now recorded, `-1` invalid (neither looked up nor recorded).
 //!
 //! ```text
 //! > URL.SEEN jobs https://a.example/x HTTPS://A.EXAMPLE:443/x#top /relative
 //! *3
 //! :0
 //! :1                          (the same page, spelled differently)
-//! -ERR invalid URL: relative URL (no scheme such as "https:"): resolve it against …
+//! :-1                         (a relative URL: not a URL the crawler can fetch)
 //! ```
 //!
-//! Each URL is canonicalized with the namespace's profile. An invalid URL gets an error
-//! element in its position and the others go on; the valid ones go to the engine in one batch.
-//! A namespace that does not exist is created with the server's defaults. The reply is an
-//! array of integers in RESP3 too. On a full `NONSCALING` filter each new URL gets
-//! `-ERR non scaling filter is full`.
+//! The reply rule (docs/protocol.md, "What a reply says was done"): an array reply holds one
+//! integer per URL and never an error element, and an error reply means nothing was recorded.
+//! Each URL is canonicalized with the namespace's profile; the valid ones go to the engine in
+//! one batch. A namespace that does not exist is created with the server's defaults. The reply
+//! is an array of integers in RESP3 too. A full `NONSCALING` filter refuses the whole command
+//! (`-ERR non scaling filter is full`) unless every URL in it is one it holds.
 //!
 //! Pipelined `URL.SEEN` calls on one connection run as one engine batch (up to 512 calls), with
 //! the same answers as one by one: a pipeline of single-URL calls costs about what one call with
@@ -29,6 +30,7 @@ use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx
 use crate::error::{CommandError, NO_SUCH_NAMESPACE};
 use crate::frame::Frame;
 use crate::parse::Parse;
+use urlseen_engine::SplitMode;
 
 /// The spec of `URL.SEEN`.
 pub const SPEC: CommandSpec = CommandSpec::new("url.seen", -3)
@@ -62,7 +64,10 @@ fn url_seen(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
 
 /// Pipelined `URL.SEEN` calls: each run of calls on the same namespace is one engine batch,
 /// which answers exactly as the calls one by one would (a URL repeated in a later call of the
-/// run is seen).
+/// run is seen). An error that one call alone could cause (a full `NONSCALING` filter, which
+/// depends on the call's URLs) must stay that call's: on such a namespace each call is its own
+/// batch. Every other error of a batch (`-OOM`, `MISCONF`, the namespace) would have been every
+/// call's answer one by one too.
 fn url_seen_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult> {
     let app = ctx.app;
     let cache = ctx.conn.extension::<NamespaceCache>();
@@ -84,37 +89,61 @@ fn url_seen_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResul
             urls.extend(next.into_rest());
             counts.push(urls.len() - before);
         }
-        let remote = app.remote_urls(&key, &urls, true);
-        let answered = match remote {
-            Some(answered) => answered,
-            None => match app.cached(cache, &key, || app.url_namespace(&key).map(Some)) {
-                Ok(Some(ns)) => app.seen_urls(ns, &urls, true),
-                Ok(None) => Err(CommandError::custom(NO_SUCH_NAMESPACE)),
-                Err(e) => Err(e),
-            },
+        let ns = match app.remote_urls(&key, &urls, true) {
+            Some(answered) => {
+                split_answers(answered, &counts, &mut results);
+                continue;
+            }
+            None => app.cached(cache, &key, || app.url_namespace(&key).map(Some)),
         };
-        match answered {
-            Ok(all) => {
-                let mut all = all.into_iter();
+        match ns {
+            Ok(Some(ns)) if ns.options().split.mode == SplitMode::Never => {
+                let mut start = 0;
                 for count in counts {
-                    results.push(Ok(answers(all.by_ref().take(count).collect())));
+                    let call = urls.get(start..start + count).unwrap_or_default();
+                    results.push(app.seen_urls(ns, call, true).map(answers));
+                    start += count;
                 }
             }
-            Err(e) => results.extend(counts.iter().map(|_| Err(e.clone()))),
+            Ok(Some(ns)) => split_answers(app.seen_urls(ns, &urls, true), &counts, &mut results),
+            Ok(None) => {
+                split_answers(Err(CommandError::custom(NO_SUCH_NAMESPACE)), &counts, &mut results)
+            }
+            Err(e) => split_answers(Err(e), &counts, &mut results),
         }
     }
     results
 }
 
-/// The reply of `URL.SEEN`, `URL.CHECK` and `URL.FORGET`: an integer or an error per URL.
+/// Hands the answers of a merged run back to its calls, `counts[i]` URLs each.
+fn split_answers(
+    answered: Result<Vec<Result<bool, CommandError>>, CommandError>,
+    counts: &[usize],
+    results: &mut Vec<CommandResult>,
+) {
+    match answered {
+        Ok(all) => {
+            let mut all = all.into_iter();
+            for &count in counts {
+                results.push(Ok(answers(all.by_ref().take(count).collect())));
+            }
+        }
+        Err(e) => results.extend(counts.iter().map(|_| Err(e.clone()))),
+    }
+}
+
+/// What an invalid URL answers in `URL.SEEN`, `URL.CHECK` and `URL.FORGET`: neither `0` nor
+/// `1`, so that no client can take it for a recorded URL, and an integer, so that no client
+/// turns the whole reply into an error (redis-rs does that with an error element).
+pub const INVALID_URL_ANSWER: i64 = -1;
+
+/// The reply of `URL.SEEN`, `URL.CHECK` and `URL.FORGET`: an integer per URL, `1` or `0`, or
+/// [`INVALID_URL_ANSWER`] for a URL that could not be canonicalized.
 pub(crate) fn answers(answers: Vec<Result<bool, CommandError>>) -> Frame {
     Frame::Array(
         answers
             .into_iter()
-            .map(|a| match a {
-                Ok(yes) => Frame::Integer(i64::from(yes)),
-                Err(e) => e.to_frame(),
-            })
+            .map(|a| Frame::Integer(a.map_or(INVALID_URL_ANSWER, i64::from)))
             .collect(),
     )
 }
