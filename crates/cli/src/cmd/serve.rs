@@ -291,6 +291,7 @@ impl Settings {
                 .map_or(defaults.shutdown_grace, Duration::from_secs),
             limits,
             protected_mode: args.protected_mode.or(file.protected_mode).unwrap_or(true),
+            ..defaults
         };
         if server.maxclients == 0 {
             anyhow::bail!("maxclients must be at least 1");
