@@ -74,6 +74,29 @@ class Connection(Base):
         self.assertGreaterEqual(keyspace["db0"]["keys"], 1)
         self.assertIn("used_memory", self.r.info("memory"))
 
+    def test_observability(self):
+        # redis-py's own parsers read SLOWLOG GET, CONFIG GET, CLIENT LIST and INFO sections.
+        old = self.r.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"]
+        self.assertTrue(self.r.config_set("slowlog-log-slower-than", 0))
+        try:
+            self.r.client_setname("obs-1")
+            self.r.echo("slow?")
+            entries = self.r.slowlog_get(10)
+            text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
+            echo = [e for e in entries if text(e["command"]) == "ECHO slow?"]
+            self.assertTrue(echo, entries)
+            self.assertEqual(text(echo[0]["client_name"]), "obs-1")
+            self.assertGreaterEqual(self.r.slowlog_len(), 1)
+        finally:
+            self.r.config_set("slowlog-log-slower-than", old)
+        me = [c for c in self.r.client_list() if c["name"] == "obs-1"]
+        self.assertEqual(len(me), 1)
+        self.assertEqual(me[0]["multi"], "-1")
+        stats = self.r.info("commandstats")
+        self.assertGreaterEqual(stats["cmdstat_echo"]["calls"], 1)
+        latency = self.r.info("latencystats")
+        self.assertIn("p99.9", latency["latency_percentiles_usec_echo"])
+
     def test_unknown_command(self):
         with self.assertRaisesRegex(ResponseError, "unknown command"):
             self.r.execute_command("NOPE.NOTHING", "x")

@@ -67,6 +67,8 @@ impl ConnState {
     /// Queues a request in the open transaction.
     pub(crate) fn queue(&mut self, argv: Vec<Bytes>) {
         if let Some(queue) = &mut self.transaction {
+            let bytes: usize = argv.iter().map(Bytes::len).sum();
+            self.info.buffers.multi_mem.fetch_add(bytes as u64, Relaxed);
             queue.commands.push(argv);
             self.info.multi.store(i64::try_from(queue.len()).unwrap_or(i64::MAX), Relaxed);
         }
@@ -82,6 +84,7 @@ impl ConnState {
     /// Closes the open transaction and returns it.
     pub(crate) fn take_multi(&mut self) -> Option<Queue> {
         self.info.multi.store(-1, Relaxed);
+        self.info.buffers.multi_mem.store(0, Relaxed);
         self.transaction.take()
     }
 
@@ -209,7 +212,23 @@ pub struct ClientInfo {
     multi: AtomicI64,
     /// Keys watched (`watch=`).
     watch: AtomicUsize,
+    /// The socket's file descriptor, -1 where there is none.
+    fd: AtomicI64,
+    /// Buffers, as of the last time the connection waited for the client (see
+    /// [`ClientInfo::set_buffers`]).
+    buffers: Buffers,
     meta: Mutex<ClientMeta>,
+}
+
+/// What `CLIENT LIST` says of a client's buffers.
+#[derive(Debug, Default)]
+struct Buffers {
+    qbuf: AtomicU64,
+    qbuf_free: AtomicU64,
+    multi_mem: AtomicU64,
+    rbs: AtomicU64,
+    rbp: AtomicU64,
+    obl: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -232,6 +251,8 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             multi: AtomicI64::new(-1),
             watch: AtomicUsize::new(0),
+            fd: AtomicI64::new(-1),
+            buffers: Buffers::default(),
             meta: Mutex::new(ClientMeta::default()),
         }
     }
@@ -239,6 +260,23 @@ impl ClientInfo {
     /// The client id.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Sets the socket's file descriptor (`fd=`).
+    pub(crate) fn set_fd(&self, fd: i64) {
+        self.fd.store(fd, Relaxed);
+    }
+
+    /// Records the connection's buffers: bytes of request not executed (`qbuf`), free room in
+    /// the input buffer (`qbuf-free`), the output buffer's capacity (`rbs`, and its peak `rbp`)
+    /// and the reply bytes not yet written (`obl`).
+    pub(crate) fn set_buffers(&self, qbuf: usize, qbuf_free: usize, rbs: usize, obl: usize) {
+        let b = &self.buffers;
+        b.qbuf.store(qbuf as u64, Relaxed);
+        b.qbuf_free.store(qbuf_free as u64, Relaxed);
+        b.rbs.store(rbs as u64, Relaxed);
+        b.rbp.fetch_max(obl as u64, Relaxed);
+        b.obl.store(obl as u64, Relaxed);
     }
 
     pub(crate) fn touch(&self) {
@@ -265,16 +303,29 @@ impl ClientInfo {
         let multi = self.multi.load(Relaxed);
         let flags = if multi >= 0 { "x" } else { "N" };
         let meta = self.meta.lock();
-        let mut line =
-            format!("id={} addr={} laddr={} name=", self.id, addr(self.peer), addr(self.local))
-                .into_bytes();
+        let b = &self.buffers;
+        let (qbuf, qbuf_free) = (b.qbuf.load(Relaxed), b.qbuf_free.load(Relaxed));
+        let (rbs, multi_mem) = (b.rbs.load(Relaxed), b.multi_mem.load(Relaxed));
+        let mut line = format!(
+            "id={} addr={} laddr={} fd={} name=",
+            self.id,
+            addr(self.peer),
+            addr(self.local),
+            self.fd.load(Relaxed)
+        )
+        .into_bytes();
         line.extend_from_slice(meta.name.as_deref().unwrap_or_default());
         line.extend_from_slice(
             format!(
                 " age={age} idle={} flags={flags} db=0 sub=0 psub=0 ssub=0 multi={multi} watch={} \
-                 cmd={cmd} user=default redir=-1 resp={} lib-name=",
+                 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem={multi_mem} rbs={rbs} \
+                 rbp={} obl={} oll=0 omem=0 tot-mem={} events=r cmd={cmd} user=default \
+                 redir=-1 resp={} lib-name=",
                 idle_ms / 1000,
                 self.watch.load(Relaxed),
+                b.rbp.load(Relaxed),
+                b.obl.load(Relaxed),
+                qbuf + qbuf_free + rbs + multi_mem,
                 self.resp.load(Relaxed)
             )
             .as_bytes(),

@@ -64,6 +64,12 @@ pub struct Config {
     /// server bound to a public address by mistake cannot be written (or `FLUSHALL`ed) by
     /// anyone. The HTTP API answers them 403.
     pub protected_mode: bool,
+    /// Redis' `slowlog-log-slower-than`, in microseconds (default 10 000): a command that runs
+    /// at least this long is kept in the slow log (`SLOWLOG GET`). 0 logs every command, a
+    /// negative value disables the slow log.
+    pub slowlog_log_slower_than: i64,
+    /// Redis' `slowlog-max-len` (default 128): the slow log keeps this many newest entries.
+    pub slowlog_max_len: usize,
 }
 
 impl Config {
@@ -83,6 +89,8 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             limits: Limits::default(),
             protected_mode: true,
+            slowlog_log_slower_than: crate::slowlog::DEFAULT_LOG_SLOWER_THAN_US,
+            slowlog_max_len: crate::slowlog::DEFAULT_MAX_LEN,
         }
     }
 }

@@ -79,6 +79,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Connection<T> {
         self.input.len() + self.parser.held_bytes()
     }
 
+    /// Free room in the input buffer (Redis' `qbuf-free`).
+    pub fn query_buffer_free(&self) -> usize {
+        self.input.capacity() - self.input.len()
+    }
+
+    /// Capacity of the output buffer (Redis' `rbs`).
+    pub fn output_capacity(&self) -> usize {
+        self.output.capacity()
+    }
+
     /// Encodes a reply into the output buffer.
     pub fn write_frame(&mut self, frame: &Frame, protocol: Protocol) {
         frame.encode(protocol, &mut self.output);

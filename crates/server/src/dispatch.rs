@@ -447,11 +447,16 @@ struct Entry<S> {
     writes: bool,
     exclusive: bool,
     not_queued: bool,
+    /// Never in the slow log (`EXEC`: the commands it runs are logged instead, as in Redis).
+    skip_slowlog: bool,
     stats: Arc<CommandStats>,
 }
 
 /// A registered `INFO` section: its name, whether plain `INFO` includes it, its writer.
 type InfoWriterFn<S> = fn(&S, &ServerState, &mut InfoSection);
+
+/// The value of a `CONFIG GET` parameter.
+pub type ConfigGetFn<S> = fn(&S, &ServerState) -> String;
 
 struct InfoEntry<S> {
     name: &'static str,
@@ -472,6 +477,7 @@ pub struct Dispatch<S> {
     top_order: Vec<usize>,
     metrics: Arc<Metrics>,
     info: Vec<InfoEntry<S>>,
+    config: Vec<(&'static str, ConfigGetFn<S>)>,
 }
 
 impl<S> fmt::Debug for Dispatch<S> {
@@ -524,6 +530,7 @@ impl<S> Dispatch<S> {
             top_order: Vec::new(),
             metrics: Arc::new(Metrics::new()),
             info: Vec::new(),
+            config: Vec::new(),
         }
     }
 
@@ -567,6 +574,7 @@ impl<S> Dispatch<S> {
             writes: command.spec.has_flag("write"),
             exclusive: command.exclusive,
             not_queued: command.not_queued,
+            skip_slowlog: command.spec.has_flag("skip_slowlog"),
             stats: self.metrics.stats_for(command.spec.name),
         });
         self.entries.len() - 1
@@ -617,6 +625,21 @@ impl<S> Dispatch<S> {
             None => self.info.push(entry),
         }
         self
+    }
+
+    /// Registers a parameter `CONFIG GET` answers (lowercase, as Redis names it:
+    /// `maxmemory`), replacing the one of the same name.
+    pub fn config_param(&mut self, name: &'static str, get: ConfigGetFn<S>) -> &mut Self {
+        match self.config.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = get,
+            None => self.config.push((name, get)),
+        }
+        self
+    }
+
+    /// The `CONFIG GET` parameters, in registration order.
+    pub(crate) fn config_params(&self) -> &[(&'static str, ConfigGetFn<S>)] {
+        &self.config
     }
 
     /// The application state.
@@ -788,6 +811,11 @@ impl<S> Dispatch<S> {
         let Some(handler) = entry.handler else { return Frame::Null };
         // The keys are needed after the handler took the arguments, only if someone watches.
         let written = (entry.writes && server.watches().is_watched()).then(|| argv.clone());
+        // The slow log needs the arguments after the handler took them: keep what it would
+        // keep (at most 32 of them), only while it is on.
+        let slowlog = server.slowlog();
+        let logged = (slowlog.log_slower_than() >= 0 && !entry.skip_slowlog)
+            .then(|| (crate::slowlog::keep_args(&argv), argv.len()));
         let mut args = Parse::new(entry.spec.name, argv);
         for _ in 0..if entry.is_sub { 2 } else { 1 } {
             args.next();
@@ -799,6 +827,9 @@ impl<S> Dispatch<S> {
             Handler::Async(f) => f(ctx, args).await,
         };
         let elapsed = start.elapsed();
+        if let Some((argv, argc)) = logged {
+            slowlog.record(elapsed, &argv, argc, None, conn.peer_addr(), conn.name());
+        }
         let reply = result.unwrap_or_else(|e| e.to_frame());
         let failed = reply.is_error();
         entry.stats.record(elapsed, failed);
@@ -845,6 +876,7 @@ impl<S> Dispatch<S> {
         let mut replies: Vec<Option<Frame>> = Vec::with_capacity(argvs.len());
         let mut parses = Vec::with_capacity(argvs.len());
         let mut positions = Vec::with_capacity(argvs.len());
+        let mut first_argv: Option<(Vec<Bytes>, usize)> = None;
         for argv in argvs {
             let rejection = if !entry.spec.arity_ok(argv.len()) {
                 Some(CommandError::WrongArity { command: entry.spec.name.into() })
@@ -862,6 +894,9 @@ impl<S> Dispatch<S> {
             if watched {
                 written.push(argv.clone());
             }
+            if first_argv.is_none() && server.slowlog().log_slower_than() >= 0 {
+                first_argv = Some((crate::slowlog::keep_args(&argv), argv.len()));
+            }
             let mut args = Parse::new(entry.spec.name, argv);
             args.next();
             positions.push(replies.len());
@@ -871,10 +906,23 @@ impl<S> Dispatch<S> {
         if !parses.is_empty() {
             hold.shared().await;
             let ran = parses.len();
+            let first = first_argv.take().unwrap_or_default();
             let ctx = Ctx { app: &self.app, conn, server, dispatch: self };
             let start = Instant::now();
             let results = batch(ctx, parses);
-            let each = start.elapsed() / u32::try_from(ran).unwrap_or(u32::MAX);
+            let elapsed = start.elapsed();
+            // One slow-log entry for the batch, with its whole time (see `slowlog`).
+            let note =
+                (ran > 1).then(|| format!("... ({} more pipelined calls in this batch)", ran - 1));
+            server.slowlog().record(
+                elapsed,
+                &first.0,
+                first.1,
+                note,
+                conn.peer_addr(),
+                conn.name(),
+            );
+            let each = elapsed / u32::try_from(ran).unwrap_or(u32::MAX);
             let mut results = results.into_iter();
             for (i, &pos) in positions.iter().enumerate() {
                 let reply = match results.next() {

@@ -130,6 +130,11 @@ pub const FORGET_UNSUPPORTED: &str = "ERR this namespace cannot forget URLs: cre
      URL.RESERVE <ns> EXACT COUNTING";
 /// `SCAN` with a cursor that is not an unsigned integer.
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+/// `SLOWLOG GET` with a count that is not an integer ≥ -1.
+pub const SLOWLOG_BAD_COUNT: &str = "ERR count should be greater than or equal to -1";
+/// `SLOWLOG GET` with more than one argument (Redis' `addReplySubcommandSyntaxError`).
+pub const SLOWLOG_GET_SYNTAX: &str =
+    "ERR unknown subcommand or wrong number of arguments for 'GET'. Try SLOWLOG HELP.";
 
 /// `EXEC` itself refused (wrong arity, not authenticated): Redis discards the transaction and
 /// answers `-EXECABORT Transaction discarded because of: <reason>`, the reason without the

@@ -18,7 +18,8 @@
 //!   built-in connection commands live in [`cmd`], one file each.
 //! - [`run`]: the accept loop with `maxclients`, idle timeout, query-buffer limit and graceful
 //!   shutdown.
-//! - [`Metrics`]: atomic counters and per-command latency histograms.
+//! - [`Metrics`]: atomic counters and per-command latency histograms; [`Slowlog`]: the
+//!   slow log.
 //! - [`App`]: the engine's `Db` behind the `BF.*`, `URL.*` and keyspace commands
 //!   ([`dispatch()`] builds the full command table), where a namespace is a key.
 //! - [`http`]: `/healthz`, `/metrics` and a JSON API, with axum.
@@ -76,6 +77,7 @@ pub mod parse;
 pub mod remote;
 pub mod request;
 pub mod server;
+pub mod slowlog;
 pub mod transaction;
 
 pub use app::{App, AppConfig, BloomParams, KeyKind};
@@ -91,6 +93,7 @@ pub use frame::{Frame, FrameError, Protocol};
 pub use metrics::{CommandStats, Metrics};
 pub use parse::Parse;
 pub use server::{ServerState, run};
+pub use slowlog::{Slowlog, SlowlogEntry};
 
 /// The full command table over `app`: the connection commands, `BF.*`, `URL.*` and the
 /// keyspace commands, with the engine's `INFO` sections.

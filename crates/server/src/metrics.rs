@@ -6,7 +6,9 @@
 //! format for `GET /metrics`.
 //!
 //! Latency buckets are powers of two in microseconds: bucket `i` counts calls that took at most
-//! `2^i` µs (1 µs … 16.8 s), the last one everything slower.
+//! `2^i` µs (1 µs … 16.8 s), the last one everything slower. For `INFO latencystats`, each
+//! command also has a finer histogram in nanoseconds, like Redis' HDR histogram: exact below
+//! 128 ns, then 64 buckets per power of two (within 1.6 %), up to 2^45 ns (about 9.8 hours).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -14,6 +16,74 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use parking_lot::RwLock;
+
+/// Sub-buckets per power of two of the fine histogram (`2^SUB_BITS`).
+const SUB_BITS: u32 = 6;
+const SUB: u64 = 1 << SUB_BITS;
+/// Largest power of two the fine histogram tells apart; slower calls land in its last bucket.
+const MAX_EXP: u32 = 45;
+const FINE_BUCKETS: usize = (2 * SUB + (MAX_EXP - SUB_BITS) as u64 * SUB) as usize;
+
+/// The fine bucket of `ns`: values below `2 * SUB` exactly, then `SUB` buckets per octave.
+fn fine_bucket(ns: u64) -> usize {
+    let ns = ns.min((1 << (MAX_EXP + 1)) - 1);
+    if ns < 2 * SUB {
+        return ns as usize;
+    }
+    let exp = u64::BITS - 1 - ns.leading_zeros(); // >= SUB_BITS + 1
+    let shift = exp - SUB_BITS;
+    let sub = (ns >> shift) - SUB; // 0..SUB
+    (2 * SUB + u64::from(exp - SUB_BITS - 1) * SUB + sub) as usize
+}
+
+/// The largest value in fine bucket `i` (HDR's "highest equivalent value").
+fn fine_bucket_max(i: usize) -> u64 {
+    let i = i as u64;
+    if i < 2 * SUB {
+        return i;
+    }
+    let octave = (i - 2 * SUB) / SUB; // exp - SUB_BITS - 1
+    let sub = (i - 2 * SUB) % SUB;
+    let shift = octave + 1;
+    ((SUB + sub + 1) << shift) - 1
+}
+
+/// Call durations in nanoseconds, in log-linear buckets allocated on the first call.
+#[derive(Debug, Default)]
+pub struct LatencyHistogram {
+    buckets: std::sync::OnceLock<Box<[AtomicU64]>>,
+}
+
+impl LatencyHistogram {
+    fn record(&self, ns: u64) {
+        let buckets =
+            self.buckets.get_or_init(|| (0..FINE_BUCKETS).map(|_| AtomicU64::new(0)).collect());
+        if let Some(b) = buckets.get(fine_bucket(ns)) {
+            b.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The duration in nanoseconds at or below which `percentile` % of the calls took, as
+    /// HDR's `hdr_value_at_percentile` computes it (the largest value of the bucket that holds
+    /// that call); `None` before the first call.
+    pub fn value_at_percentile(&self, percentile: f64) -> Option<u64> {
+        let buckets = self.buckets.get()?;
+        let counts: Vec<u64> = buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let wanted = ((percentile.clamp(0.0, 100.0) / 100.0 * total as f64 + 0.5) as u64).max(1);
+        let mut seen = 0;
+        for (i, count) in counts.iter().enumerate() {
+            seen += count;
+            if seen >= wanted {
+                return Some(fine_bucket_max(i));
+            }
+        }
+        None
+    }
+}
 
 /// Number of finite latency buckets: upper bounds `2^0` … `2^24` µs.
 pub const FINITE_BUCKETS: usize = 25;
@@ -42,6 +112,7 @@ pub struct CommandStats {
     rejected: AtomicU64,
     usec: AtomicU64,
     buckets: [AtomicU64; LATENCY_BUCKETS],
+    latency: LatencyHistogram,
 }
 
 impl CommandStats {
@@ -71,8 +142,14 @@ impl CommandStats {
         std::array::from_fn(|i| self.buckets.get(i).map_or(0, |b| b.load(Relaxed)))
     }
 
+    /// The fine histogram behind `INFO latencystats`.
+    pub fn latency(&self) -> &LatencyHistogram {
+        &self.latency
+    }
+
     pub(crate) fn record(&self, elapsed: Duration, failed: bool) {
         let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.latency.record(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
         self.calls.fetch_add(1, Relaxed);
         self.usec.fetch_add(us, Relaxed);
         if failed {
@@ -313,6 +390,31 @@ mod tests {
         assert_eq!(bucket_of(u64::MAX), 25);
         assert_eq!(bucket_upper_bound_us(0), Some(1));
         assert_eq!(bucket_upper_bound_us(25), None);
+    }
+
+    #[test]
+    fn fine_buckets_hold_their_values() {
+        for ns in (0..5000).chain([1 << 20, (1 << 20) + 1, 123_456_789, 1 << 45]) {
+            let i = fine_bucket(ns);
+            assert!(fine_bucket_max(i) >= ns, "{ns} in {i}");
+            assert!(i == 0 || fine_bucket_max(i - 1) < ns, "{ns} in {i}");
+            // Within 1/64 of the value above the exact range.
+            assert!(fine_bucket_max(i) - ns <= ns / 64, "{ns}: {}", fine_bucket_max(i));
+        }
+        assert_eq!(fine_bucket(u64::MAX), FINE_BUCKETS - 1);
+    }
+
+    #[test]
+    fn percentiles_as_hdr_reports_them() {
+        let h = LatencyHistogram::default();
+        assert_eq!(h.value_at_percentile(50.0), None);
+        for us in 1..=1000u64 {
+            h.record(us * 1000);
+        }
+        for (p, want_us) in [(50.0, 500.0), (99.0, 990.0), (99.9, 999.0)] {
+            let got = h.value_at_percentile(p).unwrap() as f64 / 1000.0;
+            assert!(got >= want_us && got <= want_us * (1.0 + 1.0 / 64.0), "p{p}: {got}");
+        }
     }
 
     #[test]

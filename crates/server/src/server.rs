@@ -20,6 +20,7 @@ use crate::connection::{Connection, WRITE_CHUNK};
 use crate::dispatch::{Dispatch, MAX_BATCH, Outcome};
 use crate::error::{DENIED, MAX_CLIENTS, ProtocolError};
 use crate::metrics::Metrics;
+use crate::slowlog::Slowlog;
 use crate::transaction::{Gate, Hold, Watches};
 
 /// What every connection shares: the configuration, the metrics, the connected clients.
@@ -39,6 +40,8 @@ pub struct ServerState {
     gate: Gate,
     /// The keys clients `WATCH`.
     watches: Arc<Watches>,
+    /// The slow log (`SLOWLOG`).
+    slowlog: Slowlog,
 }
 
 impl ServerState {
@@ -49,6 +52,7 @@ impl ServerState {
         local_addr: Option<SocketAddr>,
     ) -> ServerState {
         ServerState {
+            slowlog: Slowlog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
             config,
             metrics,
             clients: Arc::new(ClientRegistry::default()),
@@ -64,6 +68,11 @@ impl ServerState {
     /// The keys clients watch.
     pub fn watches(&self) -> &Arc<Watches> {
         &self.watches
+    }
+
+    /// The slow log.
+    pub fn slowlog(&self) -> &Slowlog {
+        &self.slowlog
     }
 
     /// The configuration.
@@ -247,6 +256,8 @@ async fn client_task<S: Send + Sync + 'static>(
     let _live = Live::new(&server.metrics);
     let _ = stream.set_nodelay(true);
     let info = Arc::new(ClientInfo::new(id, Some(peer), stream.local_addr().ok()));
+    #[cfg(unix)]
+    info.set_fd(i64::from(std::os::fd::AsRawFd::as_raw_fd(&stream)));
     info.touch();
     let _registered = server.clients.register(info.clone());
     let mut state = ConnState::new(info, server.config.requirepass.is_none());
@@ -361,7 +372,11 @@ where
         hold.release();
         // What is left buffered after executing: an idle client holds only that.
         share.set(conn.query_buffer_len() as u64);
+        // Twice: before the flush for the peak of the output buffer, after it for what the
+        // client left unread.
+        record_buffers(conn, state);
         flush(conn, metrics, idle).await?;
+        record_buffers(conn, state);
         if *stop.borrow() {
             return Ok(End::Close);
         }
@@ -402,6 +417,16 @@ where
             return fail(conn, state, metrics, idle, &ProtocolError::QueryBufferLimit).await;
         }
     }
+}
+
+/// What `CLIENT LIST` shows of this connection's buffers.
+fn record_buffers<T: AsyncRead + AsyncWrite + Unpin>(conn: &Connection<T>, state: &ConnState) {
+    state.info().set_buffers(
+        conn.query_buffer_len(),
+        conn.query_buffer_free(),
+        conn.output_capacity(),
+        conn.pending_output(),
+    );
 }
 
 /// A client holding at most this much of the query buffers is never cut for the total.

@@ -219,9 +219,9 @@ async fn client_subcommands() {
 #[tokio::test]
 async fn command_introspection_is_enough_for_redis_cli() {
     let server = TestServer::start(Config::default()).await;
-    // The connection commands (9) and the transaction commands (5).
+    // The connection commands (9), the transaction commands (5), SLOWLOG and CONFIG.
     let mut c = server.connect().await;
-    c.expect(&["COMMAND", "COUNT"], b":14\r\n").await;
+    c.expect(&["COMMAND", "COUNT"], b":16\r\n").await;
     c.expect(
         &["COMMAND", "INFO", "ping"],
         b"*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n*1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@fast\r\n+@connection\r\n\
@@ -246,11 +246,11 @@ async fn command_introspection_is_enough_for_redis_cli() {
     .await;
 
     let Frame::Array(all) = c.call(&["COMMAND"]).await else { panic!("COMMAND is not an array") };
-    assert_eq!(all.len(), 14);
+    assert_eq!(all.len(), 16);
     let Frame::Array(docs) = c.call(&["COMMAND", "DOCS"]).await else {
         panic!("DOCS is not a flat map")
     };
-    assert_eq!(docs.len(), 28);
+    assert_eq!(docs.len(), 32);
     let Frame::Array(names) = c.call(&["COMMAND", "LIST"]).await else { panic!() };
     assert!(names.contains(&Frame::bulk("client|setname")));
     c.expect(
@@ -270,7 +270,7 @@ async fn command_introspection_is_enough_for_redis_cli() {
     )
     .await;
     let Frame::Map(docs) = c.call(&["COMMAND", "DOCS"]).await else { panic!("DOCS is not a map") };
-    assert_eq!(docs.len(), 14);
+    assert_eq!(docs.len(), 16);
 }
 
 #[tokio::test]

@@ -265,3 +265,33 @@ async fn graceful_shutdown() {
     tokio::time::timeout(common::WAIT, &mut h.handle).await.unwrap().unwrap().unwrap();
     assert!(TcpStream::connect(h.addr).await.is_err());
 }
+
+/// `/metrics` has a Prometheus histogram per command: cumulative `_bucket`s with increasing
+/// `le` ending at `+Inf`, whose last count is `_count`, and `_sum`.
+#[tokio::test]
+async fn per_command_latency_histograms() {
+    let h = start(None).await;
+    let mut c = h.resp.connect().await;
+    for _ in 0..3 {
+        c.expect(&["PING"], b"+PONG\r\n").await;
+    }
+    let (_, _, body) = request(h.addr, "GET", "/metrics", &[], "").await;
+    let name = "urlseen_resp_command_duration_seconds";
+    assert!(body.contains(&format!("# TYPE {name} histogram\n")), "{body}");
+    let prefix = format!("{name}_bucket{{command=\"ping\",le=\"");
+    let mut buckets: Vec<(f64, u64)> = Vec::new();
+    for line in body.lines().filter_map(|l| l.strip_prefix(&prefix)) {
+        let (le, count) = line.split_once("\"} ").unwrap();
+        let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
+        buckets.push((le, count.parse().unwrap()));
+    }
+    assert!(buckets.len() > 2, "{body}");
+    for pair in buckets.windows(2) {
+        assert!(pair[0].0 < pair[1].0 && pair[0].1 <= pair[1].1, "{buckets:?}");
+    }
+    assert_eq!(buckets.last().unwrap(), &(f64::INFINITY, 3));
+    assert!(body.contains(&format!("{name}_count{{command=\"ping\"}} 3\n")), "{body}");
+    let sum_prefix = format!("{name}_sum{{command=\"ping\"}} ");
+    let sum: f64 = body.lines().find_map(|l| l.strip_prefix(&sum_prefix)).unwrap().parse().unwrap();
+    assert!((0.0..1.0).contains(&sum), "{sum}");
+}

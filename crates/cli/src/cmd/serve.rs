@@ -11,39 +11,10 @@
 //! SIGINT the server stops accepting, answers what it has received, closes every connection,
 //! shuts the engine down, and exits 0 (a second signal exits at once with status 130).
 //!
-//! The TOML file (every key optional; an unknown key is an error):
-//!
-//! ```toml
-//! resp = "127.0.0.1:6380"
-//! http = "127.0.0.1:8380"      # or "off"
-//! data = "/var/lib/urlseen"    # a data directory (persistence)
-//! fsync = "everysec"           # always | everysec | no
-//! requirepass = "s3cret"
-//! protected_mode = true        # without requirepass, serve loopback clients only
-//! maxclients = 10000
-//! timeout = 0                  # close clients idle this many seconds (0: never)
-//! shutdown_grace = 10          # seconds to finish in-flight commands on shutdown
-//! max_namespace_bytes = 4294967296
-//! maxmemory = "16gb"           # all namespaces; default 3/4 of RAM ("0": no limit)
-//!
-//! [rename_command]             # as Redis' rename-command
-//! FLUSHALL = ""                # "" disables the command
-//! DEL = "del-4f9c2a"
-//!
-//! [limits]
-//! max_bulk_len = 33554432
-//! max_args = 1048576
-//! max_query_buffer = 67108864
-//! max_total_query_buffer = 536870912  # all clients together
-//!
-//! [defaults]                   # namespaces URL.SEEN creates, and URL.RESERVE's defaults
-//! capacity = 1000000
-//! error = 0.01
-//! profile = "crawler"
-//! sort_query = false
-//! strip_tracking = false
-//! keep_fragments = false
-//! ```
+//! The TOML file (every key optional; an unknown key or a bad value is an error naming its
+//! line) has a key for every flag, and a few settings only it holds (`shutdown_grace`,
+//! `max_namespace_bytes`, `[rename_command]`, `[limits]`, `[defaults]`). `urlseen.toml` at the
+//! root of the repository lists every key with its default and what it does; a test loads it.
 
 use std::io;
 use std::net::SocketAddr;
@@ -62,25 +33,14 @@ use urlseen_server::{App, AppConfig, Config, Limits};
 
 /// Serve the Redis protocol (RESP2/RESP3) and HTTP metrics over the engine.
 #[derive(Debug, Default, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// RESP address, IP:PORT (default 127.0.0.1:6380; 6379 is Redis').
     #[arg(long, value_name = "ADDR")]
     resp: Option<SocketAddr>,
-    /// HTTP address for /healthz, /metrics and the JSON API, IP:PORT or `off` (default
-    /// 127.0.0.1:8380).
-    #[arg(long, value_name = "ADDR")]
-    http: Option<String>,
-    /// Keep the namespaces in this data directory. Without it nothing is persisted, and the
-    /// leaves' fingerprints (which splits need) spill to a temporary directory under
-    /// --spill-dir (default $TMPDIR or /tmp) that is removed on exit: RAM holds the filters.
-    #[arg(long, value_name = "DIR")]
-    data: Option<PathBuf>,
-    /// Without --data: make the temporary spill directory here.
-    #[arg(long, value_name = "DIR", conflicts_with = "data")]
-    spill_dir: Option<PathBuf>,
-    /// With --data: when a write is acknowledged, as Redis' appendfsync (default everysec).
-    #[arg(long, value_parser = parse_fsync)]
-    fsync: Option<Fsync>,
+    /// Close RESP clients idle this many seconds (default 0: never).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<u64>,
     /// Require clients to AUTH with this password (and HTTP API calls to send it as a bearer
     /// token).
     #[arg(long, value_name = "PASSWORD")]
@@ -90,21 +50,26 @@ pub struct Args {
     /// sure the server is not reachable from the internet first.
     #[arg(long, value_name = "yes|no", value_parser = parse_yes_no)]
     protected_mode: Option<bool>,
+    /// Most simultaneous RESP clients (default 10000).
+    #[arg(long, value_name = "N")]
+    maxclients: Option<usize>,
+    /// Keep the namespaces in this data directory. Without it nothing is persisted, and the
+    /// leaves' fingerprints (which splits need) spill to a temporary directory under
+    /// --spill-dir (default $TMPDIR or /tmp) that is removed on exit: RAM holds the filters.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// With --data: when a write is acknowledged, as Redis' appendfsync (default everysec).
+    #[arg(long)]
+    fsync: Option<Fsync>,
+    /// Without --data: make the temporary spill directory here.
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<PathBuf>,
     /// Most RAM all namespaces together may hold, as Redis' maxmemory (`256mb`, `4gb`, bytes;
     /// 0: no limit). Default: three quarters of this machine's RAM. A BF.RESERVE or URL.RESERVE
     /// (or a first URL.SEEN) whose filters would pass it gets `-ERR Insufficient memory to
     /// create filter`; once the namespaces hold more, writes get `-OOM` and reads go on.
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
-    maxmemory: Option<u64>,
-    /// Most simultaneous RESP clients (default 10000).
-    #[arg(long, value_name = "N")]
-    maxclients: Option<usize>,
-    /// Close RESP clients idle this many seconds (default 0: never).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<u64>,
-    /// A TOML file of settings; flags override it.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    #[arg(long, value_name = "BYTES")]
+    maxmemory: Option<Size>,
     /// Keep the URL namespaces in Redis or Redis Cluster (`redis://host:port/`, comma-separated
     /// for several servers or cluster seed nodes), shared with every other `urlseen serve
     /// --redis` and `urlseen filter --redis` on them. URL.RESERVE, URL.SEEN and URL.CHECK then
@@ -112,9 +77,109 @@ pub struct Args {
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with = "data")]
     redis: Option<Vec<String>>,
     /// With --redis: how long a command keeps retrying (with backoff, one line on stderr per
-    /// retry) while Redis is unreachable or refusing for a while before it answers an error.
-    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = crate::args::parse_seconds, requires = "redis")]
-    redis_retry_for: std::time::Duration,
+    /// retry) while Redis is unreachable or refusing for a while before it answers an error
+    /// (default 30).
+    #[arg(long, value_name = "SECONDS", value_parser = crate::args::parse_seconds)]
+    redis_retry_for: Option<Duration>,
+    /// HTTP address for /healthz, /metrics and the JSON API, IP:PORT or `off` (default
+    /// 127.0.0.1:8380).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<HttpAddr>,
+    /// Log to stderr at this level: error, warn, info, debug, trace, or a tracing filter such
+    /// as `info,urlseen_server=debug` (default info; RUST_LOG, if set, is used before the
+    /// config file's `loglevel`).
+    #[arg(long, value_name = "LEVEL")]
+    loglevel: Option<LogLevel>,
+    /// Keep in the slow log (SLOWLOG GET) the commands that run at least this many
+    /// microseconds, as Redis' slowlog-log-slower-than (default 10000; 0: every command; -1:
+    /// none).
+    #[arg(long, value_name = "MICROSECONDS", allow_negative_numbers = true)]
+    slowlog_log_slower_than: Option<i64>,
+    /// How many entries the slow log keeps, as Redis' slowlog-max-len (default 128).
+    #[arg(long, value_name = "N")]
+    slowlog_max_len: Option<usize>,
+    /// A TOML file of settings; flags override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+const AFTER_HELP: &str = "\
+Every flag (but --config) is also a key of the --config TOML file, with `_` for `-`:
+  resp, timeout, requirepass, protected_mode, maxclients, data, fsync, spill_dir, maxmemory,
+  redis (an array of URLs), redis_retry_for, http, loglevel, slowlog_log_slower_than,
+  slowlog_max_len
+and the file alone sets shutdown_grace, max_namespace_bytes, [rename_command], [limits] and
+[defaults]. Flags override the file. An annotated example with every key and its default:
+urlseen.toml at the root of the urlseen repository.";
+
+/// A size such as `256mb` (see [`parse_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(u64);
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Size, String> {
+        parse_bytes(s).map(Size)
+    }
+}
+
+/// `--http`: an address, or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpAddr {
+    /// No HTTP server.
+    Off,
+    /// Listen here.
+    At(SocketAddr),
+}
+
+impl std::str::FromStr for HttpAddr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<HttpAddr, String> {
+        if s.eq_ignore_ascii_case("off") {
+            return Ok(HttpAddr::Off);
+        }
+        s.parse().map(HttpAddr::At).map_err(|_| format!("expected IP:PORT or off, got {s:?}"))
+    }
+}
+
+/// A tracing filter, checked when it is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLevel(String);
+
+impl std::str::FromStr for LogLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<LogLevel, String> {
+        tracing_subscriber::EnvFilter::try_new(s)
+            .map(|_| LogLevel(s.to_owned()))
+            .map_err(|e| format!("invalid log level {s:?}: {e} (try error, warn, info, debug)"))
+    }
+}
+
+/// Deserializes a number of seconds, whole (`30`) or not (`0.5`).
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Seconds {
+        Whole(u64),
+        Fraction(f64),
+    }
+    let secs = match Seconds::deserialize(d)? {
+        Seconds::Whole(n) => n as f64,
+        Seconds::Fraction(f) => f,
+    };
+    crate::args::parse_seconds(&secs.to_string()).map(Some).map_err(serde::de::Error::custom)
+}
+
+/// Deserializes a string setting with its `FromStr`, so that a bad value is a TOML error that
+/// names the line.
+fn parsed<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 /// A size as Redis writes it: bytes, or a number with `k`/`m`/`g` (powers of 1000) or
@@ -151,29 +216,25 @@ fn parse_yes_no(s: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_fsync(s: &str) -> Result<Fsync, String> {
-    s.parse().map_err(|e: urlseen_engine::Error| e.to_string())
-}
-
 /// A `--config` file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file cannot be read.
-    #[error("cannot read config file {}: {source}", path.display())]
+    #[error("cannot read config file {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: io::Error,
+        /// Why (in the message, not a `source`, so that it is printed once).
+        error: io::Error,
     },
     /// The file is not TOML of the expected shape (the message names the line and the key).
-    #[error("invalid config file {}: {source}", path.display())]
+    #[error("invalid config file {}: {error}", path.display())]
     Parse {
         /// The file.
         path: PathBuf,
-        /// Where and what.
-        source: Box<toml::de::Error>,
+        /// Where and what (in the message, not a `source`, so that it is printed once).
+        error: Box<toml::de::Error>,
     },
     /// A value is out of range.
     #[error("invalid config file {}: `{key}` {reason}", path.display())]
@@ -187,19 +248,31 @@ pub enum ConfigError {
     },
 }
 
-/// The `--config` file.
+/// The `--config` file: every flag's key (see `every_flag_has_a_config_key`), then the
+/// settings only the file holds.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     resp: Option<SocketAddr>,
-    http: Option<String>,
-    data: Option<PathBuf>,
-    fsync: Option<String>,
+    timeout: Option<u64>,
     requirepass: Option<String>,
     protected_mode: Option<bool>,
-    maxmemory: Option<String>,
     maxclients: Option<usize>,
-    timeout: Option<u64>,
+    data: Option<PathBuf>,
+    #[serde(default, deserialize_with = "parsed")]
+    fsync: Option<Fsync>,
+    spill_dir: Option<PathBuf>,
+    #[serde(default, deserialize_with = "parsed")]
+    maxmemory: Option<Size>,
+    redis: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "seconds")]
+    redis_retry_for: Option<Duration>,
+    #[serde(default, deserialize_with = "parsed")]
+    http: Option<HttpAddr>,
+    #[serde(default, deserialize_with = "parsed")]
+    loglevel: Option<LogLevel>,
+    slowlog_log_slower_than: Option<i64>,
+    slowlog_max_len: Option<usize>,
     shutdown_grace: Option<u64>,
     max_namespace_bytes: Option<u64>,
     /// Redis' `rename-command`: `FLUSHALL = ""` disables it, `DEL = "del-9f3a"` renames it.
@@ -223,9 +296,10 @@ struct FileLimits {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileDefaults {
-    capacity: Option<u64>,
+    capacity: Option<std::num::NonZeroU64>,
     error: Option<f64>,
-    profile: Option<String>,
+    #[serde(default, deserialize_with = "parsed")]
+    profile: Option<Profile>,
     sort_query: Option<bool>,
     strip_tracking: Option<bool>,
     keep_fragments: Option<bool>,
@@ -234,11 +308,9 @@ struct FileDefaults {
 impl FileConfig {
     fn load(path: &Path) -> Result<FileConfig, ConfigError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source: Box::new(source),
-        })
+            .map_err(|error| ConfigError::Read { path: path.to_owned(), error })?;
+        toml::from_str(&text)
+            .map_err(|error| ConfigError::Parse { path: path.to_owned(), error: Box::new(error) })
     }
 }
 
@@ -248,19 +320,32 @@ struct Settings {
     server: Config,
     http: Option<SocketAddr>,
     data: Option<PathBuf>,
+    /// Without a data directory: where the temporary spill directory is made.
+    spill_dir: Option<PathBuf>,
     fsync: Fsync,
     fsync_given: bool,
     app: AppConfig,
     /// `--redis`: the servers that hold the URL namespaces.
     redis: Option<Vec<String>>,
     /// `--redis-retry-for`.
-    redis_retry_for: std::time::Duration,
+    redis_retry_for: Duration,
+    /// The tracing filter.
+    loglevel: String,
     /// The config file's `[rename_command]`: (command, new name or "" to disable).
     renames: Vec<(String, String)>,
 }
 
+/// `--redis-retry-for`'s default.
+const DEFAULT_REDIS_RETRY_FOR: Duration = Duration::from_secs(30);
+
 impl Settings {
+    /// Flags, then the file, then the defaults; `RUST_LOG` is used for the log level before
+    /// the file's.
     fn new(args: &Args) -> anyhow::Result<Settings> {
+        Settings::with_env_log(args, std::env::var("RUST_LOG").ok())
+    }
+
+    fn with_env_log(args: &Args, rust_log: Option<String>) -> anyhow::Result<Settings> {
         let (file, path) = match &args.config {
             Some(path) => (FileConfig::load(path)?, path.clone()),
             None => (FileConfig::default(), PathBuf::new()),
@@ -291,36 +376,34 @@ impl Settings {
                 .map_or(defaults.shutdown_grace, Duration::from_secs),
             limits,
             protected_mode: args.protected_mode.or(file.protected_mode).unwrap_or(true),
+            slowlog_log_slower_than: args
+                .slowlog_log_slower_than
+                .or(file.slowlog_log_slower_than)
+                .unwrap_or(defaults.slowlog_log_slower_than),
+            slowlog_max_len: args
+                .slowlog_max_len
+                .or(file.slowlog_max_len)
+                .unwrap_or(defaults.slowlog_max_len),
         };
         if server.maxclients == 0 {
-            anyhow::bail!("maxclients must be at least 1");
+            return Err(invalid("maxclients", "must be at least 1".into()).into());
         }
-        let http = match args.http.clone().or(file.http) {
+        let http = match args.http.or(file.http) {
             None => Some(urlseen_server::config::DEFAULT_HTTP_ADDR),
-            Some(s) if s.eq_ignore_ascii_case("off") => None,
-            Some(s) => {
-                Some(s.parse().with_context(|| format!("--http {s:?}: expected IP:PORT or off"))?)
-            }
+            Some(HttpAddr::Off) => None,
+            Some(HttpAddr::At(addr)) => Some(addr),
         };
-        let file_fsync = match &file.fsync {
-            Some(s) => Some(s.parse::<Fsync>().map_err(|e| invalid("fsync", e.to_string()))?),
-            None => None,
-        };
+        let file_fsync = file.fsync;
         let mut app = AppConfig::default();
         let d = &file.defaults;
         if let Some(capacity) = d.capacity {
-            if capacity == 0 {
-                return Err(invalid("defaults.capacity", "must be at least 1".into()).into());
-            }
-            app.url_defaults.capacity = capacity;
+            app.url_defaults.capacity = capacity.get();
         }
         if let Some(error) = d.error {
             app.url_defaults.fpr = error;
         }
-        if let Some(profile) = &d.profile {
-            app.url_defaults.canon.profile = profile
-                .parse::<Profile>()
-                .map_err(|e| invalid("defaults.profile", e.to_string()))?;
+        if let Some(profile) = d.profile {
+            app.url_defaults.canon.profile = profile;
         }
         app.url_defaults.canon.sort_query = d.sort_query.unwrap_or(false);
         app.url_defaults.canon.strip_tracking = d.strip_tracking.unwrap_or(false);
@@ -329,30 +412,48 @@ impl Settings {
         if let Some(bytes) = file.max_namespace_bytes {
             app.max_namespace_bytes = bytes;
         }
-        app.maxmemory = match (&args.maxmemory, &file.maxmemory) {
-            (Some(bytes), _) => *bytes,
-            (None, Some(text)) => parse_bytes(text).map_err(|e| invalid("maxmemory", e))?,
-            (None, None) => default_maxmemory(),
-        };
+        app.maxmemory = args.maxmemory.or(file.maxmemory).map_or_else(default_maxmemory, |s| s.0);
         let data = args.data.clone().or(file.data);
-        if args.redis.is_some() && data.is_some() {
+        let redis = args.redis.clone().or(file.redis);
+        if redis.is_some() && data.is_some() {
             return Err(invalid(
                 "data",
-                "a data directory and --redis exclude each other: with --redis the \
-                 namespaces are in Redis"
+                "a data directory and redis exclude each other: with redis the namespaces \
+                 are in Redis"
                     .into(),
             )
             .into());
         }
+        let spill_dir = args.spill_dir.clone().or(file.spill_dir);
+        if spill_dir.is_some() && data.is_some() {
+            return Err(invalid(
+                "spill_dir",
+                "is for a server without a data directory (with data, fingerprints are kept \
+                 there)"
+                    .into(),
+            )
+            .into());
+        }
+        let loglevel = match (&args.loglevel, rust_log, &file.loglevel) {
+            (Some(level), _, _) => level.0.clone(),
+            (None, Some(env), _) if !env.is_empty() => env,
+            (None, _, Some(level)) => level.0.clone(),
+            (None, _, None) => "info".to_owned(),
+        };
         Ok(Settings {
             server,
             http,
             data,
-            redis: args.redis.clone(),
-            redis_retry_for: args.redis_retry_for,
+            spill_dir,
+            redis,
+            redis_retry_for: args
+                .redis_retry_for
+                .or(file.redis_retry_for)
+                .unwrap_or(DEFAULT_REDIS_RETRY_FOR),
             fsync: args.fsync.or(file_fsync).unwrap_or_default(),
             fsync_given: args.fsync.is_some() || file_fsync.is_some(),
             app,
+            loglevel,
             renames: file.rename_command.into_iter().collect(),
         })
     }
@@ -368,9 +469,9 @@ fn open_db(data: Option<&Path>, spill: Option<&Path>, fsync: Fsync) -> anyhow::R
     }
 }
 
-fn init_tracing() {
+fn init_tracing(level: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(io::stderr)
@@ -380,12 +481,12 @@ fn init_tracing() {
 
 /// Runs the server until SIGTERM or SIGINT.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    init_tracing();
     let settings = Settings::new(&args)?;
+    init_tracing(&settings.loglevel);
     if settings.fsync_given && settings.data.is_none() {
         warn!("--fsync has no effect without --data: the server persists nothing");
     }
-    let db = open_db(settings.data.as_deref(), args.spill_dir.as_deref(), settings.fsync)?;
+    let db = open_db(settings.data.as_deref(), settings.spill_dir.as_deref(), settings.fsync)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("urlseen-serve")
@@ -597,7 +698,21 @@ mod tests {
         let e = Settings::new(&missing).unwrap_err();
         assert!(matches!(e.downcast_ref::<ConfigError>(), Some(ConfigError::Read { .. })), "{e}");
 
-        for text in ["resp = 6380", "nonsense = 1", "[limits]\nmax_bulk_len = -1", "resp = \"x\""] {
+        // Shape and value errors name the line and the key.
+        for (text, line, key) in [
+            ("resp = 6380", 1, "resp"),
+            ("maxclients = 5\n\nnonsense = 1", 3, "nonsense"),
+            ("[limits]\nmax_bulk_len = -1", 2, "max_bulk_len"),
+            ("resp = \"x\"", 1, "resp"),
+            ("\nfsync = \"sometimes\"", 2, "fsync"),
+            ("[defaults]\nprofile = \"nope\"", 2, "profile"),
+            ("[defaults]\ncapacity = 0", 2, "capacity"),
+            ("maxmemory = \"12tb\"", 1, "maxmemory"),
+            ("http = \"nowhere\"", 1, "http"),
+            ("loglevel = \"info,[[\"", 1, "loglevel"),
+            ("redis_retry_for = -1", 1, "redis_retry_for"),
+            ("slowlog_max_len = -1", 1, "slowlog_max_len"),
+        ] {
             let f = write(text);
             let args = Args { config: Some(f.path().to_owned()), ..Args::default() };
             let e = Settings::new(&args).unwrap_err();
@@ -605,12 +720,16 @@ mod tests {
                 matches!(e.downcast_ref::<ConfigError>(), Some(ConfigError::Parse { .. })),
                 "{text}: {e}"
             );
+            let message = e.to_string();
+            assert!(message.contains(&format!("line {line}")), "{text}: {message}");
+            assert!(message.contains(key), "{text}: {message}");
         }
+        // Keys that are each fine but not together, or out of range, name the key.
         for (text, key) in [
-            ("fsync = \"sometimes\"", "fsync"),
-            ("[defaults]\nprofile = \"nope\"", "defaults.profile"),
             ("[defaults]\nerror = 2.0", "defaults"),
-            ("[defaults]\ncapacity = 0", "defaults.capacity"),
+            ("maxclients = 0", "maxclients"),
+            ("data = \"d\"\nredis = [\"redis://h:1/\"]", "data"),
+            ("data = \"d\"\nspill_dir = \"s\"", "spill_dir"),
         ] {
             let f = write(text);
             let args = Args { config: Some(f.path().to_owned()), ..Args::default() };
@@ -620,6 +739,172 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    /// The names of the fields of the struct `T` deserializes as, read from serde.
+    fn struct_fields<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+        use serde::de::{Error as _, Visitor};
+        struct Probe<'a>(&'a mut &'static [&'static str]);
+        impl<'de> serde::Deserializer<'de> for Probe<'_> {
+            type Error = serde::de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(Self::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                *self.0 = fields;
+                Err(Self::Error::custom("probed"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let mut fields: &'static [&'static str] = &[];
+        let _ = T::deserialize(Probe(&mut fields));
+        fields
+    }
+
+    #[test]
+    fn every_flag_has_a_config_key() {
+        let keys = struct_fields::<FileConfig>();
+        assert!(keys.contains(&"resp") && keys.contains(&"limits"), "{keys:?}");
+        let command = <Args as clap::Args>::augment_args(clap::Command::new("serve"));
+        let mut flags = 0;
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if long == "config" || long == "help" {
+                continue;
+            }
+            flags += 1;
+            let key = long.replace('-', "_");
+            assert!(keys.contains(&key.as_str()), "--{long} has no key `{key}` in the config file");
+            assert!(AFTER_HELP.contains(&key), "serve --help does not name `{key}`");
+        }
+        assert!(flags >= 15, "{flags}");
+    }
+
+    fn example() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../urlseen.toml")
+    }
+
+    #[test]
+    fn the_example_file_documents_every_key() {
+        let text = std::fs::read_to_string(example()).unwrap();
+        let sections = [
+            ("", struct_fields::<FileConfig>()),
+            ("[limits]", struct_fields::<FileLimits>()),
+            ("[defaults]", struct_fields::<FileDefaults>()),
+        ];
+        for (section, keys) in sections {
+            let body = text.split_once(&format!("{section}\n")).map_or("", |(_, b)| b);
+            for key in keys {
+                if ["limits", "defaults", "rename_command"].contains(key) {
+                    assert!(text.contains(&format!("\n[{key}]\n")), "no [{key}]");
+                    continue;
+                }
+                let documented = body
+                    .lines()
+                    .any(|l| l.trim_start_matches("# ").starts_with(&format!("{key} = ")));
+                assert!(documented, "urlseen.toml does not show `{key}` under {section:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_example_file_gives_the_defaults() {
+        let args = Args { config: Some(example()), ..Args::default() };
+        let loaded = Settings::with_env_log(&args, None).unwrap();
+        let defaults = Settings::with_env_log(&Args::default(), None).unwrap();
+        assert_eq!(loaded.server, defaults.server);
+        assert_eq!(loaded.http, defaults.http);
+        assert_eq!(loaded.data, defaults.data);
+        assert_eq!(loaded.spill_dir, defaults.spill_dir);
+        assert_eq!(loaded.fsync, defaults.fsync);
+        assert_eq!(loaded.app, defaults.app);
+        assert_eq!(loaded.redis, defaults.redis);
+        assert_eq!(loaded.redis_retry_for, defaults.redis_retry_for);
+        assert_eq!(loaded.loglevel, defaults.loglevel);
+        assert_eq!(loaded.renames, defaults.renames);
+        // And the defaults are the ones it writes down.
+        assert_eq!(defaults.server.slowlog_log_slower_than, 10_000);
+        assert_eq!(defaults.server.slowlog_max_len, 128);
+        assert_eq!(defaults.redis_retry_for, Duration::from_secs(30));
+        assert_eq!(defaults.loglevel, "info");
+    }
+
+    #[test]
+    fn every_flag_overrides_its_key() {
+        let f = write(
+            "slowlog_log_slower_than = 5\nslowlog_max_len = 3\nloglevel = \"warn\"\n\
+             redis_retry_for = 0.5\nspill_dir = \"/file\"\nredis = [\"redis://file:1/\"]\n\
+             http = \"127.0.0.1:9000\"\nmaxmemory = \"2mb\"\n",
+        );
+        let file_only = Args { config: Some(f.path().to_owned()), ..Args::default() };
+        let s = Settings::with_env_log(&file_only, None).unwrap();
+        assert_eq!((s.server.slowlog_log_slower_than, s.server.slowlog_max_len), (5, 3));
+        assert_eq!(s.loglevel, "warn");
+        assert_eq!(s.redis_retry_for, Duration::from_millis(500));
+        assert_eq!(s.spill_dir.as_deref(), Some(Path::new("/file")));
+        assert_eq!(s.redis, Some(vec!["redis://file:1/".to_owned()]));
+        assert_eq!(s.http, Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(s.app.maxmemory, 2 << 20);
+        // RUST_LOG comes before the file, a flag before both.
+        let s = Settings::with_env_log(&file_only, Some("debug".into())).unwrap();
+        assert_eq!(s.loglevel, "debug");
+        let args = Args {
+            config: Some(f.path().to_owned()),
+            slowlog_log_slower_than: Some(-1),
+            slowlog_max_len: Some(9),
+            loglevel: Some("error".parse().unwrap()),
+            redis_retry_for: Some(Duration::from_secs(2)),
+            spill_dir: Some("/flag".into()),
+            redis: Some(vec!["redis://flag:1/".into()]),
+            http: Some(HttpAddr::Off),
+            maxmemory: Some(Size(1)),
+            ..Args::default()
+        };
+        let s = Settings::with_env_log(&args, Some("debug".into())).unwrap();
+        assert_eq!((s.server.slowlog_log_slower_than, s.server.slowlog_max_len), (-1, 9));
+        assert_eq!(s.loglevel, "error");
+        assert_eq!(s.redis_retry_for, Duration::from_secs(2));
+        assert_eq!(s.spill_dir.as_deref(), Some(Path::new("/flag")));
+        assert_eq!(s.redis, Some(vec!["redis://flag:1/".to_owned()]));
+        assert_eq!(s.http, None);
+        assert_eq!(s.app.maxmemory, 1);
+    }
+
+    #[test]
+    fn flags_parse_from_the_command_line() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let cli = Cli::try_parse_from([
+            "serve",
+            "--slowlog-log-slower-than",
+            "-1",
+            "--fsync",
+            "always",
+            "--http",
+            "off",
+            "--maxmemory",
+            "1gb",
+        ])
+        .unwrap();
+        let s = Settings::with_env_log(&cli.args, None).unwrap();
+        assert_eq!(s.server.slowlog_log_slower_than, -1);
+        assert_eq!(s.fsync, Fsync::Always);
+        assert_eq!(s.http, None);
+        assert_eq!(s.app.maxmemory, 1 << 30);
+        assert!(Cli::try_parse_from(["serve", "--loglevel", "info,[["]).is_err());
     }
 
     #[test]
@@ -632,7 +917,7 @@ mod tests {
         assert!(parse_bytes("12tb").unwrap_err().contains("unknown unit"));
         assert!(parse_bytes("mb").is_err() && parse_bytes("-1mb").is_err());
         assert!(parse_bytes("99999999999gb").unwrap_err().contains("too large"));
-        let args = Args { maxmemory: Some(256 << 20), ..Args::default() };
+        let args = Args { maxmemory: Some(Size(256 << 20)), ..Args::default() };
         assert_eq!(Settings::new(&args).unwrap().app.maxmemory, 256 << 20);
         let default = Settings::new(&Args::default()).unwrap().app.maxmemory;
         assert!(default > 0 && Some(default) < super::super::total_ram(), "{default}");

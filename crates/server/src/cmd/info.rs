@@ -12,7 +12,8 @@
 //!
 //! Sections shown by plain `INFO`: `server`, `clients`, `persistence`, `stats`,
 //! `replication`, `keyspace` (and whatever the engine registers as default);
-//! `commandstats` only when asked for, or with `INFO all` / `INFO everything`. Unknown section
+//! `commandstats` and `latencystats` only when asked for, or with `INFO all` /
+//! `INFO everything`. Unknown section
 //! names give an empty reply, as in Redis. `redis_version` is the Redis protocol level urlseen
 //! answers like (some client libraries read it to pick features); `urlseen_version` is ours.
 //! The engine replaces `persistence` and `keyspace` with its own through
@@ -94,6 +95,7 @@ pub(crate) fn register_sections<S>(d: &mut Dispatch<S>) {
     d.info_section("replication", true, replication::<S>);
     d.info_section("keyspace", true, |_, _, _| {});
     d.info_section("commandstats", false, commandstats::<S>);
+    d.info_section("latencystats", false, latencystats::<S>);
 }
 
 fn server<S>(_app: &S, s: &ServerState, out: &mut InfoSection) {
@@ -153,5 +155,27 @@ fn commandstats<S>(_app: &S, s: &ServerState, out: &mut InfoSection) {
                 stats.failed()
             ),
         );
+    }
+}
+
+/// Redis 7's `latency-tracking-info-percentiles` default, with the labels it prints.
+const PERCENTILES: [(&str, f64); 3] = [("50", 50.0), ("99", 99.0), ("99.9", 99.9)];
+
+/// One line per command called, as Redis' `fillPercentileDistributionLatencies`:
+/// `latency_percentiles_usec_ping:p50=1.003,p99=2.007,p99.9=2.007` (microseconds, 3 decimals).
+fn latencystats<S>(_app: &S, s: &ServerState, out: &mut InfoSection) {
+    for (name, stats) in s.metrics().command_stats() {
+        let latency = stats.latency();
+        let mut line = String::new();
+        for (label, p) in PERCENTILES {
+            let Some(ns) = latency.value_at_percentile(p) else { break };
+            if !line.is_empty() {
+                line.push(',');
+            }
+            let _ = write!(line, "p{label}={:.3}", ns as f64 / 1000.0);
+        }
+        if !line.is_empty() {
+            out.field(&format!("latency_percentiles_usec_{name}"), line);
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod bf_mexists;
 pub mod bf_reserve;
 pub mod client;
 pub mod command;
+pub mod config;
 pub mod dbsize;
 pub mod del;
 pub mod discard;
@@ -33,6 +34,7 @@ pub mod ping;
 pub mod quit;
 pub mod scan;
 pub mod select;
+pub mod slowlog;
 pub mod unwatch;
 pub mod url_check;
 pub mod url_forget;
@@ -73,6 +75,10 @@ pub fn register_engine(d: &mut Dispatch<Arc<App>>) {
     d.info_section("keyspace", true, keyspace);
     d.info_section("memory", true, memory);
     d.info_section("persistence", true, persistence);
+    d.config_param("maxmemory", |app, _| app.maxmemory().to_string())
+        .config_param("maxmemory-policy", |_, _| "noeviction".to_owned())
+        .config_param("appendonly", |app, _| config::yes_no(app.db().path().is_some()))
+        .config_param("appendfsync", |app, _| app.db().fsync().name().to_owned());
 }
 
 /// Redis's fields where they mean the same (`loading`, `aof_enabled`: the fingerprint logs are
@@ -145,10 +151,13 @@ pub(crate) fn register_builtins<S: Send + Sync + 'static>(d: &mut Dispatch<S>) {
         .register(command::command())
         .register(info::command())
         .register(quit::command())
+        .register(slowlog::command())
+        .register(config::command())
         .register(multi::command())
         .register(exec::command())
         .register(discard::command())
         .register(watch::command())
         .register(unwatch::command());
     info::register_sections(d);
+    config::register_params(d);
 }
