@@ -43,6 +43,7 @@
 
 mod backend;
 mod db;
+pub mod dump;
 mod error;
 pub mod exact;
 pub mod leaf_index;
@@ -57,7 +58,8 @@ pub mod storage;
 pub mod tree;
 
 pub use backend::{SeenSet, SeenThenError};
-pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
+pub use db::{DEFAULT_NAMESPACE, Db, LoadStep, MAX_NAME_LEN};
+pub use dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;
 pub use namespace::{
