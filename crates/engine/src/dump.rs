@@ -176,21 +176,24 @@ fn unframe(chunk: &[u8]) -> Result<(u8, u8, &[u8])> {
     Ok((kind, flags, &framed[FRAME_OVERHEAD - 8..]))
 }
 
-/// A dump's first chunk.
+/// A dump's first chunk: what it restores.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Header {
+#[non_exhaustive]
+pub struct Header {
+    /// The hash of the options that every chunk of the dump carries.
     pub identity: u64,
     /// The name it was dumped from.
     pub name: String,
+    /// The options (profile, seed, sizes, modes) the restored namespace gets.
     pub options: NamespaceOptions,
     /// URLs recorded when it was dumped.
     pub count: u64,
-    /// Kept records then.
+    /// Kept records then (see [`crate::tree`]).
     pub kept: u64,
 }
 
 impl Header {
-    pub fn encode(name: &str, options: &NamespaceOptions, count: u64, kept: u64) -> Vec<u8> {
+    pub(crate) fn encode(name: &str, options: &NamespaceOptions, count: u64, kept: u64) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&identity(options).to_le_bytes());
         body.extend_from_slice(&count.to_le_bytes());
@@ -199,6 +202,8 @@ impl Header {
         frame(KIND_HEADER, 0, &body)
     }
 
+    /// Reads a header chunk (the first chunk of a dump).
+    ///
     /// # Errors
     /// [`Error::BadChunk`] (also for a data chunk), [`Error::UnsupportedVersion`],
     /// [`Error::CanonVersionMismatch`].
