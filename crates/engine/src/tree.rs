@@ -1358,7 +1358,7 @@ impl Dsbf {
     /// A leaf is read under its read lock only (writers to it wait for up to `budget` records
     /// to be read), a splitting node's frozen log is read as it froze, an inner node has no
     /// log. A leaf that does not fit in what is left of `budget` starts the next call, unless
-    /// nothing was taken yet: then it is read in parts, resumed with [`LeafLog::seek`].
+    /// nothing was taken yet: then it is read in parts, resumed with `LeafLog::seek`.
     ///
     /// Node ids only grow (a split appends its children), so every record the tree held when a
     /// dump began is taken at least once by a walk of increasing positions: one in a leaf that

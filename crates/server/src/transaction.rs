@@ -6,7 +6,7 @@
 //!   `-EXECABORT`. [`Queue`] is that state, held by [`ConnState`](crate::ConnState).
 //! - **Atomicity.** Every command runs holding the server's [`Gate`] shared; `EXEC` holds it
 //!   exclusively while it runs its queue, so no other client's command runs in between. A
-//!   connection takes the gate once for all the requests it has buffered ([`Hold`]), so a
+//!   connection takes the gate once for all the requests it has buffered (`Hold`), so a
 //!   pipeline pays for the lock once, not per command.
 //! - **Optimistic locking.** `WATCH key…` registers the connection in [`Watches`]; a write
 //!   command that succeeds marks every connection watching one of its keys (a write command

@@ -5,12 +5,12 @@
 //! > BF.SCANDUMP seen 0
 //! *2
 //! :1
-//! $315
+//! $<length>
 //! URLSEEND…                 the header: name, options, profile, seed
 //! > BF.SCANDUMP seen 1
 //! *2
 //! :9223372036854775807      (a tree position while more follow; this one: the last chunk)
-//! $…
+//! $<length>
 //! URLSEEND…                 fingerprints of the leaves, at most 16 MiB
 //! > BF.SCANDUMP seen 9223372036854775807
 //! *2
