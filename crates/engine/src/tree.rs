@@ -1408,6 +1408,10 @@ impl Dsbf {
                 }
                 return Ok(Some(pos));
             } else {
+                // A leaf is left part-read only when it holds more than `room`, so more than
+                // `room - slack` on disk (its buffered tail is under `slack`, except in a
+                // read-only open, which never flushes): the read stops at a block boundary of
+                // the file, which no later flush moves, and the next call resumes there.
                 room - slack as u64
             };
             let mut at = log.seek(&self.leaves, pos.records)?;

@@ -285,3 +285,42 @@ fn a_counting_namespace_refuses_to_dump() {
         .unwrap();
     assert!(matches!(ns.dump_chunk(0, MIN_CHUNK_BYTES), Err(Error::DumpUnsupported { .. })));
 }
+
+#[test]
+fn a_leaf_larger_than_a_chunk_dumps_in_parts_from_its_file_while_it_is_written() {
+    // One big leaf that never splits, its fingerprints in a file: a chunk holds part of it,
+    // and the next resumes inside the file, while a writer keeps appending to it.
+    let src = Db::temporary(None).unwrap();
+    let opts = NamespaceOptions {
+        capacity: 100_000,
+        split: SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() },
+        ..small(Profile::Crawler, false)
+    };
+    let ns = src.create_namespace("big", opts).unwrap();
+    assert_eq!(ns.stats().leaf_count, 1);
+    let n = 40_000;
+    for i in 0..n {
+        ns.seen(&item(i)).unwrap();
+    }
+    let writer = {
+        let ns = Arc::clone(&ns);
+        std::thread::spawn(move || {
+            for i in n..2 * n {
+                ns.seen(&item(i)).unwrap();
+            }
+        })
+    };
+    let chunks = dump(&ns);
+    writer.join().unwrap();
+    assert!(chunks.len() > 5, "{} chunks", chunks.len());
+    let copy = load(&Db::in_memory(), "copy", &chunks);
+    for i in 0..n {
+        assert!(copy.contains(&item(i)).unwrap(), "item {i} lost");
+    }
+    // Idle now: a second dump is exact.
+    let copy = load(&Db::in_memory(), "copy2", &dump(&ns));
+    assert_eq!(copy.len(), ns.len());
+    for i in 0..2 * n {
+        assert!(copy.contains(&item(i)).unwrap(), "item {i} lost");
+    }
+}
