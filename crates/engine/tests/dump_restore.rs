@@ -324,3 +324,59 @@ fn a_leaf_larger_than_a_chunk_dumps_in_parts_from_its_file_while_it_is_written()
         assert!(copy.contains(&item(i)).unwrap(), "item {i} lost");
     }
 }
+
+mod untrusted {
+    //! Chunks and dump files are untrusted bytes: never a panic, never a partial load.
+
+    use proptest::prelude::*;
+    use urlseen_engine::dump::{Header, ITER_HEADER, MIN_CHUNK_BYTES};
+    use urlseen_engine::{Db, DumpReader, NamespaceOptions};
+
+    fn dumped() -> (Vec<u8>, i64, Vec<u8>) {
+        let db = Db::in_memory();
+        let ns = db.create_namespace("p", NamespaceOptions::default()).expect("create");
+        for i in 0..100 {
+            ns.seen(&format!("https://p.example/{i}")).expect("seen");
+        }
+        let header = ns.dump_chunk(0, MIN_CHUNK_BYTES).expect("header").data;
+        let data = ns.dump_chunk(ITER_HEADER, MIN_CHUNK_BYTES).expect("data");
+        (header, data.next, data.data)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn arbitrary_bytes_are_refused_without_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512), iter in any::<i64>()) {
+            let db = Db::in_memory();
+            prop_assert!(Header::decode(&bytes).is_err());
+            prop_assert!(db.load_chunk("k", ITER_HEADER, &bytes).is_err());
+            prop_assert!(db.namespace("k").is_none() && db.restoring().is_empty());
+            let (header, _, _) = dumped();
+            db.load_chunk("k", ITER_HEADER, &header).unwrap();
+            prop_assert!(db.load_chunk("k", iter, &bytes).is_err());
+            let reader = DumpReader::new(&bytes[..]);
+            if let Ok(mut reader) = reader {
+                while let Ok(Some(_)) = reader.next_chunk() {}
+            }
+        }
+
+        #[test]
+        fn a_changed_byte_anywhere_is_refused(at in any::<prop::sample::Index>(), bit in 0u8..8) {
+            let (header, next, data) = dumped();
+            let db = Db::in_memory();
+            let mut bad = header.clone();
+            let i = at.index(bad.len());
+            bad[i] ^= 1 << bit;
+            prop_assert!(db.load_chunk("k", ITER_HEADER, &bad).is_err());
+            db.load_chunk("k", ITER_HEADER, &header).unwrap();
+            let mut bad = data.clone();
+            let i = at.index(bad.len());
+            bad[i] ^= 1 << bit;
+            prop_assert!(db.load_chunk("k", next, &bad).is_err());
+            // Nothing of it was loaded: the right chunk completes the restore, exactly.
+            prop_assert!(db.load_chunk("k", next, &data).is_ok());
+            prop_assert_eq!(db.namespace("k").map(|ns| ns.len()), Some(100));
+        }
+    }
+}
