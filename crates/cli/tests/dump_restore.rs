@@ -129,3 +129,83 @@ fn a_damaged_or_cut_dump_is_refused_and_leaves_nothing() {
     assert!(ok, "{err}");
     assert_eq!(filter(&b, "good", &urls), 0);
 }
+
+/// A throwaway `redis-server` on a free port, killed on drop.
+struct Redis {
+    port: u16,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is needed for this test (apt-get install -y redis-server)");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Redis { port, child, _dir: dir }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_namespace_goes_to_redis_and_back_through_dump_files() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, c) = (tmp.path().join("a"), tmp.path().join("c"));
+    let urls = distinct_urls(21, 20_000);
+    filter(&a, "jobs", &urls);
+    let (dump, err, ok) = run(&["dump", "--data", a.to_str().unwrap(), "--ns", "jobs"], b"");
+    assert!(ok, "{err}");
+    let (_, err, ok) = run(&["restore", "--redis", &url], &dump);
+    assert!(ok, "{err}");
+    // `filter --redis` with the namespace's options knows every URL there.
+    let (out, err, ok) =
+        run(&["filter", "--redis", &url, "--ns", "jobs", "--capacity", "2000"], &lines(&urls));
+    assert!(ok, "{err}");
+    assert!(out.is_empty(), "false negatives in redis: {}", String::from_utf8_lossy(&out));
+    // A second restore into it is refused.
+    let (_, err, ok) = run(&["restore", "--redis", &url], &dump);
+    assert!(!ok && err.contains("already exists"), "{err}");
+    // Out of Redis (its options given, as to `filter --redis`), into a data directory.
+    let (back, err, ok) =
+        run(&["dump", "--redis", &url, "--ns", "jobs", "--capacity", "2000"], b"");
+    assert!(ok, "{err}");
+    let (_, err, ok) = run(&["restore", "--data", c.to_str().unwrap(), "--ns", "back"], &back);
+    assert!(ok, "{err}");
+    assert_eq!(filter(&c, "back", &urls), 0, "lost on the way back from redis");
+    // Other options than the namespace's are refused by Redis, not dumped wrong.
+    let (_, err, ok) = run(&["dump", "--redis", &url, "--ns", "jobs", "--capacity", "5000"], b"");
+    assert!(!ok, "{err}");
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::dump::{Data, Header, ITER_HEADER};
+use crate::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
@@ -427,26 +427,9 @@ impl Db {
         let Some(ns) = restore.ns.as_ref() else {
             return Err(Error::NoSuchNamespace(name.to_owned()));
         };
-        let data = Data::decode(chunk)?;
-        if data.identity != restore.identity {
-            return Err(Error::ChunkMismatch {
-                reason: "it was dumped from a namespace with other options (another key's dump)"
-                    .into(),
-            });
-        }
-        if data.next != iter {
-            return Err(Error::ChunkMismatch {
-                reason: format!(
-                    "it was returned with iterator {}, but given with {iter}",
-                    data.next
-                ),
-            });
-        }
-        if data.from != restore.expected {
-            return Err(Error::ChunkOutOfOrder { expected: restore.expected, got: data.from });
-        }
+        let data = restore.order.check(iter, chunk)?;
         let loaded = ns.restore_records(&data.recorded, &data.kept).and_then(|()| {
-            restore.expected = data.next;
+            restore.order.advance(&data);
             if data.last { self.publish(name, &mut restore).map(Some) } else { Ok(None) }
         });
         match loaded {
@@ -485,12 +468,12 @@ impl Db {
             return Err(Error::Restoring(name.to_owned()));
         }
         let aside = inner.root.as_ref().map(|(root, _)| restore_path(root, name));
+        let order = ChunkOrder::after(&header);
         let ns = self.build(name, header.options, aside.clone())?;
         let spill = inner.spill.as_ref().map(|s| persist::namespace_dir(s.path(), name));
         let restore = Restore {
             ns: Some(ns),
-            identity: header.identity,
-            expected: ITER_HEADER,
+            order,
             dir: aside.or(spill),
             published: false,
             storage: Arc::clone(&inner.options.storage),
@@ -697,9 +680,7 @@ pub enum LoadStep {
 struct Restore {
     /// The namespace being filled; `None` once published or abandoned.
     ns: Option<Namespace>,
-    identity: u64,
-    /// The iterator the next chunk must follow.
-    expected: i64,
+    order: ChunkOrder,
     /// Its files (in a data directory, aside; in a spill directory, its own), removed if it
     /// is abandoned.
     dir: Option<PathBuf>,

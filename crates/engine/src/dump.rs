@@ -303,6 +303,54 @@ impl Data {
     }
 }
 
+/// Where a restore is in its dump: the chunks it takes must follow each other.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChunkOrder {
+    identity: u64,
+    /// The iterator the next chunk must follow.
+    expected: i64,
+}
+
+impl ChunkOrder {
+    /// After the header `header`.
+    pub fn after(header: &Header) -> Self {
+        ChunkOrder { identity: header.identity, expected: ITER_HEADER }
+    }
+
+    /// Decodes the data chunk given with `iter` and checks that it is the next one of this
+    /// dump. Nothing changes: [`Self::advance`] once it is loaded.
+    ///
+    /// # Errors
+    /// [`Error::BadChunk`], [`Error::UnsupportedVersion`], [`Error::ChunkMismatch`],
+    /// [`Error::ChunkOutOfOrder`].
+    pub fn check(&self, iter: i64, chunk: &[u8]) -> Result<Data> {
+        let data = Data::decode(chunk)?;
+        if data.identity != self.identity {
+            return Err(Error::ChunkMismatch {
+                reason: "it was dumped from a namespace with other options (another key's dump)"
+                    .into(),
+            });
+        }
+        if data.next != iter {
+            return Err(Error::ChunkMismatch {
+                reason: format!(
+                    "it was returned with iterator {}, but given with {iter}",
+                    data.next
+                ),
+            });
+        }
+        if data.from != self.expected {
+            return Err(Error::ChunkOutOfOrder { expected: self.expected, got: data.from });
+        }
+        Ok(data)
+    }
+
+    /// `data` was loaded.
+    pub fn advance(&mut self, data: &Data) {
+        self.expected = data.next;
+    }
+}
+
 /// Writes a dump file: the header, then each chunk with [`Self::chunk`], then
 /// [`Self::finish`].
 #[derive(Debug)]
