@@ -380,3 +380,30 @@ mod untrusted {
         }
     }
 }
+
+#[test]
+fn two_loaders_of_one_key_at_once_make_one_whole_copy() {
+    let src = Db::in_memory();
+    let ns = src.create_namespace("a", small(Profile::Crawler, false)).unwrap();
+    for i in 0..30_000 {
+        ns.seen(&item(i)).unwrap();
+    }
+    let chunks = Arc::new(dump(&ns));
+    let db = Arc::new(Db::in_memory());
+    let loaders: Vec<_> = (0..2)
+        .map(|_| {
+            let (db, chunks) = (Arc::clone(&db), Arc::clone(&chunks));
+            std::thread::spawn(move || {
+                // Each sends every chunk; a chunk the other loaded first is refused.
+                chunks.iter().filter(|(iter, data)| db.load_chunk("k", *iter, data).is_ok()).count()
+            })
+        })
+        .collect();
+    let loaded: usize = loaders.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(loaded, chunks.len(), "each chunk loaded exactly once between the two");
+    let copy = db.namespace("k").expect("the copy is complete");
+    assert_eq!(copy.len(), ns.len());
+    for i in 0..30_000 {
+        assert!(copy.contains(&item(i)).unwrap());
+    }
+}

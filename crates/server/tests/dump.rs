@@ -218,3 +218,40 @@ async fn redisbloom_errors_and_bad_chunks() {
     c.expect_bytes(&[b"BF.LOADCHUNK", b"half", d_iter.as_bytes(), data], b"-ERR not found\r\n")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_key_survives_a_restart_with_data() {
+    let src = server().await;
+    let mut c = src.connect().await;
+    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MADD", "k"];
+        args.extend(batch.iter().map(String::as_str));
+        c.call(&args).await;
+    }
+    let card = c.call(&["BF.CARD", "k"]).await;
+    let chunks = scandump(&mut c, "k").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let app = Arc::new(App::new(Db::open(dir.path()).unwrap(), AppConfig::default()));
+        let mut server = TestServer::start_app(Config::default(), Arc::clone(&app)).await;
+        let mut d = server.connect().await;
+        loadchunks(&mut d, "copy", &chunks).await;
+        // And one left half loaded: it is gone after the restart.
+        loadchunks(&mut d, "half", &chunks[..2]).await;
+        drop(d);
+        server.shutdown().await;
+    }
+    let app = Arc::new(App::new(Db::open(dir.path()).unwrap(), AppConfig::default()));
+    let server = TestServer::start_app(Config::default(), app).await;
+    let mut d = server.connect().await;
+    assert_eq!(d.call(&["BF.CARD", "copy"]).await, card);
+    d.expect(&["EXISTS", "half"], b":0\r\n").await;
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MEXISTS", "copy"];
+        args.extend(batch.iter().map(String::as_str));
+        let Frame::Array(found) = d.call(&args).await else { panic!() };
+        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "lost after a restart");
+    }
+}
