@@ -10,7 +10,7 @@
 //!
 //! `URL.*` commands work on both kinds (a `Bloom` key simply does not canonicalize); `BF.*`
 //! commands on a `Url` key answer `WRONGTYPE`, because the same bytes would be hashed
-//! differently.
+//! differently, except `BF.SCANDUMP` and `BF.LOADCHUNK`, whose dump carries the profile.
 //!
 //! A `NONSCALING` filter is a namespace whose split mode is [`SplitMode::Never`]; it refuses new
 //! items once it holds its capacity, like RedisBloom's. `EXPANSION` is the split fanout.
