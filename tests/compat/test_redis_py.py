@@ -214,6 +214,35 @@ class Bloom(Base):
         self.assertGreater(info.filterNum, 1)
         self.assertGreaterEqual(info.capacity, len(recorded) / 2)
 
+    def test_scandump_and_loadchunk(self):
+        # RedisBloom's documented loop, through redis-py's bf() API (a client that does not
+        # decode: the chunks are binary).
+        plain = client(self.protocol, decode=False)
+        raw = plain.bf()
+        bf = self.r.bf()
+        bf.create(key("dump"), 0.01, 100, expansion=2)
+        items = [f"d{x}" for x in range(3000)]
+        bf.madd(key("dump"), *items)
+        chunks = []
+        it = 0
+        while True:
+            it, data = raw.scandump(key("dump"), it)
+            if it == 0:
+                break
+            chunks.append((it, data))
+        self.assertGreaterEqual(len(chunks), 2)
+        for it, data in chunks:
+            self.assertTrue(raw.loadchunk(key("dumpcopy"), it, data))
+        self.assertEqual(bf.mexists(key("dumpcopy"), *items), [1] * len(items))
+        self.assertEqual(bf.card(key("dumpcopy")), bf.card(key("dump")))
+        with self.assertRaisesRegex(ResponseError, "not found"):
+            raw.scandump(key("missing"), 0)
+        with self.assertRaisesRegex(ResponseError, "received bad data"):
+            raw.loadchunk(key("other"), 1, b"garbage")
+        with self.assertRaisesRegex(ResponseError, "item exists"):
+            raw.loadchunk(key("dumpcopy"), chunks[0][0], chunks[0][1])
+        plain.close()
+
     def test_wrongtype_on_url_namespaces(self):
         self.r.execute_command("URL.SEEN", key("jobs"), "https://a.example/")
         with self.assertRaisesRegex(ResponseError, "WRONGTYPE|wrong kind"):

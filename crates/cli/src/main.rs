@@ -4,6 +4,7 @@
 //! cat urls.txt | urlseen filter > new.txt     # print each URL the first time it is seen
 //! urlseen canon < urls.txt                     # canonical form of each URL
 //! urlseen plan --capacity 1000000 --fpr 0.01   # sizing, by the papers' formulas
+//! urlseen dump --data ./seen --ns jobs > jobs.dump   # a namespace to a file; `restore` back
 //! urlseen bench fpr --plot fig7.svg            # seed 000's experiments, reproduced
 //! ```
 
@@ -44,6 +45,10 @@ enum Command {
     Stats(cmd::store::StatsArgs),
     /// Forget URLs in a counting namespace of a data directory.
     Forget(cmd::store::ForgetArgs),
+    /// Write a namespace of a data directory to a dump file (backups, moving machines).
+    Dump(cmd::dump::DumpArgs),
+    /// Restore a namespace from a dump file into a data directory.
+    Restore(cmd::dump::RestoreArgs),
     /// Verify every file of a data directory (like redis-check-aof); --repair fixes what it can.
     Check(cmd::store::CheckArgs),
     /// Serve the Redis protocol (BF.*, URL.*) and HTTP metrics, for crawlers in any language.
@@ -68,6 +73,8 @@ fn main() -> ExitCode {
         Command::Stats(args) => cmd::store::stats(args),
         Command::Forget(args) => cmd::store::forget(args),
         Command::Check(args) => cmd::store::check(args),
+        Command::Dump(args) => cmd::dump::dump(args),
+        Command::Restore(args) => cmd::dump::restore(args),
         Command::Serve(args) => cmd::serve::run(args),
     };
     match result {

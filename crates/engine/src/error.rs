@@ -107,6 +107,48 @@ pub enum Error {
     /// The namespace does not exist.
     #[error("no such namespace {0:?}")]
     NoSuchNamespace(String),
+    /// A dump chunk (`BF.SCANDUMP`'s data, or a chunk of a dump file) is damaged: bad magic,
+    /// bad checksum, truncated, or fields that do not add up. Nothing of it was loaded.
+    #[error("damaged dump chunk: {reason}")]
+    BadChunk {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A dump chunk came out of order (or twice, or after a missing one): each chunk must
+    /// follow the one `BF.SCANDUMP` returned before it. Nothing of it was loaded; the restore
+    /// waits for the right one.
+    #[error(
+        "dump chunk out of order: expected the chunk that follows iterator {expected}, got one that follows {got}"
+    )]
+    ChunkOutOfOrder {
+        /// The iterator the last loaded chunk ended at.
+        expected: i64,
+        /// The iterator this chunk starts at.
+        got: i64,
+    },
+    /// A dump chunk does not belong here: it was dumped from a namespace with other options
+    /// (a wrong key), or the iterator given with it is not the one `BF.SCANDUMP` returned with
+    /// it. Nothing of it was loaded.
+    #[error("dump chunk does not match: {reason}")]
+    ChunkMismatch {
+        /// What does not match.
+        reason: String,
+    },
+    /// A `BF.SCANDUMP` iterator that no dump returned (negative, or not at a chunk boundary).
+    #[error("invalid dump iterator {0}")]
+    InvalidIterator(i64),
+    /// The namespace is being restored (its header chunk was loaded, its last chunk not yet):
+    /// it cannot be created, written or read until the restore finishes or is dropped.
+    #[error("namespace {0:?} is being restored; load its remaining chunks, or drop it")]
+    Restoring(String),
+    /// This kind of namespace cannot be dumped.
+    #[error("namespace {name:?} cannot be dumped: {reason}")]
+    DumpUnsupported {
+        /// The namespace.
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
     /// The fingerprint store of an exact-mode namespace failed or is damaged; a failed write
     /// or sync poisons it, and it then refuses writes as [`Error::Poisoned`] does.
     #[error("fingerprint store: {0}")]

@@ -477,6 +477,51 @@ impl LeafLog {
         pos.records >= self.len()
     }
 
+    /// The position just before record `records`, which must be at a block boundary (where a
+    /// [`Self::read`] ended): walks the file's block headers (8 bytes read per block of up to
+    /// [`BUFFER_RECORDS`] records), so a dump resumes inside a large leaf without reading it.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if `records` is past the end or inside a block, or the file is
+    /// damaged; [`Error::Io`].
+    pub(crate) fn seek(&self, store: &LeafStore, records: u64) -> Result<ReadPos> {
+        let (LeafLog::File { id, on_disk, file_len, .. }, LeafStore::Files(files)) = (self, store)
+        else {
+            return Ok(ReadPos { records, offset: 0 });
+        };
+        let path = files.path(*id);
+        if records > self.len() {
+            return Err(Error::corrupt(&path, &format!("no record {records} to resume at")));
+        }
+        if records == 0 {
+            return Ok(ReadPos::default());
+        }
+        let mut pos = ReadPos { records: 0, offset: HEADER_LEN };
+        read_header(files, &path)?;
+        while pos.records < records.min(*on_disk) {
+            let mut head = [0u8; 8];
+            read_exact_at(files, &path, pos.offset, &mut head)?;
+            let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+            if count == 0 || count > MAX_BLOCK_RECORDS {
+                return Err(Error::corrupt(
+                    &path,
+                    &format!("block at byte {} claims {count} records", pos.offset),
+                ));
+            }
+            pos.records += u64::from(count);
+            pos.offset += (BLOCK_OVERHEAD + count as usize * RECORD_LEN) as u64;
+            if pos.offset > *file_len {
+                return Err(Error::corrupt(&path, "a block runs past the leaf's end"));
+            }
+        }
+        if pos.records > records {
+            return Err(Error::corrupt(&path, &format!("record {records} is inside a block")));
+        }
+        // Past the file: the rest is in the buffer, which `read` serves by record count.
+        pos.records = records;
+        Ok(pos)
+    }
+
     /// Reads the records after `pos` into `out` (cleared first): at least `want` of them unless
     /// fewer are left, in whole blocks. Returns the position after them.
     ///

@@ -27,6 +27,30 @@
 //! # Ok::<(), urlseen_engine::Error>(())
 //! ```
 //!
+//! # Dump and restore
+//! A namespace goes out in chunks (RedisBloom's `BF.SCANDUMP` protocol) and loads back into
+//! another `Db`, where it knows every URL and keeps growing (see [`dump`]):
+//! ```
+//! use urlseen_engine::{Db, NamespaceOptions};
+//! use urlseen_engine::dump::MAX_CHUNK_BYTES;
+//!
+//! let db = Db::in_memory();
+//! let ns = db.create_namespace("jobs", NamespaceOptions::default())?;
+//! ns.seen("https://example.com/a")?;
+//! let other = Db::in_memory();
+//! let mut iter = 0;
+//! loop {
+//!     let chunk = ns.dump_chunk(iter, MAX_CHUNK_BYTES)?;
+//!     if chunk.next == 0 {
+//!         break;
+//!     }
+//!     other.load_chunk("copy", chunk.next, &chunk.data)?;
+//!     iter = chunk.next;
+//! }
+//! assert!(other.namespace("copy").unwrap().contains("https://example.com/a")?);
+//! # Ok::<(), urlseen_engine::Error>(())
+//! ```
+//!
 //! # How a URL flows
 //! ```text
 //! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─LocHash per level─▶ leaf ─blocked Bloom─▶ seen?
@@ -43,6 +67,7 @@
 
 mod backend;
 mod db;
+pub mod dump;
 mod error;
 pub mod exact;
 pub mod leaf_index;
@@ -58,7 +83,8 @@ pub mod storage;
 pub mod tree;
 
 pub use backend::{SeenSet, SeenThenError};
-pub use db::{DEFAULT_NAMESPACE, Db, MAX_NAME_LEN};
+pub use db::{DEFAULT_NAMESPACE, Db, LoadStep, MAX_NAME_LEN};
+pub use dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;
 pub use namespace::{

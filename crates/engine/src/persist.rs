@@ -224,15 +224,15 @@ pub(crate) fn namespace_dir(root: &Path, name: &str) -> PathBuf {
     root.join("ns").join(hex)
 }
 
-/// Creates the files of a new namespace, and its set.
-pub(crate) fn create(
-    root: &Path,
+/// Creates the files of a new namespace in `dir` (its own directory, or for a restore, a
+/// directory aside that is moved to its own once loaded), and its set.
+pub(crate) fn create_at(
+    dir: PathBuf,
     name: &str,
     options: &NamespaceOptions,
     db: &DbOptions,
     workers: &Arc<SplitWorkers>,
 ) -> Result<(Durable, Set)> {
-    let dir = namespace_dir(root, name);
     let storage = &db.storage;
     // The Db has no namespace of this name, so anything in its directory is left over (a drop
     // whose removal failed half-way, an unfinished create): an old store or snapshot there
@@ -670,7 +670,7 @@ impl DirLock {
 /// profile len u8 | profile | canon flags u8 | fanout u32 | threshold f64 | step u64 | mode u8
 /// exact u8 | counting u8 | growth u32 (version 2) | xxh3_64 of everything before
 /// ```
-fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
+pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(META_MAGIC);
     out.extend_from_slice(&META_VERSION.to_le_bytes());
@@ -708,7 +708,7 @@ fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     out
 }
 
-fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u32)> {
+pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u32)> {
     let bad = |reason: &str| Error::corrupt(path, reason);
     let body_len = bytes.len().checked_sub(8).ok_or_else(|| bad("too short"))?;
     let (body, tail) = bytes.split_at(body_len);

@@ -1452,6 +1452,101 @@ impl Drop for EndCapture<'_> {
     }
 }
 
+/// Where a dump is in a tree: node id, and records of that node's log already dumped (see
+/// [`Dsbf::dump_records`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpPos {
+    /// The node whose log is being dumped.
+    pub node: NodeId,
+    /// Records of its log already dumped.
+    pub records: u64,
+}
+
+impl Dsbf {
+    /// Appends the records of the leaf logs from `from` on, in node order, to `new` and
+    /// `kept` (recorded and kept fingerprints), until about `budget` records are taken or the
+    /// tree ends. Returns where the next call starts, or `None` if the tree ended.
+    ///
+    /// A leaf is read under its read lock only (writers to it wait for up to `budget` records
+    /// to be read), a splitting node's frozen log is read as it froze, an inner node has no
+    /// log. A leaf that does not fit in what is left of `budget` starts the next call, unless
+    /// nothing was taken yet: then it is read in parts, resumed with `LeafLog::seek`.
+    ///
+    /// Node ids only grow (a split appends its children), so every record the tree held when a
+    /// dump began is taken at least once by a walk of increasing positions: one in a leaf that
+    /// splits after the walk passed it is also in a child, with a higher id, and is taken
+    /// again there. A record added to a leaf the walk passed is not taken.
+    ///
+    /// # Errors
+    /// A leaf file that cannot be read, or `from` not at a record boundary of its leaf.
+    pub fn dump_records(
+        &self,
+        from: DumpPos,
+        budget: usize,
+        new: &mut Vec<u64>,
+        kept: &mut Vec<u64>,
+    ) -> Result<Option<DumpPos>, Error> {
+        // Reads return whole blocks (up to `BUFFER_RECORDS`): ask for that much less.
+        let slack = crate::leaf_log::BUFFER_RECORDS;
+        let topo = self.topo.read();
+        let mut pos = from;
+        let mut scratch = Vec::new();
+        loop {
+            let taken = new.len() + kept.len();
+            let Some(node) = topo.nodes.get(pos.node as usize) else { return Ok(None) };
+            let guard;
+            let log = match node {
+                Node::Inner { .. } => None,
+                Node::Leaf { leaf, .. } => {
+                    guard = leaf.read();
+                    Some(&guard.log)
+                }
+                Node::Splitting { frozen, .. } => Some(&frozen.log),
+            };
+            let Some(log) = log.filter(|log| log.len() > pos.records) else {
+                pos = DumpPos { node: pos.node + 1, records: 0 };
+                continue;
+            };
+            let left = log.len() - pos.records;
+            let room = budget.saturating_sub(taken) as u64;
+            let want = if left <= room {
+                left
+            } else if taken > 0 || room <= slack as u64 {
+                if taken == 0 {
+                    return Err(Error::InvalidOption {
+                        name: "dump chunk size",
+                        reason: format!("{budget} records is less than one leaf block"),
+                    });
+                }
+                return Ok(Some(pos));
+            } else {
+                // A leaf is left part-read only when it holds more than `room`, so more than
+                // `room - slack` on disk (its buffered tail is under `slack`, except in a
+                // read-only open, which never flushes): the read stops at a block boundary of
+                // the file, which no later flush moves, and the next call resumes there.
+                room - slack as u64
+            };
+            let mut at = log.seek(&self.leaves, pos.records)?;
+            let mut got = 0u64;
+            while got < want {
+                at = log.read(&self.leaves, at, (want - got) as usize, &mut scratch)?;
+                if scratch.is_empty() {
+                    break;
+                }
+                got += scratch.len() as u64;
+                for r in &scratch {
+                    if r.kept { kept.push(r.fp) } else { new.push(r.fp) }
+                }
+            }
+            pos.records = at.records;
+            if pos.records < log.len() {
+                return Ok(Some(pos));
+            }
+            pos = DumpPos { node: pos.node + 1, records: 0 };
+        }
+    }
+}
+
 /// What [`Dsbf::write_snapshot`] wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SnapshotInfo {

@@ -10,7 +10,7 @@
 //!
 //! `URL.*` commands work on both kinds (a `Bloom` key simply does not canonicalize); `BF.*`
 //! commands on a `Url` key answer `WRONGTYPE`, because the same bytes would be hashed
-//! differently.
+//! differently, except `BF.SCANDUMP` and `BF.LOADCHUNK`, whose dump carries the profile.
 //!
 //! A `NONSCALING` filter is a namespace whose split mode is [`SplitMode::Never`]; it refuses new
 //! items once it holds its capacity, like RedisBloom's. `EXPANSION` is the split fanout.
@@ -143,6 +143,9 @@ pub struct AppConfig {
     /// more than the budget (grown by splits), writes get `-OOM` (Redis' `noeviction`) and
     /// reads go on; `INFO memory`'s `used_memory` is what they hold.
     pub maxmemory: u64,
+    /// The largest chunk `BF.SCANDUMP` returns, in bytes: RedisBloom's 16 MiB (tests make it
+    /// smaller to see many chunks).
+    pub dump_chunk_bytes: usize,
 }
 
 impl Default for AppConfig {
@@ -152,6 +155,7 @@ impl Default for AppConfig {
             bloom_defaults: BloomParams::default(),
             max_namespace_bytes: 4 << 30,
             maxmemory: 0,
+            dump_chunk_bytes: urlseen_engine::dump::MAX_CHUNK_BYTES,
         }
     }
 }
@@ -586,6 +590,47 @@ impl App {
         dropped
     }
 
+    /// `BF.SCANDUMP key iterator`: the chunk after `iter` of the namespace `key` (a Bloom
+    /// filter or a URL namespace: the dump carries its profile).
+    ///
+    /// # Errors
+    /// `ERR not found`; the engine's (see [`engine_error`]).
+    pub fn dump_chunk(
+        &self,
+        key: &[u8],
+        iter: i64,
+    ) -> Result<urlseen_engine::DumpChunk, CommandError> {
+        self.local_only()?;
+        let ns = self.namespace(key).ok_or(CommandError::custom(crate::error::BF_NOT_FOUND))?;
+        ns.dump_chunk(iter, self.config.dump_chunk_bytes).map_err(|e| engine_error(&e))
+    }
+
+    /// `BF.LOADCHUNK key iterator data`: one chunk of a dump into `key` (see
+    /// [`Db::load_chunk`]).
+    ///
+    /// # Errors
+    /// `ERR not found` for a data chunk with no restore under way, `ERR item exists` for a
+    /// header to an existing key; the engine's (see [`engine_error`]).
+    pub fn load_chunk(&self, key: &[u8], iter: i64, data: &[u8]) -> Result<(), CommandError> {
+        self.local_only()?;
+        let name =
+            std::str::from_utf8(key).map_err(|_| CommandError::custom(NAMESPACE_NOT_UTF8))?;
+        if iter == urlseen_engine::dump::ITER_HEADER && self.db.namespace(name).is_none() {
+            // The filters of the namespace it creates are held to the same budget as any.
+            if let Ok(header) = urlseen_engine::dump::Header::decode(data) {
+                self.check_size(&header.options)?;
+            }
+        }
+        let step = self.write(|| self.db.load_chunk(name, iter, data));
+        match step {
+            Ok(_) => Ok(()),
+            Err(urlseen_engine::Error::NoSuchNamespace(_)) => {
+                Err(CommandError::custom(crate::error::BF_NOT_FOUND))
+            }
+            Err(e) => Err(engine_error(&e)),
+        }
+    }
+
     /// Drops every namespace (`FLUSHALL`); returns how many there were.
     ///
     /// # Errors
@@ -593,6 +638,12 @@ impl App {
     pub fn flush(&self) -> Result<usize, CommandError> {
         let mut dropped = 0;
         let mut result = Ok(());
+        // Restores under way go too (they are not counted: their keys do not exist yet).
+        for name in self.db.restoring() {
+            if let Err(e) = self.db.drop_namespace(&name) {
+                return Err(engine_error(&e));
+            }
+        }
         for name in self.db.namespace_names() {
             match self.db.drop_namespace(&name) {
                 Ok(true) => dropped += 1,

@@ -73,6 +73,15 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 pub const BF_ITEM_EXISTS: &str = "ERR item exists";
 /// `BF.INFO`, `BF.INSERT … NOCREATE` on a key that does not exist.
 pub const BF_NOT_FOUND: &str = "ERR not found";
+
+/// `BF.LOADCHUNK` of a damaged chunk (RedisBloom's words).
+pub const BAD_CHUNK: &str = "ERR received bad data";
+
+/// `BF.SCANDUMP` with an iterator that is not an integer (RedisBloom's words, without `ERR`).
+pub const SCANDUMP_BAD_ITERATOR: &str = "Second argument must be numeric";
+
+/// `BF.LOADCHUNK` with an iterator that is not an integer (RedisBloom's words).
+pub const LOADCHUNK_BAD_ITERATOR: &str = "ERR Second argument must be numeric";
 /// `BF.RESERVE` with an error rate that is not a number.
 pub const BF_BAD_ERROR_RATE: &str = "ERR bad error rate";
 /// `BF.RESERVE` with an error rate outside (0, 1) (RedisBloom formats its bounds with `%f`).
@@ -161,6 +170,9 @@ pub fn engine_error(e: &urlseen_engine::Error) -> CommandError {
         E::ForgetUnsupported(_) => return CommandError::custom(FORGET_UNSUPPORTED),
         E::InvalidOption { name, reason } => format!("ERR invalid option {name}: {reason}"),
         E::InvalidName { reason, .. } => format!("ERR invalid namespace name: {reason}"),
+        // RedisBloom's words for a chunk it cannot use; the engine's error says more.
+        E::BadChunk { .. } => return CommandError::custom(BAD_CHUNK),
+        E::ChunkOutOfOrder { .. } | E::ChunkMismatch { .. } => format!("ERR invalid chunk - {e}"),
         E::Poisoned { reason } => format!("MISCONF writes refused after a failed write: {reason}"),
         other => format!("ERR {other}"),
     };

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod canon;
+pub mod dump;
 pub mod filter;
 pub mod gen_urls;
 pub mod plan;

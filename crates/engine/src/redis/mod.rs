@@ -40,6 +40,7 @@
 //! - A call that fails with an error may have recorded part of its batch; a retry then answers
 //!   "seen" for those URLs. A crawler that must not lose URLs treats them as new.
 
+mod dump;
 mod meta;
 mod router;
 mod scripts;
@@ -57,6 +58,7 @@ use urlseen_filter::{BlockedBloom, hash};
 
 use crate::options::{NamespaceOptions, SplitMode};
 use crate::tree::{NodeId, TreeParams, level_seed, probe_seed};
+pub use dump::RedisRestore;
 use meta::{Meta, State};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
@@ -1130,6 +1132,14 @@ impl RedisNamespace {
 
     /// Check-and-insert of many fingerprints; see [`SeenSet::seen_fingerprints`].
     fn insert_batch(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        self.insert_batch_as(fps, out, false)
+    }
+
+    /// [`Self::insert_batch`]; `record`: every fingerprint is appended to its leaf's log unless
+    /// the log already holds it (compared exactly, as for any candidate), even when a replica's
+    /// filter (falsely) holds it, so that the splits that rebuild filters from the logs keep it
+    /// (a restore of fingerprints known to be distinct). An unknown outcome is then an error.
+    fn insert_batch_as(&self, fps: &[u64], out: &mut [bool], record: bool) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output slice length must match input");
         let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
         let mut full: Vec<NodeId> = Vec::new();
@@ -1149,7 +1159,7 @@ impl RedisNamespace {
                 let fp = fps[i as usize];
                 parents.clear();
                 let leaf = self.route(&meta, fp, &mut parents)?;
-                if parents.iter().any(|&p| self.parent_holds(p, fp)) {
+                if !record && parents.iter().any(|&p| self.parent_holds(p, fp)) {
                     out[i as usize] = true;
                     continue;
                 }
@@ -1163,7 +1173,7 @@ impl RedisNamespace {
                 {
                     let r = cell.replica.read();
                     idx.retain(|&i| {
-                        let hit = r.filter.contains(fps[i as usize]);
+                        let hit = !record && r.filter.contains(fps[i as usize]);
                         out[i as usize] = hit;
                         !hit
                     });
@@ -1194,7 +1204,7 @@ impl RedisNamespace {
                 seen_here.clear();
                 for &i in &g.idx {
                     let fp = fps[i as usize];
-                    if r.filter.contains(fp) {
+                    if !record && r.filter.contains(fp) {
                         out[i as usize] = true;
                     } else if seen_here.insert(fp, ()).is_some() {
                         g.dups.push(i);
@@ -1234,7 +1244,7 @@ impl RedisNamespace {
                     }
                     continue;
                 }
-                Err(Failed { error, maybe_ran: true }) if error.is_transient() => {
+                Err(Failed { error, maybe_ran: true }) if error.is_transient() && !record => {
                     // Sent, and no reply: Redis may or may not have recorded the candidates.
                     // Sending them again would answer "seen" for those it did, and the caller
                     // would never fetch them: they are new (at least once, never lost). They

@@ -12,9 +12,11 @@ pub mod bf_card;
 pub mod bf_exists;
 pub mod bf_info;
 pub mod bf_insert;
+pub mod bf_loadchunk;
 pub mod bf_madd;
 pub mod bf_mexists;
 pub mod bf_reserve;
+pub mod bf_scandump;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -59,6 +61,8 @@ pub fn register_engine(d: &mut Dispatch<Arc<App>>) {
         .register(bf_mexists::command())
         .register(bf_info::command())
         .register(bf_card::command())
+        .register(bf_scandump::command())
+        .register(bf_loadchunk::command())
         .register(url_reserve::command())
         .register(url_seen::command())
         .register(url_check::command())

@@ -1,0 +1,257 @@
+//! `BF.SCANDUMP` / `BF.LOADCHUNK`: a copy into another key and into another server knows every
+//! item; URL namespaces copy with their profile; RedisBloom's error strings; bad chunks load
+//! nothing.
+
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+mod common;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use common::{Client, TestServer, resp};
+use urlseen_engine::Db;
+use urlseen_engine::dump::MIN_CHUNK_BYTES;
+use urlseen_server::{App, AppConfig, Config, Frame};
+
+/// A server whose dump chunks are small, so a few thousand items make many chunks.
+async fn server() -> TestServer {
+    let config = AppConfig { dump_chunk_bytes: MIN_CHUNK_BYTES, ..AppConfig::default() };
+    TestServer::start_app(Config::default(), Arc::new(App::new(Db::in_memory(), config))).await
+}
+
+async fn call(c: &mut Client, args: &[&[u8]]) -> Frame {
+    c.send(&resp(args)).await;
+    c.read_frame().await
+}
+
+/// Every `(iterator, chunk)` of `key`'s dump, by the iterator protocol.
+async fn scandump(c: &mut Client, key: &str) -> Vec<(i64, Bytes)> {
+    let mut chunks = Vec::new();
+    let mut iter = 0i64;
+    loop {
+        let reply = call(c, &[b"BF.SCANDUMP", key.as_bytes(), iter.to_string().as_bytes()]).await;
+        let Frame::Array(parts) = reply else { panic!("{reply:?}") };
+        let [Frame::Integer(next), Frame::Bulk(data)] = &parts[..] else { panic!("{parts:?}") };
+        if *next == 0 {
+            assert!(data.is_empty());
+            return chunks;
+        }
+        chunks.push((*next, data.clone()));
+        iter = *next;
+    }
+}
+
+async fn loadchunks(c: &mut Client, key: &str, chunks: &[(i64, Bytes)]) {
+    for (iter, data) in chunks {
+        let reply =
+            call(c, &[b"BF.LOADCHUNK", key.as_bytes(), iter.to_string().as_bytes(), data]).await;
+        assert_eq!(reply, Frame::ok(), "chunk {iter}");
+    }
+}
+
+#[tokio::test]
+async fn a_filter_copied_into_another_key_and_another_server_knows_every_item() {
+    let a = server().await;
+    let mut c = a.connect().await;
+    c.expect(&["BF.RESERVE", "bf", "0.01", "1000", "EXPANSION", "2"], b"+OK\r\n").await;
+    let items: Vec<String> = (0..20_000).map(|i| format!("item-{i}")).collect();
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MADD", "bf"];
+        args.extend(batch.iter().map(String::as_str));
+        c.call(&args).await;
+    }
+    let card = c.call(&["BF.CARD", "bf"]).await;
+    let chunks = scandump(&mut c, "bf").await;
+    assert!(chunks.len() > 3, "{} chunks", chunks.len());
+    assert!(chunks.iter().all(|(_, d)| d.len() <= MIN_CHUNK_BYTES));
+
+    let b = server().await;
+    let mut other = b.connect().await;
+    for (client, key) in [(&mut c, "copy"), (&mut other, "bf")] {
+        // Half loaded: the key does not exist yet, and cannot be created.
+        loadchunks(client, key, &chunks[..2]).await;
+        client.expect(&["EXISTS", key], b":0\r\n").await;
+        let err = client.call(&["BF.ADD", key, "x"]).await;
+        assert!(
+            matches!(&err, Frame::Error(e) if String::from_utf8_lossy(e).contains("being restored")),
+            "{err:?}"
+        );
+        loadchunks(client, key, &chunks[2..]).await;
+        client.expect(&["EXISTS", key], b":1\r\n").await;
+        client.expect(&["TYPE", key], b"+MBbloom--\r\n").await;
+        assert_eq!(client.call(&["BF.CARD", key]).await, card);
+        for batch in items.chunks(1000) {
+            let mut args = vec!["BF.MEXISTS", key];
+            args.extend(batch.iter().map(String::as_str));
+            let Frame::Array(found) = client.call(&args).await else { panic!() };
+            assert!(found.iter().all(|f| *f == Frame::Integer(1)), "a false negative in {key}");
+        }
+        client.expect(&["BF.INFO", key, "EXPANSION"], b"*1\r\n:2\r\n").await;
+        // It keeps growing.
+        let more: Vec<String> = (0..20_000).map(|i| format!("more-{i}")).collect();
+        for batch in more.chunks(1000) {
+            let mut args = vec!["BF.MADD", key];
+            args.extend(batch.iter().map(String::as_str));
+            client.call(&args).await;
+        }
+        for batch in items.chunks(1000) {
+            let mut args = vec!["BF.MEXISTS", key];
+            args.extend(batch.iter().map(String::as_str));
+            let Frame::Array(found) = client.call(&args).await else { panic!() };
+            assert!(found.iter().all(|f| *f == Frame::Integer(1)), "lost after growing");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_url_namespace_copies_with_its_profile() {
+    let s = server().await;
+    let mut c = s.connect().await;
+    c.expect(&["URL.RESERVE", "urls", "CAPACITY", "1000", "PROFILE", "w3lib"], b"+OK\r\n").await;
+    let urls: Vec<String> =
+        (0..5_000).map(|i| format!("https://example.com/p?b={i}&a=1")).collect();
+    for batch in urls.chunks(500) {
+        let mut args = vec!["URL.SEEN", "urls"];
+        args.extend(batch.iter().map(String::as_str));
+        c.call(&args).await;
+    }
+    let chunks = scandump(&mut c, "urls").await;
+    loadchunks(&mut c, "urls2", &chunks).await;
+    c.expect(&["TYPE", "urls2"], b"+urlseen\r\n").await;
+    // w3lib sorts the query: the other spelling is known, in the copy as in the original.
+    let Frame::Array(found) = c
+        .call(&[
+            "URL.CHECK",
+            "urls2",
+            "https://example.com/p?a=1&b=4321",
+            "https://example.com/new",
+        ])
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(found[0], Frame::Integer(1));
+    let info = c.call(&["URL.INFO", "urls2"]).await;
+    assert!(format!("{info:?}").contains("w3lib"), "{info:?}");
+    for batch in urls.chunks(500) {
+        let mut args = vec!["URL.CHECK", "urls2"];
+        args.extend(batch.iter().map(String::as_str));
+        let Frame::Array(found) = c.call(&args).await else { panic!() };
+        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "a false negative");
+    }
+}
+
+#[tokio::test]
+async fn redisbloom_errors_and_bad_chunks() {
+    let s = server().await;
+    let mut c = s.connect().await;
+    c.expect(&["BF.SCANDUMP", "nokey", "0"], b"-ERR not found\r\n").await;
+    c.expect(
+        &["BF.SCANDUMP", "k"],
+        b"-ERR wrong number of arguments for 'bf.scandump' command\r\n",
+    )
+    .await;
+    c.expect(
+        &["BF.LOADCHUNK", "k", "1"],
+        b"-ERR wrong number of arguments for 'bf.loadchunk' command\r\n",
+    )
+    .await;
+    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MADD", "k"];
+        args.extend(batch.iter().map(String::as_str));
+        c.call(&args).await;
+    }
+    c.expect(&["BF.SCANDUMP", "k", "abc"], b"-Second argument must be numeric\r\n").await;
+    c.expect(&["BF.LOADCHUNK", "k", "abc", "x"], b"-ERR Second argument must be numeric\r\n").await;
+    let chunks = scandump(&mut c, "k").await;
+    assert!(chunks.len() >= 3, "{} chunks", chunks.len());
+    let (h_iter, header) = &chunks[0];
+    let (d_iter, data) = &chunks[1];
+    let h_iter = h_iter.to_string();
+    let d_iter = d_iter.to_string();
+    // A data chunk for a key with no restore; a header to an existing key.
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"new", d_iter.as_bytes(), data], b"-ERR not found\r\n")
+        .await;
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"k", h_iter.as_bytes(), header], b"-ERR item exists\r\n")
+        .await;
+    // A damaged or truncated header starts nothing.
+    let mut bad = header.to_vec();
+    bad[40] ^= 1;
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"new", b"1", &bad], b"-ERR received bad data\r\n").await;
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"new", b"1", &header[..10]], b"-ERR received bad data\r\n")
+        .await;
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"new", b"1", b"garbage"], b"-ERR received bad data\r\n")
+        .await;
+    c.expect(&["EXISTS", "new"], b":0\r\n").await;
+    // Begin; then a damaged chunk and the right chunk with another iterator are refused.
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"new", b"1", header], b"+OK\r\n").await;
+    let mut bad = data.to_vec();
+    bad[60] ^= 1;
+    c.expect_bytes(
+        &[b"BF.LOADCHUNK", b"new", d_iter.as_bytes(), &bad],
+        b"-ERR received bad data\r\n",
+    )
+    .await;
+    let reply = call(&mut c, &[b"BF.LOADCHUNK", b"new", b"12345", data]).await;
+    assert!(
+        matches!(&reply, Frame::Error(e) if e.starts_with(b"ERR invalid chunk - ")),
+        "{reply:?}"
+    );
+    {
+        let (later_iter, later) = &chunks[2];
+        let reply =
+            call(&mut c, &[b"BF.LOADCHUNK", b"new", later_iter.to_string().as_bytes(), later])
+                .await;
+        assert!(
+            matches!(&reply, Frame::Error(e) if e.starts_with(b"ERR invalid chunk - dump chunk out of order")),
+            "{reply:?}"
+        );
+    }
+    // The restore goes on with the right chunks, and the copy is whole.
+    loadchunks(&mut c, "new", &chunks[1..]).await;
+    assert_eq!(c.call(&["BF.CARD", "new"]).await, c.call(&["BF.CARD", "k"]).await);
+    // DEL abandons a restore half way.
+    loadchunks(&mut c, "half", &chunks[..1]).await;
+    c.expect(&["DEL", "half"], b":1\r\n").await;
+    c.expect_bytes(&[b"BF.LOADCHUNK", b"half", d_iter.as_bytes(), data], b"-ERR not found\r\n")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_key_survives_a_restart_with_data() {
+    let src = server().await;
+    let mut c = src.connect().await;
+    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MADD", "k"];
+        args.extend(batch.iter().map(String::as_str));
+        c.call(&args).await;
+    }
+    let card = c.call(&["BF.CARD", "k"]).await;
+    let chunks = scandump(&mut c, "k").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let app = Arc::new(App::new(Db::open(dir.path()).unwrap(), AppConfig::default()));
+        let mut server = TestServer::start_app(Config::default(), Arc::clone(&app)).await;
+        let mut d = server.connect().await;
+        loadchunks(&mut d, "copy", &chunks).await;
+        // And one left half loaded: it is gone after the restart.
+        loadchunks(&mut d, "half", &chunks[..2]).await;
+        drop(d);
+        server.shutdown().await;
+    }
+    let app = Arc::new(App::new(Db::open(dir.path()).unwrap(), AppConfig::default()));
+    let server = TestServer::start_app(Config::default(), app).await;
+    let mut d = server.connect().await;
+    assert_eq!(d.call(&["BF.CARD", "copy"]).await, card);
+    d.expect(&["EXISTS", "half"], b":0\r\n").await;
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MEXISTS", "copy"];
+        args.extend(batch.iter().map(String::as_str));
+        let Frame::Array(found) = d.call(&args).await else { panic!() };
+        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "lost after a restart");
+    }
+}
