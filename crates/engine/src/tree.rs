@@ -11,7 +11,7 @@
 //! `h = mix64(fp ^ seed_0)`, as nested ranges: a node with `n` children sends it to child
 //! `⌊x·n/2⁶⁴⌋` and passes `x·n mod 2⁶⁴` on, so each level draws fresh bits of `h` (the seed's
 //! rule that levels must not repeat a choice holds) and each leaf owns one range of `h`, which a
-//! [`Directory`] finds in one step (see [`crate::routing`]). Trees from snapshots before version
+//! directory finds in one step (see `routing.rs`). Trees from snapshots before version
 //! 4 keep the seed paper's routing, `reduce(mix64(fp ^ seed_d), n)` with a seed per level. The
 //! leaf filters probe with their own seed, so routing and probes are independent.
 //!
