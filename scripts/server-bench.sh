@@ -6,6 +6,7 @@
 #   server,command,pipeline,requests_per_s,p50_ms,p99_ms
 #
 # Usage: scripts/server-bench.sh [requests per test (default 2000000)] [clients (default 50)]
+# REDIS_AOF=no runs Redis without persistence instead (urlseen keeps --data, everysec).
 # Needs redis-server and redis-benchmark (apt-get install redis-server) and a release build
 # (cargo build --release -p urlseen). Ports are free ones; both servers are stopped at the end.
 set -euo pipefail
@@ -30,7 +31,7 @@ US_PORT=$(free_port); HTTP_PORT=$(free_port); RS_PORT=$(free_port)
 "$BIN" serve --resp "127.0.0.1:$US_PORT" --http "127.0.0.1:$HTTP_PORT" --data "$WORK/urlseen" \
     --fsync everysec >"$WORK/urlseen.log" 2>&1 &
 US_PID=$!
-redis-server --port "$RS_PORT" --bind 127.0.0.1 --save '' --appendonly yes \
+redis-server --port "$RS_PORT" --bind 127.0.0.1 --save '' --appendonly "${REDIS_AOF:-yes}" \
     --appendfsync everysec --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 RS_PID=$!
 for port in "$US_PORT" "$RS_PORT"; do

@@ -139,12 +139,18 @@ pub(crate) struct Directory {
     leaves: Vec<NodeId>,
     /// How many splitting nodes lie above the leaf at each position.
     frozen_above: Vec<u32>,
+    /// The splitting node above the leaf at each position, when it is exactly one and known
+    /// (its frozen filter is then asked without a walk); [`NO_NODE`] otherwise.
+    frozen_node: Vec<NodeId>,
     /// For each of 2^b equal buckets of the hash, the position of the leaf that owns its first
     /// hash; one more entry closes the last bucket.
     buckets: Vec<u32>,
     /// `64 - b`.
     shift: u32,
 }
+
+/// No node: see [`Directory::locate`].
+pub(crate) const NO_NODE: NodeId = NodeId::MAX;
 
 /// What a node of the tree is, as the directory needs to know it.
 pub(crate) enum Shape<'a> {
@@ -163,12 +169,13 @@ impl Directory {
             starts: Vec::new(),
             leaves: Vec::new(),
             frozen_above: Vec::new(),
+            frozen_node: Vec::new(),
             buckets: Vec::new(),
             shift: 0,
         };
         let root = Span { lo: 0, hi: u64::MAX, mult: 1 };
-        let mut stack = vec![(0 as NodeId, root, 0u32)];
-        while let Some((id, span, frozen)) = stack.pop() {
+        let mut stack = vec![(0 as NodeId, root, 0u32, NO_NODE)];
+        while let Some((id, span, frozen, above)) = stack.pop() {
             let Some(slot) = dir.spans.get_mut(id as usize) else { continue };
             *slot = span;
             let (children, frozen) = match shape(id) {
@@ -177,15 +184,17 @@ impl Directory {
                         dir.starts.push(span.lo);
                         dir.leaves.push(id);
                         dir.frozen_above.push(frozen);
+                        dir.frozen_node.push(if frozen == 1 { above } else { NO_NODE });
                     }
                     continue;
                 }
                 Shape::Inner(children) => (children, frozen),
                 Shape::Splitting(children) => (children, frozen + 1),
             };
+            let above = if frozen > 0 && above == NO_NODE { id } else { above };
             // Pushed last to first, so the leaves come out in range order.
             for (&child, span) in children.iter().zip(span.split(children.len())).rev() {
-                stack.push((child, span, frozen));
+                stack.push((child, span, frozen, above));
             }
         }
         dir.index();
@@ -209,6 +218,7 @@ impl Directory {
         let pos = self.position(span.lo);
         debug_assert_eq!(self.leaves[pos], id, "the directory lost leaf {id}");
         let frozen = self.frozen_above[pos] + 1;
+        let node = if frozen == 1 { id } else { NO_NODE };
         let live: Vec<(u64, NodeId)> = children
             .iter()
             .zip(&spans)
@@ -218,6 +228,7 @@ impl Directory {
         self.starts.splice(pos..=pos, live.iter().map(|&(lo, _)| lo));
         self.leaves.splice(pos..=pos, live.iter().map(|&(_, c)| c));
         self.frozen_above.splice(pos..=pos, live.iter().map(|_| frozen));
+        self.frozen_node.splice(pos..=pos, live.iter().map(|_| node));
         self.index();
     }
 
@@ -230,15 +241,20 @@ impl Directory {
         let mut pos = self.position(span.lo);
         while pos < self.starts.len() && self.starts[pos] <= span.hi {
             self.frozen_above[pos] = self.frozen_above[pos].saturating_sub(1);
+            // The one left (if any) is not `id`, and which it is is not kept: walk to it.
+            self.frozen_node[pos] = NO_NODE;
             pos += 1;
         }
     }
 
-    /// The leaf that owns range hash `h`, and whether a frozen filter lies above it.
+    /// The leaf that owns range hash `h`, and whether a frozen filter lies above it: `None`,
+    /// `Some(node)` for exactly one, the splitting node `node`, or `Some(`[`NO_NODE`]`)` for
+    /// others (walk down to find them).
     #[inline(always)]
-    pub(crate) fn locate(&self, h: u64) -> (NodeId, bool) {
+    pub(crate) fn locate(&self, h: u64) -> (NodeId, Option<NodeId>) {
         let pos = self.position(h);
-        (self.leaves[pos], self.frozen_above[pos] != 0)
+        let frozen = (self.frozen_above[pos] != 0).then_some(self.frozen_node[pos]);
+        (self.leaves[pos], frozen)
     }
 
     /// The position of the leaf that owns `h`.
@@ -343,16 +359,22 @@ mod tests {
         let mut dir =
             Directory::build(3, |id| if id == 0 { Shape::Inner(&[1, 2]) } else { Shape::Leaf });
         let h_in_1 = 5; // leaf 1 owns the lower half
-        assert_eq!(dir.locate(h_in_1), (1, false));
+        assert_eq!(dir.locate(h_in_1), (1, None));
         dir.split(1, &[3, 4]);
-        assert_eq!(dir.locate(h_in_1), (3, true));
-        assert_eq!(dir.locate(u64::MAX), (2, false));
+        assert_eq!(dir.locate(h_in_1), (3, Some(1)));
+        assert_eq!(dir.locate(u64::MAX), (2, None));
         dir.split(3, &[5, 6]);
-        assert_eq!(dir.locate(h_in_1), (5, true));
+        assert_eq!(dir.locate(h_in_1), (5, Some(NO_NODE)), "two above: walk");
         dir.finish(1);
-        assert_eq!(dir.locate(h_in_1), (5, true), "leaf 3 is still splitting above it");
+        assert_eq!(dir.locate(h_in_1), (5, Some(NO_NODE)), "leaf 3 is still splitting above it");
         dir.finish(3);
-        assert_eq!(dir.locate(h_in_1), (5, false));
+        assert_eq!(dir.locate(h_in_1), (5, None));
+        // Built from a shape with a splitting node, the one above is known.
+        let dir = Directory::build(3, |id| match id {
+            0 => Shape::Splitting(&[1, 2]),
+            _ => Shape::Leaf,
+        });
+        assert_eq!(dir.locate(h_in_1), (1, Some(0)));
     }
 
     #[test]

@@ -1044,9 +1044,20 @@ impl Dsbf {
     #[inline]
     fn walk(&self, topo: &Topology, fp: u64, check_frozen: bool) -> Walk {
         if let Some(dir) = &topo.dir {
-            let (leaf, frozen_above) = dir.locate(self.route_hash(fp));
-            if !(check_frozen && frozen_above) {
-                return Walk::Leaf(leaf);
+            let (leaf, frozen) = dir.locate(self.route_hash(fp));
+            match frozen {
+                _ if !check_frozen => return Walk::Leaf(leaf),
+                None => return Walk::Leaf(leaf),
+                // One splitting node above (a split in progress): ask its frozen filter.
+                Some(node) if node != routing::NO_NODE => {
+                    if let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(node as usize) {
+                        if frozen.filter.contains(fp) {
+                            return Walk::Seen;
+                        }
+                        return Walk::Leaf(leaf);
+                    }
+                }
+                Some(_) => {}
             }
         }
         self.walk_down(topo, fp, check_frozen)
