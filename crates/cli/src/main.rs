@@ -55,12 +55,6 @@ enum Command {
     Serve(cmd::serve::Args),
 }
 
-/// mimalloc instead of glibc's malloc: under `URL.SEEN` load, glibc's allocator (malloc, free,
-/// consolidation) took about 10% of the server's CPU time for the short-lived buffers of every
-/// request; mimalloc's thread-local free lists make those a few instructions.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
