@@ -963,6 +963,8 @@ pub struct LeafReport {
     pub bits: u64,
     /// Fraction of bits set.
     pub fill_ratio: f64,
+    /// Whether its filter holds memory (allocated by the leaf's first record).
+    pub allocated: bool,
     /// Estimated FPR from the count.
     pub estimated_fpr: f64,
 }
@@ -976,6 +978,7 @@ impl From<&LeafStats> for LeafReport {
             capacity: l.capacity,
             bits: l.bits,
             fill_ratio: l.fill_ratio,
+            allocated: l.allocated,
             estimated_fpr: l.estimated_fpr,
         }
     }

@@ -1388,6 +1388,7 @@ impl Dsbf {
                         capacity: self.params.level(*depth).capacity,
                         bits: self.params.level(*depth).bits,
                         fill_ratio: leaf.filter.fill_ratio(),
+                        allocated: leaf.filter.is_allocated(),
                         estimated_fpr: plan::blocked_fpr(
                             self.params.level(*depth).bits,
                             self.params.level(*depth).hashes,
@@ -2142,6 +2143,8 @@ pub struct LeafStats {
     pub bits: u64,
     /// Fraction of the filter's bits set.
     pub fill_ratio: f64,
+    /// Whether its filter holds memory: allocated by the leaf's first record.
+    pub allocated: bool,
     /// FPR of this leaf by formula, from its count.
     pub estimated_fpr: f64,
 }

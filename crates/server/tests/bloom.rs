@@ -667,3 +667,23 @@ async fn command_docs_of_bf_commands_are_redisbloom_s() {
     };
     assert!(none.is_empty());
 }
+
+/// `Number of filters` counts the leaf filters that hold memory, at least 1, as RedisBloom
+/// counts its sub-filters: a fresh big reservation has 1, not one per leaf it will need.
+#[tokio::test]
+async fn a_fresh_big_reservation_reports_one_filter() {
+    let server = TestServer::start_engine(Config::default()).await;
+    let mut c = server.connect().await;
+    c.expect(&["BF.RESERVE", "big", "0.000001", "300000000"], b"+OK\r\n").await;
+    c.expect(&["BF.INFO", "big", "FILTERS"], b"*1\r\n:1\r\n").await;
+    c.expect(&["BF.ADD", "big", "x"], b":1\r\n").await;
+    c.expect(&["BF.INFO", "big", "FILTERS"], b"*1\r\n:1\r\n").await;
+    // Items spread over the leaves allocate more of them.
+    let items: Vec<String> = (0..200).map(|i| format!("item-{i}")).collect();
+    let mut args = vec!["BF.MADD", "big"];
+    args.extend(items.iter().map(String::as_str));
+    c.call(&args).await;
+    let Frame::Array(reply) = c.call(&["BF.INFO", "big", "FILTERS"]).await else { panic!() };
+    let Some(Frame::Integer(filters)) = reply.first() else { panic!("{reply:?}") };
+    assert!((100..=201).contains(filters), "{filters} filters for 201 items over 1,416 leaves");
+}

@@ -30,7 +30,8 @@
 //! - `Size`: bytes of RAM the key holds: its filters and record buffers (a DSBF keeps each
 //!   leaf's fingerprints so that it can split it; without `--data` they spill to a temporary
 //!   directory, so they are not counted here).
-//! - `Number of filters`: the leaf filters.
+//! - `Number of filters`: the leaf filters that hold memory (a leaf's filter is allocated by its
+//!   first item), at least 1: a fresh `BF.RESERVE` has 1, as in RedisBloom.
 //! - `Number of items inserted`: items added and detected as new.
 //! - `Expansion rate`: the split fanout; null for `NONSCALING`.
 
@@ -102,7 +103,9 @@ impl BloomInfo {
         BloomInfo {
             capacity,
             size: s.memory_bytes,
-            filters: s.leaf_count as u64,
+            // As RedisBloom counts sub-filters: those that exist, so a fresh key has one. A
+            // leaf's filter exists from its first item.
+            filters: (s.leaves.iter().filter(|l| l.allocated).count() as u64).max(1),
             items: s.count,
             expansion: (!nonscaling).then_some(u64::from(s.split_fanout)),
         }
