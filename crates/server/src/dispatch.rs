@@ -67,6 +67,11 @@ use crate::parse::Parse;
 use crate::server::ServerState;
 use crate::transaction::Hold;
 
+/// The hasher of the command tables: every request looks its name up, and SipHash (the
+/// standard one) was 4% of the server's time under pipelined `BF.EXISTS`. The tables are fixed
+/// at start, so a name a client chooses can only probe them, never grow them: no flooding.
+type NameHasher = xxhash_rust::xxh3::Xxh3Builder;
+
 /// What a handler returns: the reply, or an error that becomes the error reply.
 pub type CommandResult = Result<Frame, CommandError>;
 
@@ -439,7 +444,7 @@ struct Entry<S> {
     spec: CommandSpec,
     handler: Option<Handler<S>>,
     batch: Option<BatchHandler<S>>,
-    subs: HashMap<Box<[u8]>, usize>,
+    subs: HashMap<Box<[u8]>, usize, NameHasher>,
     sub_order: Vec<usize>,
     is_sub: bool,
     no_auth: bool,
@@ -473,7 +478,7 @@ struct InfoEntry<S> {
 pub struct Dispatch<S> {
     app: S,
     entries: Vec<Entry<S>>,
-    top: HashMap<Box<[u8]>, usize>,
+    top: HashMap<Box<[u8]>, usize, NameHasher>,
     top_order: Vec<usize>,
     metrics: Arc<Metrics>,
     info: Vec<InfoEntry<S>>,
@@ -526,7 +531,7 @@ impl<S> Dispatch<S> {
         Dispatch {
             app,
             entries: Vec::new(),
-            top: HashMap::new(),
+            top: HashMap::default(),
             top_order: Vec::new(),
             metrics: Arc::new(Metrics::new()),
             info: Vec::new(),
@@ -567,7 +572,7 @@ impl<S> Dispatch<S> {
             spec: command.spec,
             handler: command.handler,
             batch: if is_sub { None } else { command.batch },
-            subs: HashMap::new(),
+            subs: HashMap::default(),
             sub_order: Vec::new(),
             is_sub,
             no_auth: command.spec.has_flag("no_auth"),
