@@ -337,5 +337,126 @@ fn filters(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, filters);
+/// The one-cache-line limit (issue 10): batched check-and-insert into our 1 GiB blocked filter
+/// (k = 7) against the least any filter touching one random cache line per item can do: one
+/// random 64-bit read-modify-write per item, into a 1 GiB array of words, with the same
+/// hash (`mix64`), the same 16-item prefetch window and the same 2 MiB pages (`madvise`) as the
+/// filter. Both filled to half capacity first. `URLSEEN_BENCH_LIMIT=0` skips it.
+fn one_line_limit(c: &mut Criterion) {
+    if std::env::var("URLSEEN_BENCH_LIMIT").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let bits = 1u64 << 33;
+    let cap = bits / BITS_PER_ITEM;
+    let mut g = c.benchmark_group("one_line_limit");
+    g.throughput(Throughput::Elements(BATCH as u64))
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let mut out = vec![false; BATCH];
+    {
+        let mut filter = Ours(BlockedBloom::new(bits, K, SEED));
+        prefill(&mut filter, cap / 2);
+        let fresh = pool(FRESH_BASE, POOL);
+        let mut at = 0;
+        g.bench_function(BenchmarkId::new("urlseen-blocked-batch", "1GiB"), |b| {
+            b.iter(|| {
+                filter.insert_batch(&fresh[at..at + BATCH], &mut out);
+                at = (at + BATCH) % (POOL - BATCH);
+                black_box(&out);
+            });
+        });
+    }
+    let mut words = OneWord::new(bits);
+    let mut chunk = vec![0u64; BATCH];
+    let mut i = 0;
+    while i < cap / 2 {
+        let len = (cap / 2 - i).min(BATCH as u64) as usize;
+        for (j, slot) in chunk[..len].iter_mut().enumerate() {
+            *slot = member(i + j as u64);
+        }
+        words.insert_batch(&chunk[..len], &mut out[..len]);
+        i += len as u64;
+    }
+    let fresh = pool(FRESH_BASE + 1, POOL);
+    let mut at = 0;
+    g.bench_function(BenchmarkId::new("one-word-rmw-batch", "1GiB"), |b| {
+        b.iter(|| {
+            words.insert_batch(&fresh[at..at + BATCH], &mut out);
+            at = (at + BATCH) % (POOL - BATCH);
+            black_box(&out);
+        });
+    });
+    g.finish();
+}
+
+/// One bit per item in one random 64-bit word: the one-cache-line limit's baseline.
+struct OneWord {
+    words: Vec<u64>,
+}
+
+impl OneWord {
+    fn new(bits: u64) -> Self {
+        let words = vec![0u64; (bits / 64) as usize];
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let start = words.as_ptr() as usize;
+            let (first, last) =
+                (start.next_multiple_of(HUGE), (start + words.len() * 8) / HUGE * HUGE);
+            if last > first {
+                #[expect(unsafe_code, reason = "madvise is a foreign function")]
+                // SAFETY: [first, last) lies inside the live allocation of `words`, page-aligned;
+                // MADV_HUGEPAGE only changes how the kernel backs it, never its contents.
+                unsafe {
+                    libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
+                }
+            }
+        }
+        OneWord { words }
+    }
+
+    #[inline(always)]
+    fn slot(&self, fp: u64) -> (usize, u64) {
+        let h = mix64(fp ^ SEED);
+        let word = ((u128::from(h) * self.words.len() as u128) >> 64) as usize;
+        (word, 1u64 << (h & 63))
+    }
+
+    fn insert_batch(&mut self, fps: &[u64], out: &mut [bool]) {
+        const WINDOW: usize = 16;
+        for &fp in fps.iter().take(WINDOW) {
+            prefetch(&self.words[self.slot(fp).0]);
+        }
+        for (i, (&fp, out)) in fps.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = fps.get(i + WINDOW) {
+                prefetch(&self.words[self.slot(ahead).0]);
+            }
+            let (word, mask) = self.slot(fp);
+            let w = &mut self.words[word];
+            *out = *w & mask != 0;
+            *w |= mask;
+        }
+    }
+}
+
+/// A software prefetch of `*target`'s cache line (the filter crate's is private).
+#[inline(always)]
+fn prefetch(target: &u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        #[expect(unsafe_code, reason = "_mm_prefetch is an unsafe intrinsic")]
+        // SAFETY: a prefetch is only a hint; it never faults. SSE is in the x86-64 baseline.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(target).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = target;
+    }
+}
+
+criterion_group!(benches, filters, one_line_limit);
 criterion_main!(benches);
