@@ -248,3 +248,33 @@ async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_wr
     assert!(ns.contains("https://a.example/").unwrap(), "an acknowledged URL was lost");
     assert!(!ns.contains("https://z.example/").unwrap(), "a refused write was kept");
 }
+
+/// redis-rs' transaction path, `pipe().atomic()` (MULTI … EXEC), works as against Redis: the
+/// queued commands' replies come back as one typed tuple, in both protocols.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_rs_atomic_pipelines_run_as_transactions() {
+    let server = TestServer::start_engine(Config::default()).await;
+    for (ns, query) in [("tx2", ""), ("tx3", "?protocol=resp3")] {
+        with_redis_rs(&server, query, move |con| {
+            let bf = format!("{ns}-bf");
+            let (first, again, added, exists): (Vec<i64>, Vec<i64>, bool, bool) = redis::pipe()
+                .atomic()
+                .cmd("URL.SEEN")
+                .arg(ns)
+                .arg(&["https://a.example/", "/relative"])
+                .cmd("URL.SEEN")
+                .arg(ns)
+                .arg("https://a.example/")
+                .cmd("BF.ADD")
+                .arg(&bf)
+                .arg("x")
+                .cmd("BF.EXISTS")
+                .arg(&bf)
+                .arg("x")
+                .query(con)
+                .unwrap();
+            assert_eq!((first, again, added, exists), (vec![0, -1], vec![1], true, true), "{ns}");
+        })
+        .await;
+    }
+}
