@@ -510,10 +510,11 @@ impl Namespace {
     /// long; the last one comes with [`crate::dump::ITER_FINAL`], which gives
     /// `next == 0` and no data. Load them with [`Db::load_chunk`](crate::Db::load_chunk).
     ///
-    /// Reads the leaf logs a chunk at a time, under each leaf's read lock: writes go on, and a
-    /// dump taken while they do holds every record that was there when it began (some twice,
-    /// if their leaf split meanwhile) and maybe some added since (see
-    /// [`Dsbf::dump_records`]).
+    /// The header call first finishes any split in progress, so an idle namespace dumps each
+    /// fingerprint exactly once. Then it reads the leaf logs a chunk at a time, under each
+    /// leaf's read lock: writes go on, and a dump taken while they do holds every record that
+    /// was there when it began (some twice, if their leaf split meanwhile) and maybe some added
+    /// since (see [`Dsbf::dump_records`]).
     ///
     /// # Errors
     /// [`Error::InvalidIterator`], [`Error::InvalidOption`] for a `max_bytes` outside
@@ -530,6 +531,11 @@ impl Namespace {
         let budget = dump::chunk_records(max_bytes)?;
         match iter {
             0 => {
+                // A split in progress has its records both in the frozen parent and, for
+                // those migrated, in a child: a walk would take them twice. Finishing it here
+                // makes the dump of an idle namespace exact.
+                tree.complete_splits();
+                tree.check()?;
                 let s = tree.stats();
                 let data = Header::encode(&self.name, &self.options, s.count, s.kept);
                 return Ok(DumpChunk { next: ITER_HEADER, data });
