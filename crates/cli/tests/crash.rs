@@ -187,9 +187,9 @@ fn sigkill_rounds(extra_args: &[&str], mut rng: u64) {
     assert!(printed_total.len() > 10_000, "printed {}", printed_total.len());
 }
 
-/// Opens the data directory, waiting (up to 10 s) while its lock is still held. Seen about
-/// once in 50 runs on a loaded 2-core machine: `Locked`, naming the killed child's pid, just
-/// after that child was reaped. The cause is not pinned down (the other test of this file
+/// Opens the data directory, waiting (up to 10 s) while its lock is still held. Seen in 2 of
+/// about 30 runs on a loaded 2-core machine (1 of 12 in one loop, 0 of 15 in another, 1 in a
+/// check.sh run): `Locked`, naming the killed child's pid, just after that child was reaped. The cause is not pinned down (the other test of this file
 /// spawns children from another thread meanwhile, and a process forked but not yet exec'd
 /// holds copies of descriptors). What this test checks is the data, not that timing.
 fn open_when_unlocked(dir: &std::path::Path) -> Db {
