@@ -78,6 +78,7 @@ mod options;
 mod persist;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod reserve;
 mod routing;
 pub mod storage;
 pub mod tree;
@@ -94,4 +95,5 @@ pub use options::{
     DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
 pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir};
+pub use reserve::Reservation;
 pub use urlseen_canon::{Options as CanonOptions, Profile};

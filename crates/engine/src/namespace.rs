@@ -15,6 +15,7 @@ use crate::leaf_log::LeafStore;
 use crate::log::Fsync;
 use crate::options::NamespaceOptions;
 use crate::persist::{Durable, RecoveryReport};
+use crate::reserve::{InFlight, Reservation};
 use crate::tree::{Dsbf, ExactHooks, LeafStats, Mode, SplitWorkers};
 
 thread_local! {
@@ -33,6 +34,8 @@ pub struct Namespace {
     canon: Canonicalizer,
     set: Set,
     durable: Option<Durable>,
+    /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
+    in_flight: InFlight,
 }
 
 /// What decides "seen" in a namespace.
@@ -134,7 +137,11 @@ impl Namespace {
         durable: Option<Durable>,
     ) -> Self {
         let canon = Canonicalizer::new(options.canon.clone());
-        Namespace { name, options, canon, set, durable }
+        Namespace { name, options, canon, set, durable, in_flight: InFlight::default() }
+    }
+
+    pub(crate) fn in_flight(&self) -> &InFlight {
+        &self.in_flight
     }
 
     pub(crate) fn durable(&self) -> Option<&Durable> {
@@ -250,7 +257,8 @@ impl Namespace {
     /// As [`Self::seen_fingerprints`].
     pub fn seen_fingerprint(&self, fp: u64) -> Result<bool> {
         if let (Set::Tree { tree, exact: None }, None) = (&self.set, &self.durable) {
-            return Ok(tree.insert(fp));
+            let in_flight = self.in_flight.read();
+            return Ok(in_flight.contains(&fp) || tree.insert(fp));
         }
         let mut out = [false];
         self.seen_fingerprints(&[fp], &mut out)?;
@@ -282,7 +290,7 @@ impl Namespace {
     /// If `out.len() != fps.len()`.
     pub fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
-        self.seen_fingerprints_guarded(fps, out, None)
+        self.seen_outside_flight(fps, out, None)
     }
 
     /// [`Self::seen_fingerprints`] for a caller that hands the answers on (prints the new
@@ -306,7 +314,131 @@ impl Namespace {
         then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
     ) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
-        self.seen_fingerprints_guarded(fps, out, Some(then))
+        self.seen_outside_flight(fps, out, Some(then))
+    }
+
+    /// The first step of a check-and-insert whose answers count only once they are delivered
+    /// (a server's reply; see [`crate::reserve`]): answers `out` as
+    /// [`Self::seen_fingerprints`] would, records nothing, and holds each fingerprint answered
+    /// "new" in flight (every other check answers it "seen") until the [`Reservation`] is
+    /// committed (recorded) or dropped (new again).
+    ///
+    /// A counting namespace cannot hold fingerprints in flight: its batch is recorded at once
+    /// and the reservation has nothing left to commit.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints`] (nothing is held then).
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn reserve_fingerprints(
+        self: &Arc<Self>,
+        fps: &[u64],
+        out: &mut [bool],
+    ) -> Result<Reservation> {
+        assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
+        let Set::Tree { tree, .. } = &self.set else {
+            self.seen_fingerprints(fps, out)?;
+            return Ok(Reservation::done(Arc::clone(self)));
+        };
+        if let Some(d) = &self.durable {
+            d.log.check()?;
+        }
+        tree.check()?;
+        let taken = self.in_flight.reserve(fps, out, |fps, out| {
+            self.contains_in_tree(fps, out)?;
+            self.keep_positives(fps, out)
+        })?;
+        let any_seen = out.iter().any(|&seen| seen);
+        Ok(Reservation::new(Arc::clone(self), taken, any_seen))
+    }
+
+    /// A reservation's Bloom positives (`fps` answered "seen" in `out`), logged as kept at
+    /// once (see [`crate::tree`]): a split before the commit would rebuild the filters without
+    /// a false one. Their durability is waited for by the commit.
+    fn keep_positives(&self, fps: &[u64], out: &[bool]) -> Result<()> {
+        let Set::Tree { tree, exact: None } = &self.set else { return Ok(()) };
+        if self.options.split.mode == crate::SplitMode::Never {
+            return Ok(());
+        }
+        let positives: Vec<u64> = fps.iter().zip(out).filter(|p| *p.1).map(|p| *p.0).collect();
+        if positives.is_empty() {
+            return Ok(());
+        }
+        let mut log = |new: &[u64], kept: &[u64]| -> Result<u64> {
+            let Some(d) = &self.durable else { return Ok(0) };
+            let mut end = 0;
+            d.append(new, kept, &mut end)?;
+            Ok(end)
+        };
+        let mut scratch = vec![false; positives.len()];
+        // A positive gone meanwhile (a split dropped a false one before this) is recorded as
+        // new: answered "seen", it stays seen.
+        tree.insert_batch_with(&positives, &mut scratch, Mode::CheckAndInsert, &mut log)?;
+        tree.check()
+    }
+
+    /// A reservation's commit: `taken`, answered "new" and held in flight since, are recorded
+    /// as they are (nobody else could record them meanwhile). If some were answered "seen",
+    /// what they rest on (their kept records, another writer's records) is made as durable as
+    /// the policy says, as a check-and-insert's "seen" is.
+    pub(crate) fn record_reserved(&self, taken: &[u64], any_seen: bool) -> Result<()> {
+        let mut out = vec![false; taken.len()];
+        self.seen_fingerprints_guarded(taken, &mut out, None, Mode::Record)?;
+        if let (true, Some(d)) = (any_seen, &self.durable) {
+            d.log.commit(d.log.end())?;
+        }
+        Ok(())
+    }
+
+    /// A check-and-insert that answers "seen" for the fingerprints in flight and records the
+    /// rest, holding the set in flight shared until they are in the tree (see
+    /// [`crate::reserve`]).
+    fn seen_outside_flight(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        then: Option<&mut HandOn<'_>>,
+    ) -> Result<()> {
+        let in_flight = self.in_flight.read();
+        if in_flight.is_empty() || !fps.iter().any(|fp| in_flight.contains(fp)) {
+            return self.seen_fingerprints_guarded(fps, out, then, Mode::CheckAndInsert);
+        }
+        let (mut rest, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
+        for (i, fp) in fps.iter().enumerate() {
+            if in_flight.contains(fp) {
+                out[i] = true;
+            } else {
+                rest.push(*fp);
+                at.push(i);
+            }
+        }
+        let mut answers = vec![false; rest.len()];
+        let scatter = |answers: &[bool], out: &mut [bool]| {
+            for (&i, &seen) in at.iter().zip(answers) {
+                out[i] = seen;
+            }
+        };
+        match then {
+            None => {
+                self.seen_fingerprints_guarded(&rest, &mut answers, None, Mode::CheckAndInsert)?
+            }
+            Some(then) => {
+                let mut whole = out.to_vec();
+                let mut hand_on = |answers: &[bool]| {
+                    scatter(answers, &mut whole);
+                    then(&whole)
+                };
+                self.seen_fingerprints_guarded(
+                    &rest,
+                    &mut answers,
+                    Some(&mut hand_on),
+                    Mode::CheckAndInsert,
+                )?;
+            }
+        }
+        scatter(&answers, out);
+        Ok(())
     }
 
     /// Either of the above, poisoning the log after a store failure.
@@ -315,8 +447,9 @@ impl Namespace {
         fps: &[u64],
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
+        mode: Mode,
     ) -> Result<()> {
-        let result = self.seen_fingerprints_inner(fps, out, then);
+        let result = self.seen_fingerprints_inner(fps, out, then, mode);
         if let (Err(e @ Error::Store(_)), Some(d)) = (&result, &self.durable) {
             // A store failure can leave the batch half-recorded (bits set, some fingerprints
             // stored) with no acknowledgement given: refuse every later write until the data
@@ -332,6 +465,7 @@ impl Namespace {
         fps: &[u64],
         out: &mut [bool],
         mut then: Option<&mut HandOn<'_>>,
+        mode: Mode,
     ) -> Result<()> {
         let handed_on = |e: std::io::Error| Error::Io {
             what: "hand on the answers (the batch was not recorded)".into(),
@@ -373,7 +507,7 @@ impl Namespace {
             Ok(end)
         };
         match &self.set {
-            Set::Tree { exact: Some(exact), .. } => {
+            Set::Tree { exact: Some(exact), .. } if mode == Mode::CheckAndInsert => {
                 let mut hooks = ExactHooks {
                     cached: &mut |fp| exact.recent.touch(fp),
                     learn: &mut |fp| {
@@ -383,7 +517,7 @@ impl Namespace {
                 };
                 tree.insert_batch_exact(fps, out, &mut hooks, &mut log_new)?;
             }
-            _ => tree.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut log_new)?,
+            _ => tree.insert_batch_with(fps, out, mode, &mut log_new)?,
         }
         // A leaf file that could not be written keeps its records in memory, but from then on
         // nothing is acknowledged (see `leaf_log`).
@@ -420,6 +554,19 @@ impl Namespace {
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        self.contains_in_tree(fps, out)?;
+        // Answered "new" to someone, not recorded yet: seen, as a check-and-insert answers.
+        let in_flight = self.in_flight.read();
+        if !in_flight.is_empty() {
+            for (fp, hit) in fps.iter().zip(out.iter_mut()) {
+                *hit = *hit || in_flight.contains(fp);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::contains_fingerprints`] without the fingerprints in flight.
+    fn contains_in_tree(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         match &self.set {
             Set::Counting(set) => set.contains_many(fps, out)?,
             Set::Tree { tree, exact } => {
@@ -602,7 +749,9 @@ impl Namespace {
     /// Distinct URLs recorded.
     pub fn len(&self) -> u64 {
         match &self.set {
-            Set::Tree { tree, .. } => tree.len(),
+            // Those answered "new" and not committed yet count: a `BF.CARD` pipelined after a
+            // `BF.ADD` sees it.
+            Set::Tree { tree, .. } => tree.len() + self.in_flight.len() as u64,
             Set::Counting(set) => set.len(),
         }
     }

@@ -38,11 +38,13 @@ use parking_lot::Mutex;
 use urlseen_canon::Canonicalizer;
 use urlseen_engine::tree::TreeParams;
 use urlseen_engine::{
-    CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, SplitMode, SplitPolicy,
+    CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, Reservation, SplitMode,
+    SplitPolicy,
 };
 
 use urlseen_engine::redis::RedisDb;
 
+use crate::client::OnReply;
 use crate::error::{
     BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, OOM, URL_NOT_UTF8, WRONGTYPE,
     canon_error, engine_error, write_error,
@@ -232,7 +234,7 @@ impl App {
         write: bool,
     ) -> Option<Result<Vec<Result<bool, CommandError>>, CommandError>> {
         let remote = self.remote.as_ref()?;
-        Some(blocking(|| remote.seen_urls(key, &self.config.url_defaults, urls, write)))
+        Some(blocking_call(|| remote.seen_urls(key, &self.config.url_defaults, urls, write)))
     }
 
     /// `URL.RESERVE` under `--redis`: creates the namespace in Redis, or checks that the one
@@ -246,7 +248,7 @@ impl App {
         options: &NamespaceOptions,
     ) -> Result<(), CommandError> {
         let remote = self.remote.as_ref().ok_or(CommandError::custom(NOT_WITH_REDIS))?;
-        blocking(|| remote.reserve(key, options)).map(|_| ())
+        blocking_call(|| remote.reserve(key, options)).map(|_| ())
     }
 
     /// Fails with [`NOT_WITH_REDIS`] under `--redis` (for commands that need a namespace in
@@ -266,7 +268,11 @@ impl App {
     /// hands its other tasks to another thread meanwhile, so other connections' writes keep
     /// coming and share the next group commit. Anything else runs inline.
     fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        if self.db.path().is_some() && self.db.fsync() == Fsync::Always { blocking(f) } else { f() }
+        if self.db.path().is_some() && self.db.fsync() == Fsync::Always {
+            blocking_call(f)
+        } else {
+            f()
+        }
     }
 
     /// An app over an in-memory `Db` with default settings (for tests and examples).
@@ -469,17 +475,48 @@ impl App {
         self.write(|| ns.seen_fingerprints(fps, out)).map_err(|e| write_error(&e))
     }
 
-    /// `URL.SEEN` (`write`) or `URL.CHECK`: one answer per URL, `Ok(seen)`, or `Err(reason)`
-    /// for a URL that cannot be canonicalized, which was neither looked up nor recorded (the
-    /// others go on). The valid URLs go to the engine in one batch call.
+    /// A check-and-insert whose "new" answers count only once the reply is delivered
+    /// ([`OnReply`]): [`App::insert`]'s answers, with each fingerprint answered "new" held in
+    /// flight by the engine (every other check answers it "seen"; see
+    /// `urlseen_engine::reserve`) and recorded by the work pushed to `on_reply` once the
+    /// connection delivered the reply. Dropped undelivered, that work records nothing.
+    ///
+    /// A non-scaling namespace records at once, as [`App::insert`] (its room is counted in
+    /// recorded items).
+    ///
+    /// # Errors
+    /// As [`App::insert`], with nothing held or recorded.
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn insert_on_reply(
+        &self,
+        ns: &Arc<Namespace>,
+        fps: &[u64],
+        out: &mut [bool],
+        on_reply: &mut Vec<Box<dyn OnReply>>,
+    ) -> Result<(), CommandError> {
+        if ns.options().split.mode == SplitMode::Never {
+            return self.insert(ns, fps, out);
+        }
+        self.check_memory()?;
+        let reservation = ns.reserve_fingerprints(fps, out).map_err(|e| write_error(&e))?;
+        let blocking = self.db.path().is_some() && self.db.fsync() == Fsync::Always;
+        on_reply.push(Box::new(RecordOnReply { reservation, blocking }));
+        Ok(())
+    }
+
+    /// `URL.SEEN` (a `record` lookup) or `URL.CHECK`: one answer per URL, `Ok(seen)`, or
+    /// `Err(reason)` for a URL that cannot be canonicalized, which was neither looked up nor
+    /// recorded (the others go on). The valid URLs go to the engine in one batch call.
     ///
     /// # Errors
     /// As [`App::insert`]: then nothing of the batch was recorded (or, for `MISCONF`, kept).
     pub fn seen_urls<U: AsRef<[u8]>>(
         &self,
-        ns: &Namespace,
+        ns: &Arc<Namespace>,
         urls: &[U],
-        write: bool,
+        mut lookup: Lookup<'_>,
     ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
         let fingerprint = |url: &[u8]| {
             std::str::from_utf8(url)
@@ -493,11 +530,7 @@ impl App {
                 Err(e) => return Ok(vec![Err(e)]),
             };
             let mut seen = [false];
-            if write {
-                self.insert(ns, &[fp], &mut seen)?;
-            } else {
-                seen[0] = ns.contains_fingerprint(fp).map_err(|e| engine_error(&e))?;
-            }
+            self.look_up(ns, &[fp], &mut seen, &mut lookup)?;
             return Ok(vec![Ok(seen[0])]);
         }
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
@@ -512,18 +545,28 @@ impl App {
             }
         }
         let mut seen = vec![false; fps.len()];
-        if fps.is_empty() {
-            // Only invalid URLs: nothing to look up or record.
-        } else if write {
-            self.insert(ns, &fps, &mut seen)?;
-        } else {
-            ns.contains_fingerprints(&fps, &mut seen).map_err(|e| engine_error(&e))?;
+        if !fps.is_empty() {
+            self.look_up(ns, &fps, &mut seen, &mut lookup)?;
         }
         let mut seen = seen.into_iter();
         for answer in answers.iter_mut().flatten() {
             *answer = seen.next().unwrap_or(false);
         }
         Ok(answers)
+    }
+
+    fn look_up(
+        &self,
+        ns: &Arc<Namespace>,
+        fps: &[u64],
+        seen: &mut [bool],
+        lookup: &mut Lookup<'_>,
+    ) -> Result<(), CommandError> {
+        match lookup {
+            Lookup::Check => ns.contains_fingerprints(fps, seen).map_err(|e| engine_error(&e)),
+            Lookup::Record => self.insert(ns, fps, seen),
+            Lookup::RecordOnReply(on_reply) => self.insert_on_reply(ns, fps, seen, on_reply),
+        }
     }
 
     /// `URL.CHECK` on a namespace that does not exist: nothing is seen, but URLs are still
@@ -807,11 +850,42 @@ impl App {
 
 /// Runs `f`, which may block on I/O, without stalling the runtime: on a multi-threaded tokio
 /// runtime the worker hands its other tasks to another thread meanwhile; elsewhere inline.
-fn blocking<R>(f: impl FnOnce() -> R) -> R {
+fn blocking_call<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let multi_thread =
         Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
     if multi_thread { tokio::task::block_in_place(f) } else { f() }
+}
+
+/// What [`App::seen_urls`] does with the URLs.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// Looks them up (`URL.CHECK`): records nothing.
+    Check,
+    /// Check-and-insert, recorded before the call returns ([`App::insert`]).
+    Record,
+    /// Check-and-insert, recorded once the reply is delivered ([`App::insert_on_reply`]).
+    RecordOnReply(&'a mut Vec<Box<dyn OnReply>>),
+}
+
+/// A reservation recorded once its reply is delivered.
+#[derive(Debug)]
+struct RecordOnReply {
+    reservation: Reservation,
+    /// The commit waits for an fsync (`always`): off the async workers' hands.
+    blocking: bool,
+}
+
+impl OnReply for RecordOnReply {
+    fn delivered(self: Box<Self>) {
+        let RecordOnReply { reservation, blocking } = *self;
+        let committed =
+            if blocking { blocking_call(|| reservation.commit()) } else { reservation.commit() };
+        if let Err(e) = committed {
+            // The namespace refuses writes from now on (MISCONF); these URLs are new again.
+            tracing::warn!(error = %e, "a delivered batch could not be recorded");
+        }
+    }
 }
 
 /// The resident set size of this process in bytes, from `/proc/self/status` (Linux), or

@@ -17,6 +17,14 @@ use crate::transaction::{Queue, Watches, Watching};
 /// connection, and the connection is busy meanwhile.
 pub const FAILED_AUTH_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// Work a command did that counts only once its reply is delivered (see
+/// [`ConnState::defer_until_replied`]): a server's "new" answers, recorded only when the client
+/// got them.
+pub trait OnReply: Send + Sync + std::fmt::Debug {
+    /// The replies were written and the client was still there: make it count.
+    fn delivered(self: Box<Self>);
+}
+
 /// The state of one connection, owned by its task and handed to every command it runs.
 #[derive(Debug)]
 pub struct ConnState {
@@ -32,6 +40,8 @@ pub struct ConnState {
     transaction: Option<Queue>,
     /// The keys `WATCH` registered, until `EXEC`, `DISCARD` or `UNWATCH`.
     watching: Option<Watching>,
+    /// What counts once the replies written so far are delivered.
+    on_reply: Vec<Box<dyn OnReply>>,
 }
 
 impl ConnState {
@@ -46,6 +56,7 @@ impl ConnState {
             extension: None,
             transaction: None,
             watching: None,
+            on_reply: Vec::new(),
         }
     }
 
@@ -105,6 +116,29 @@ impl ConnState {
     /// reply by [`FAILED_AUTH_DELAY`], so that guessing passwords is slow.
     pub fn note_failed_auth(&mut self) {
         self.failed_auth = true;
+    }
+
+    /// Makes `work` count only once the reply of the command being run is delivered: the
+    /// connection calls [`OnReply::delivered`] after it wrote the replies, if the client is
+    /// still connected then, and drops `work` otherwise (the connection broke, the client left
+    /// before its replies were written).
+    pub fn defer_until_replied(&mut self, work: Box<dyn OnReply>) {
+        self.on_reply.push(work);
+    }
+
+    /// [`Self::defer_until_replied`] for each of `work`.
+    pub fn defer_all_until_replied(&mut self, work: Vec<Box<dyn OnReply>>) {
+        self.on_reply.extend(work);
+    }
+
+    /// Whether work waits for the replies written so far.
+    pub(crate) fn awaits_delivery(&self) -> bool {
+        !self.on_reply.is_empty()
+    }
+
+    /// The work waiting for the replies written so far.
+    pub(crate) fn take_on_reply(&mut self) -> Vec<Box<dyn OnReply>> {
+        std::mem::take(&mut self.on_reply)
     }
 
     /// Whether the last command was given a wrong password (and forgets it).

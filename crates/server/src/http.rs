@@ -311,10 +311,10 @@ async fn batch(
     let work = tokio::task::spawn_blocking(move || {
         if write {
             let namespace = app.url_namespace(ns.as_bytes())?;
-            app.seen_urls(&namespace, &urls, true)
+            app.seen_urls(&namespace, &urls, crate::app::Lookup::Record)
         } else {
             Ok(match app.namespace(ns.as_bytes()) {
-                Some(namespace) => app.seen_urls(&namespace, &urls, false)?,
+                Some(namespace) => app.seen_urls(&namespace, &urls, crate::app::Lookup::Check)?,
                 None => app.check_urls_absent(&urls),
             })
         }

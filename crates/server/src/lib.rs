@@ -80,8 +80,8 @@ pub mod server;
 pub mod slowlog;
 pub mod transaction;
 
-pub use app::{App, AppConfig, BloomParams, KeyKind};
-pub use client::ConnState;
+pub use app::{App, AppConfig, BloomParams, KeyKind, Lookup};
+pub use client::{ConnState, OnReply};
 pub use cmd::info::InfoSection;
 pub use config::{Config, Limits};
 pub use dispatch::{

@@ -177,6 +177,7 @@ pub struct Metrics {
     pub(crate) protocol_errors: AtomicU64,
     pub(crate) query_buffer_disconnections: AtomicU64,
     pub(crate) idle_disconnections: AtomicU64,
+    pub(crate) undelivered_replies: AtomicU64,
     pub(crate) net_input_bytes: AtomicU64,
     pub(crate) net_output_bytes: AtomicU64,
     commands: RwLock<Vec<(&'static str, Arc<CommandStats>)>>,
@@ -232,6 +233,12 @@ impl Metrics {
     /// Connections closed by the idle timeout.
     pub fn idle_disconnections(&self) -> u64 {
         self.idle_disconnections.load(Relaxed)
+    }
+
+    /// Replies whose client was gone once they were written: what they answered "new" was
+    /// not recorded.
+    pub fn undelivered_replies(&self) -> u64 {
+        self.undelivered_replies.load(Relaxed)
     }
 
     /// Bytes read from clients (Redis' `total_net_input_bytes`).
@@ -297,6 +304,11 @@ impl Metrics {
                 "idle_disconnections_total",
                 "Connections closed by the idle timeout.",
                 self.idle_disconnections(),
+            ),
+            (
+                "undelivered_replies_total",
+                "Replies written to a client already gone: what they answered new was not recorded.",
+                self.undelivered_replies(),
             ),
             ("net_input_bytes_total", "Bytes read from clients.", self.net_input_bytes()),
             ("net_output_bytes_total", "Bytes written to clients.", self.net_output_bytes()),

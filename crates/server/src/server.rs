@@ -360,13 +360,13 @@ where
                 }
                 if state.closing() {
                     hold.release();
-                    flush(conn, metrics, idle).await?;
+                    deliver(conn, state, metrics, idle).await?;
                     return Ok(End::Close);
                 }
             }
             if conn.pending_output() >= WRITE_CHUNK {
                 hold.release();
-                flush(conn, metrics, idle).await?;
+                deliver(conn, state, metrics, idle).await?;
             }
         }
         hold.release();
@@ -375,10 +375,14 @@ where
         // Twice: before the flush for the peak of the output buffer, after it for what the
         // client left unread.
         record_buffers(conn, state);
-        flush(conn, metrics, idle).await?;
+        let read_ahead = deliver(conn, state, metrics, idle).await?;
         record_buffers(conn, state);
         if *stop.borrow() {
             return Ok(End::Close);
+        }
+        if read_ahead {
+            // The look for a client gone after the replies read requests: run them first.
+            continue;
         }
         let read = async {
             match idle {
@@ -460,7 +464,7 @@ impl Drop for QueryBufferShare<'_> {
 /// Replies with a framing error and ends the connection, as Redis does.
 async fn fail<T: AsyncRead + AsyncWrite + Unpin>(
     conn: &mut Connection<T>,
-    state: &ConnState,
+    state: &mut ConnState,
     metrics: &Metrics,
     idle: Option<Duration>,
     error: &ProtocolError,
@@ -471,8 +475,52 @@ async fn fail<T: AsyncRead + AsyncWrite + Unpin>(
     }
     debug!(id = state.id(), peer = ?state.peer_addr(), %error, "closing client");
     conn.write_frame(&error.to_frame(), state.protocol());
-    flush(conn, metrics, idle).await?;
+    deliver(conn, state, metrics, idle).await?;
     Ok(End::Close)
+}
+
+/// Writes the pending replies, then makes count what waited for them
+/// ([`ConnState::defer_until_replied`]), unless the client is gone by then: a client whose end
+/// of the connection is closed never reads them, so that work is dropped. Returns whether the
+/// look at the client read more requests (to run before reading again).
+///
+/// "Delivered" is "written to the socket": replies still in the kernel's buffers when the
+/// client dies are lost with it, as a printed line in a pipe's buffer is (docs/durability.md).
+async fn deliver<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Connection<T>,
+    state: &mut ConnState,
+    metrics: &Metrics,
+    idle: Option<Duration>,
+) -> io::Result<bool> {
+    flush(conn, metrics, idle).await?;
+    if !state.awaits_delivery() {
+        return Ok(false);
+    }
+    // One poll of the socket, without waiting: end of stream or an error means the client left.
+    let look = tokio::select! {
+        biased;
+        read = conn.read() => Some(read),
+        () = std::future::ready(()) => None,
+    };
+    let (gone, read_ahead) = match look {
+        Some(Ok(0) | Err(_)) => (true, false),
+        Some(Ok(n)) => {
+            metrics.net_input_bytes.fetch_add(n as u64, Relaxed);
+            (false, true)
+        }
+        None => (false, false),
+    };
+    let work = state.take_on_reply();
+    if gone {
+        metrics.undelivered_replies.fetch_add(1, Relaxed);
+        debug!(id = state.id(), "client gone before its replies: their work is dropped");
+        drop(work);
+    } else {
+        for w in work {
+            w.delivered();
+        }
+    }
+    Ok(read_ahead)
 }
 
 /// Writes the pending replies; a client that reads none of them for the idle timeout is
@@ -491,4 +539,127 @@ async fn flush<T: AsyncRead + AsyncWrite + Unpin>(
     };
     metrics.net_output_bytes.fetch_add(written as u64, Relaxed);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+    use tokio::io::{AsyncReadExt, DuplexStream};
+
+    use super::*;
+    use crate::app::App;
+
+    fn resp(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for arg in args {
+            out.extend(format!("${}\r\n", arg.len()).as_bytes());
+            out.extend_from_slice(arg);
+            out.extend(b"\r\n");
+        }
+        out
+    }
+
+    /// The replies to [`request`] on a fresh server: 50 URLs new, then 50 items added.
+    fn replies() -> Vec<u8> {
+        let mut out = b"*1\r\n:0\r\n".repeat(50);
+        out.extend(b"*50\r\n");
+        out.extend(b":1\r\n".repeat(50));
+        out
+    }
+
+    fn request(prefix: &str) -> (Vec<String>, Vec<u8>) {
+        let urls: Vec<String> =
+            (0..50).map(|i| format!("https://example.com/{prefix}/{i}")).collect();
+        let mut out = Vec::new();
+        for url in &urls {
+            out.extend(resp(&[b"URL.SEEN", b"ns", url.as_bytes()]));
+        }
+        let mut madd: Vec<&[u8]> = vec![b"BF.MADD", b"bf"];
+        madd.extend(urls.iter().map(String::as_bytes));
+        out.extend(resp(&madd));
+        (urls, out)
+    }
+
+    /// Serves one connection whose client end is `client_end` until it ends; returns the
+    /// state (dropped by the caller, as the connection's task drops it).
+    async fn serve_one(
+        app: &Arc<App>,
+        metrics_of: &mut Option<Arc<Metrics>>,
+        stream: DuplexStream,
+    ) -> (io::Result<End>, ConnState) {
+        let dispatch = crate::dispatch(Arc::clone(app));
+        let server = ServerState::new(Config::default(), dispatch.metrics().clone(), None);
+        *metrics_of = Some(dispatch.metrics().clone());
+        let mut conn = Connection::new(stream);
+        let mut state = ConnState::new(Arc::new(ClientInfo::new(1, None, None)), true);
+        let (_stop_tx, stop) = watch::channel(false);
+        let end = serve(&mut conn, &mut state, &dispatch, &server, stop).await;
+        (end, state)
+    }
+
+    fn recorded(app: &App, urls: &[String]) -> (usize, u64) {
+        let ns = app.namespace(b"ns").unwrap();
+        let found = ns.contains_batch(urls).unwrap().iter().filter(|&&s| s).count();
+        (found, app.namespace(b"bf").unwrap().len())
+    }
+
+    #[tokio::test]
+    async fn a_client_gone_before_its_replies_were_written_has_nothing_recorded() {
+        let app = Arc::new(App::in_memory());
+        let (urls, bytes) = request("gone");
+        let (mut client, server_end) = tokio::io::duplex(1 << 20);
+        client.write_all(&bytes).await.unwrap();
+        drop(client);
+        let mut metrics = None;
+        let (end, state) = serve_one(&app, &mut metrics, server_end).await;
+        assert!(end.is_err(), "the replies could not be written: {end:?}");
+        // The answers were given (the namespaces hold them in flight) until the state goes.
+        assert_eq!(recorded(&app, &urls), (50, 50));
+        drop(state);
+        assert_eq!(recorded(&app, &urls), (0, 0), "answers never delivered were recorded");
+    }
+
+    #[tokio::test]
+    async fn a_client_gone_once_its_replies_were_written_has_nothing_recorded() {
+        let app = Arc::new(App::in_memory());
+        let (urls, bytes) = request("left");
+        let (mut client, server_end) = tokio::io::duplex(1 << 20);
+        client.write_all(&bytes).await.unwrap();
+        // Its end of the stream closed: the server writes the replies, then finds it gone.
+        client.shutdown().await.unwrap();
+        let mut metrics = None;
+        let (end, state) = serve_one(&app, &mut metrics, server_end).await;
+        assert!(matches!(end, Ok(End::Drop)), "{end:?}");
+        drop(state);
+        assert_eq!(recorded(&app, &urls), (0, 0), "answers to a client gone were recorded");
+        assert_eq!(metrics.unwrap().undelivered_replies(), 1);
+        let mut replies = Vec::new();
+        client.read_to_end(&mut replies).await.unwrap();
+        assert_eq!(replies, super::tests::replies(), "the replies were written");
+    }
+
+    #[tokio::test]
+    async fn a_client_still_there_after_its_replies_has_them_recorded() {
+        let app = Arc::new(App::in_memory());
+        let (urls, bytes) = request("here");
+        let (mut client, server_end) = tokio::io::duplex(1 << 20);
+        client.write_all(&bytes).await.unwrap();
+        let app2 = Arc::clone(&app);
+        let serving = tokio::spawn(async move {
+            let mut metrics = None;
+            let (end, state) = serve_one(&app2, &mut metrics, server_end).await;
+            drop(state);
+            (end.is_ok(), metrics.unwrap().undelivered_replies())
+        });
+        // Every reply read, then the client goes: what was delivered stays recorded.
+        let mut got = vec![0u8; replies().len()];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&replies()));
+        drop(client);
+        let (ended, undelivered) = serving.await.unwrap();
+        assert!(ended);
+        assert_eq!(undelivered, 0);
+        assert_eq!(recorded(&app, &urls), (50, 50), "delivered answers were let go");
+    }
 }

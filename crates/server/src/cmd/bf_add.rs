@@ -51,8 +51,13 @@ fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     if KeyKind::of(ns) != KeyKind::Bloom {
         return Err(CommandError::custom(WRONGTYPE));
     }
+    let ns = Arc::clone(ns);
     let mut seen = [false];
-    app.insert(ns, &[ns.fingerprint_bytes(&item)], &mut seen)?;
+    let mut on_reply = Vec::new();
+    let inserted =
+        app.insert_on_reply(&ns, &[ns.fingerprint_bytes(&item)], &mut seen, &mut on_reply);
+    ctx.conn.defer_all_until_replied(on_reply);
+    inserted?;
     Ok(Frame::Boolean(!seen[0]))
 }
 
@@ -60,7 +65,8 @@ fn bf_add(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
 fn bf_add_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult> {
     let app = ctx.app;
     let cache = ctx.conn.extension::<NamespaceCache>();
-    super::bf_exists::by_key(calls, |key, items| {
+    let mut on_reply = Vec::new();
+    let results = super::bf_exists::by_key(calls, |key, items| {
         let ns = app
             .cached(cache, key, || app.bloom(key, Some(&app.config().bloom_defaults)))?
             .ok_or(CommandError::custom(BF_NOT_FOUND))?;
@@ -81,7 +87,9 @@ fn bf_add_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult>
                 .collect());
         }
         let mut seen = vec![false; fps.len()];
-        app.insert(ns, &fps, &mut seen)?;
+        app.insert_on_reply(ns, &fps, &mut seen, &mut on_reply)?;
         Ok(seen.iter().map(|&seen| Ok(Frame::Boolean(!seen))).collect())
-    })
+    });
+    ctx.conn.defer_all_until_replied(on_reply);
+    results
 }

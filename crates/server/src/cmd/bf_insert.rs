@@ -111,5 +111,5 @@ fn bf_insert(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         .app
         .bloom(&key, create.then_some(&params))?
         .ok_or(CommandError::custom(BF_NOT_FOUND))?;
-    super::bf_madd::add_items(ctx.app, &ns, &items)
+    super::bf_madd::add_items(ctx.app, ctx.conn, &ns, &items)
 }

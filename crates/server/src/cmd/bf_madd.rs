@@ -19,6 +19,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::app::App;
+use crate::client::ConnState;
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{BF_NOT_FOUND, CommandError};
 use crate::frame::Frame;
@@ -49,18 +50,23 @@ fn bf_madd(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let ns = app
         .bloom(&key, Some(&app.config().bloom_defaults))?
         .ok_or(CommandError::custom(BF_NOT_FOUND))?;
-    add_items(app, &ns, &items)
+    add_items(ctx.app, ctx.conn, &ns, &items)
 }
 
 /// Adds `items` and builds RedisBloom's reply: one boolean per item, `true` when it is new.
 /// All or nothing ([`App::insert`]). Shared with `BF.INSERT`.
+/// Recorded once the reply is delivered ([`App::insert_on_reply`]).
 pub(crate) fn add_items(
     app: &App,
-    ns: &urlseen_engine::Namespace,
+    conn: &mut ConnState,
+    ns: &Arc<urlseen_engine::Namespace>,
     items: &[Bytes],
 ) -> CommandResult {
     let fps: Vec<u64> = items.iter().map(|item| ns.fingerprint_bytes(item)).collect();
     let mut seen = vec![false; fps.len()];
-    app.insert(ns, &fps, &mut seen)?;
+    let mut on_reply = Vec::new();
+    let inserted = app.insert_on_reply(ns, &fps, &mut seen, &mut on_reply);
+    conn.defer_all_until_replied(on_reply);
+    inserted?;
     Ok(Frame::Array(seen.iter().map(|&s| Frame::Boolean(!s)).collect()))
 }

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use crate::app::{App, NamespaceCache};
+use crate::app::{App, Lookup, NamespaceCache};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::parse::Parse;
 
@@ -42,7 +42,7 @@ fn url_check(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     }
     let cache = ctx.conn.extension::<NamespaceCache>();
     let answers = match app.cached(cache, &key, || Ok(app.namespace(&key)))? {
-        Some(ns) => app.seen_urls(ns, urls, false)?,
+        Some(ns) => app.seen_urls(ns, urls, Lookup::Check)?,
         None => app.check_urls_absent(urls),
     };
     Ok(super::url_seen::answers(answers))

@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::app::{App, NamespaceCache};
+use crate::app::{App, Lookup, NamespaceCache};
+use crate::client::OnReply;
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{CommandError, NO_SUCH_NAMESPACE};
 use crate::frame::Frame;
@@ -59,7 +60,11 @@ fn url_seen(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let Some(ns) = app.cached(cache, &key, || app.url_namespace(&key).map(Some))? else {
         return Err(CommandError::custom(NO_SUCH_NAMESPACE));
     };
-    Ok(answers(app.seen_urls(ns, urls, true)?))
+    let ns = Arc::clone(ns);
+    let mut on_reply = Vec::new();
+    let answered = app.seen_urls(&ns, urls, Lookup::RecordOnReply(&mut on_reply));
+    ctx.conn.defer_all_until_replied(on_reply);
+    Ok(answers(answered?))
 }
 
 /// Pipelined `URL.SEEN` calls: each run of calls on the same namespace is one engine batch,
@@ -70,7 +75,18 @@ fn url_seen(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
 /// call's answer one by one too.
 fn url_seen_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResult> {
     let app = ctx.app;
-    let cache = ctx.conn.extension::<NamespaceCache>();
+    let mut on_reply = Vec::new();
+    let results = run_batch(app, ctx.conn.extension::<NamespaceCache>(), calls, &mut on_reply);
+    ctx.conn.defer_all_until_replied(on_reply);
+    results
+}
+
+fn run_batch(
+    app: &App,
+    cache: &mut NamespaceCache,
+    calls: Vec<Parse>,
+    on_reply: &mut Vec<Box<dyn OnReply>>,
+) -> Vec<CommandResult> {
     let mut results = Vec::with_capacity(calls.len());
     let mut calls = calls.into_iter().peekable();
     while let Some(mut call) = calls.next() {
@@ -101,11 +117,17 @@ fn url_seen_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResul
                 let mut start = 0;
                 for count in counts {
                     let call = urls.get(start..start + count).unwrap_or_default();
-                    results.push(app.seen_urls(ns, call, true).map(answers));
+                    results.push(
+                        app.seen_urls(ns, call, Lookup::RecordOnReply(on_reply)).map(answers),
+                    );
                     start += count;
                 }
             }
-            Ok(Some(ns)) => split_answers(app.seen_urls(ns, &urls, true), &counts, &mut results),
+            Ok(Some(ns)) => split_answers(
+                app.seen_urls(ns, &urls, Lookup::RecordOnReply(on_reply)),
+                &counts,
+                &mut results,
+            ),
             Ok(None) => {
                 split_answers(Err(CommandError::custom(NO_SUCH_NAMESPACE)), &counts, &mut results)
             }

@@ -1,0 +1,149 @@
+//! Answers handed on before they count: "record only what you answer" for a server.
+//!
+//! A server that records a URL and then fails to deliver its "new" reply (the client died, the
+//! connection broke) has recorded a URL that no crawler was told to fetch: it is never crawled.
+//! So the server asks in two steps. [`Namespace::reserve_fingerprints`] answers the batch and
+//! puts each fingerprint it answered "new" *in flight*; once the reply is delivered,
+//! [`Reservation::commit`] records the batch as a check-and-insert would. A reservation dropped
+//! uncommitted (the reply was not delivered) records nothing: its URLs are new again.
+//!
+//! While a fingerprint is in flight every other check answers "seen" (someone was just told to
+//! fetch it), so no two callers are told "new" for one URL. Were its reply then lost, that
+//! "seen" rested on nothing recorded, and the next check answers "new" again: the URL is not
+//! lost, only not answered "new" to the caller that asked in that window.
+//!
+//! What a reservation answers "seen" on a Bloom positive is logged as kept at once, as a
+//! check-and-insert does (see [`crate::tree`], "Seen stays seen"): a split between the answer
+//! and the commit would otherwise rebuild the filters without a false positive.
+//!
+//! # Locks
+//! One `RwLock` per namespace over the set in flight. A check-and-insert holds it shared from
+//! its look at the set until its batch is in the tree, so it never records a fingerprint a
+//! reservation holds. A reservation holds it exclusively from its look at the tree until its
+//! fingerprints are in the set, so it never answers "new" for one a check-and-insert is
+//! recording. A commit holds nothing while it records (its fingerprints stay in flight until
+//! they are in the tree, so nobody else records them), then takes it exclusively to let go.
+//! Lock order: this lock, then the tree's.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use parking_lot::{RwLock, RwLockReadGuard};
+
+use crate::error::Result;
+use crate::exact::FpBuildHasher;
+use crate::namespace::Namespace;
+
+/// A namespace's fingerprints in flight: answered "new" by a [`Reservation`] not committed yet.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    set: RwLock<HashSet<u64, FpBuildHasher>>,
+}
+
+impl InFlight {
+    /// The set, shared: held by a check-and-insert from its look at the set until its batch is
+    /// in the tree.
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, HashSet<u64, FpBuildHasher>> {
+        self.set.read()
+    }
+
+    /// Runs `check` (which answers `out` from the tree) and puts each fingerprint it answered
+    /// "new" in flight, unless another reservation (or an earlier entry of `fps`) holds it:
+    /// then it is answered "seen". Returns the fingerprints put in flight.
+    pub(crate) fn reserve(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        check: impl FnOnce(&[u64], &mut [bool]) -> Result<()>,
+    ) -> Result<Vec<u64>> {
+        let mut set = self.set.write();
+        check(fps, out)?;
+        let mut taken = Vec::new();
+        for (&fp, seen) in fps.iter().zip(out.iter_mut()) {
+            if !*seen {
+                if set.insert(fp) {
+                    taken.push(fp);
+                } else {
+                    *seen = true;
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Takes `fps` out of flight.
+    pub(crate) fn release(&self, fps: &[u64]) {
+        if fps.is_empty() {
+            return;
+        }
+        let mut set = self.set.write();
+        for fp in fps {
+            set.remove(fp);
+        }
+    }
+
+    /// Fingerprints in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.set.read().len()
+    }
+}
+
+/// A batch answered by [`Namespace::reserve_fingerprints`] whose "new" answers do not count
+/// yet: [`Reservation::commit`] records it once the answers are delivered; dropping it records
+/// nothing and takes its fingerprints out of flight (their URLs are new again).
+#[derive(Debug)]
+#[must_use = "a reservation dropped uncommitted records nothing"]
+pub struct Reservation {
+    ns: Arc<Namespace>,
+    /// Those answered "new", in flight until the commit recorded them.
+    taken: Vec<u64>,
+    /// Whether some were answered "seen": the commit waits for what they rest on.
+    any_seen: bool,
+    /// Committed or dropped: its fingerprints left flight.
+    done: bool,
+}
+
+impl Reservation {
+    pub(crate) fn new(ns: Arc<Namespace>, taken: Vec<u64>, any_seen: bool) -> Self {
+        Reservation { ns, taken, any_seen, done: false }
+    }
+
+    /// A batch that was recorded at once (a namespace that cannot reserve): nothing to commit.
+    pub(crate) fn done(ns: Arc<Namespace>) -> Self {
+        Reservation { ns, taken: Vec::new(), any_seen: false, done: true }
+    }
+
+    /// How many fingerprints this reservation answered "new" (and holds in flight).
+    pub fn new_answers(&self) -> usize {
+        self.taken.len()
+    }
+
+    /// Records the batch: every fingerprint answered "new" is recorded (a Bloom positive that
+    /// appeared meanwhile makes it a kept record instead: it stays seen either way), with the
+    /// namespace's durability, and then leaves flight.
+    ///
+    /// # Errors
+    /// As [`Namespace::seen_fingerprints`]: then its fingerprints leave flight unrecorded, and
+    /// are new again.
+    pub fn commit(mut self) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        let recorded = self.ns.record_reserved(&self.taken, self.any_seen);
+        // Out of flight, recorded or not (a failed commit leaves them new again).
+        self.release();
+        recorded
+    }
+
+    fn release(&mut self) {
+        if !std::mem::replace(&mut self.done, true) {
+            self.ns.in_flight().release(&self.taken);
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

@@ -1,0 +1,82 @@
+//! "Record only what you answer": a URL answered "new" is recorded once its reply is
+//! delivered. A client that leaves before its replies are written has nothing recorded (its
+//! URLs are new again); within one pipeline, a URL answered "new" is already seen and counted.
+
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{TestServer, resp};
+use urlseen_engine::{Db, DbOptions, Fsync};
+use urlseen_server::{App, AppConfig, Config, Frame};
+
+fn urls(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("https://example.com/{prefix}/{i}")).collect()
+}
+
+/// A delivered answer is recorded, with the fsync policy's durability: after a restart too.
+/// (A client gone before its replies, which has nothing recorded, is tested on an in-process
+/// stream in `server.rs`, where when the client leaves is not left to the scheduler.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivered_answer_is_recorded_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_with(dir.path(), DbOptions { fsync: Fsync::Always, ..DbOptions::default() })
+        .unwrap();
+    let mut server =
+        TestServer::start_app(Config::default(), Arc::new(App::new(db, AppConfig::default())))
+            .await;
+    let mut c = server.connect().await;
+    let batch = urls("kept", 200);
+    let mut args = vec!["URL.SEEN", "ns"];
+    args.extend(batch.iter().map(String::as_str));
+    let Frame::Array(answers) = c.call(&args).await else { panic!() };
+    assert!(answers.iter().all(|f| *f == Frame::Integer(0)));
+    let mut args = vec!["BF.MADD", "bf"];
+    args.extend(batch.iter().map(String::as_str));
+    let Frame::Array(answers) = c.call(&args).await else { panic!() };
+    assert!(answers.iter().all(|f| *f == Frame::Integer(1)));
+    drop(c);
+    server.shutdown().await;
+    let db = Db::open(dir.path()).unwrap();
+    for name in ["ns", "bf"] {
+        let ns = db.namespace(name).unwrap();
+        assert_eq!(ns.len(), 200, "{name}");
+    }
+    let ns = db.namespace("ns").unwrap();
+    assert!(ns.contains_batch(&batch).unwrap().iter().all(|&s| s), "a delivered answer lost");
+}
+
+#[tokio::test]
+async fn within_one_pipeline_a_url_answered_new_is_seen_and_counted() {
+    let server = TestServer::start_app(Config::default(), Arc::new(App::in_memory())).await;
+    let mut c = server.connect().await;
+    let mut request = Vec::new();
+    request.extend(resp(&[b"URL.SEEN", b"p", b"https://example.com/a"]));
+    request.extend(resp(&[b"URL.CHECK", b"p", b"https://example.com/a"]));
+    request.extend(resp(&[b"URL.SEEN", b"p", b"https://example.com/a"]));
+    request.extend(resp(&[b"BF.ADD", b"bf", b"x"]));
+    request.extend(resp(&[b"BF.EXISTS", b"bf", b"x"]));
+    request.extend(resp(&[b"BF.CARD", b"bf"]));
+    request.extend(resp(&[b"BF.ADD", b"bf", b"x"]));
+    c.send(&request).await;
+    let replies: Vec<Frame> = {
+        let mut v = Vec::new();
+        for _ in 0..7 {
+            v.push(c.read_frame().await);
+        }
+        v
+    };
+    let one = |i: i64| Frame::Array(vec![Frame::Integer(i)]);
+    assert_eq!(replies[0], one(0));
+    assert_eq!(replies[1], one(1));
+    assert_eq!(replies[2], one(1));
+    assert_eq!(replies[3], Frame::Integer(1));
+    assert_eq!(replies[4], Frame::Integer(1));
+    assert_eq!(replies[5], Frame::Integer(1));
+    assert_eq!(replies[6], Frame::Integer(0));
+    // And once delivered, recorded.
+    c.expect(&["BF.CARD", "bf"], b":1\r\n").await;
+    c.expect(&["URL.CHECK", "p", "https://example.com/a"], b"*1\r\n:1\r\n").await;
+}
