@@ -209,10 +209,11 @@ async fn a_bad_pipelined_call_does_not_touch_its_neighbours() {
     .await;
 }
 
-/// A durable write that fails answers `MISCONF`, the one error after which the outcome of the
-/// items is not known (a record whose fsync failed may or may not be on the disk): the reply
-/// says so, every later write is refused (so no retry is answered "seen" on the strength of the
-/// failed write), and after a restart everything acknowledged is there.
+/// A durable write that fails makes its namespace refuse every later write (`MISCONF`), so no
+/// retry is answered "seen" on the strength of the failed write, and after a restart everything
+/// acknowledged is there. A `URL.SEEN` records after its reply, so its own reply is the answer
+/// (its "new" items are not acknowledged); a write recorded before its reply answers `MISCONF`
+/// itself, saying its outcome is unknown (a record whose fsync failed may or may not be on disk).
 #[tokio::test]
 async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_writes() {
     let dir = tempfile::tempdir().unwrap();
@@ -226,16 +227,32 @@ async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_wr
     let mut server = TestServer::start_app(Config::default(), app.clone()).await;
     let mut c = server.connect().await;
     c.expect(&["URL.SEEN", "d", "https://a.example/"], b"*1\r\n:0\r\n").await;
+    // A "new" is recorded after its reply is delivered (protocol.md rule 4), before the
+    // connection's next command runs: this reply means a.example's record is on the disk.
+    c.expect(&["PING"], b"+PONG\r\n").await;
+    c.expect(&["BF.RESERVE", "n", "0.01", "100", "NONSCALING"], b"+OK\r\n").await;
     storage.fail_syncs(true);
-    let failed = c.call(&["URL.SEEN", "d", "https://b.example/", "/rel"]).await;
+    // The answer is delivered first; the record of b.example then fails to sync, so the
+    // namespace refuses every later write. b.example was answered "new" and is not
+    // acknowledged: a crawler fetching it twice is the at-least-once side of the rule.
+    c.expect(&["URL.SEEN", "d", "https://b.example/", "/rel"], b"*2\r\n:0\r\n:-1\r\n").await;
+    let refused = c.call(&["URL.SEEN", "d", "https://c.example/"]).await;
+    let Frame::Error(refused) = refused else { panic!("not an error: {refused:?}") };
+    let refused = String::from_utf8_lossy(&refused).into_owned();
+    assert!(refused.starts_with("MISCONF writes refused after a failed write"), "{refused}");
+    // A write that is recorded before its reply (a NONSCALING filter) fails with its outcome
+    // unknown, in its own namespace.
+    let failed = c.call(&["BF.ADD", "n", "x"]).await;
     let Frame::Error(failed) = failed else { panic!("not an error: {failed:?}") };
     let failed = String::from_utf8_lossy(&failed).into_owned();
     assert!(failed.starts_with("MISCONF write failed: nothing of this command is acknowledged (its items may or may not be recorded)"), "{failed}");
     storage.fail_syncs(false);
     // The retry is refused too, not answered "seen"; so is every other write.
-    for args in
-        [&["URL.SEEN", "d", "https://b.example/"][..], &["URL.SEEN", "d", "https://z.example/"]]
-    {
+    for args in [
+        &["URL.SEEN", "d", "https://b.example/"][..],
+        &["URL.SEEN", "d", "https://z.example/"],
+        &["BF.ADD", "n", "x"],
+    ] {
         let retry = c.call(args).await;
         assert!(matches!(&retry, Frame::Error(e) if e.starts_with(b"MISCONF ")), "{retry:?}");
     }
