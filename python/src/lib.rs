@@ -1,11 +1,11 @@
 //! `urlseen._native`: the Python bindings of urlseen (PyO3, abi3).
 //!
 //! Three things, re-exported by the pure-Python package `urlseen` (python/urlseen/):
-//! - [`PyDb`] / [`PyNamespace`]: the embedded engine (`urlseen_engine::Db`);
-//! - [`PyClient`] / [`PyRemoteNamespace`]: the same API over `urlseen serve` (RESP, redis-rs);
-//! - [`main`]: the `urlseen` command (crates/cli), run by the wheel's console script.
+//! - `Db` / `Namespace` (embedded.rs): the embedded engine (`urlseen_engine::Db`);
+//! - `Client` / `RemoteNamespace` (client.rs): the same API over `urlseen serve` (RESP, redis-rs);
+//! - `main`: the `urlseen` command (crates/cli), run by the wheel's console script.
 //!
-//! Errors become Python exceptions in one place ([`errors`]).
+//! Errors become Python exceptions in one place (errors.rs).
 //!
 //! # Invalid URLs
 //! A single call (`seen`, `contains`, `forget`) raises `InvalidUrl`. A batch (`*_many`) answers
