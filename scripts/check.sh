@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run calls this file) and as a developer runs it before a
-# commit: formatting, lints, tests, docs and benchmark builds. It installs what the tests need
-# on a fresh Debian machine (redis-server, for the Redis tests) when it is missing.
+# commit: formatting, lints, tests, docs, benchmark builds, and the Python package's wheel and
+# test suite. It installs what the tests need on a fresh Debian machine (redis-server, for the
+# Redis tests; python3-venv, for the Python suite's virtualenv) when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,5 +42,34 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 # workspace that would add minutes to CI and check nothing more.
 step "benches compile (profile ci)"
 cargo build --workspace --benches --profile ci
+
+# The Python package (python/): its wheel, built once under the test profile so that it reuses
+# the dependencies the test build just compiled in target/, installed into a fresh virtualenv
+# with pytest and Scrapy from PyPI, and its pytest suite. Exit status 5 (no tests collected)
+# is a failure, and so is a skipped test (python/tests/conftest.py).
+step "python: wheel (maturin, profile ci) in a fresh virtualenv, pytest"
+venv=target/python-venv
+rm -rf "$venv" target/python-wheels
+if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    step "installing python3-venv (apt-get)"
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest scrapy
+"$venv/bin/maturin" build --profile ci --manifest-path python/Cargo.toml \
+    --interpreter "$venv/bin/python" --out target/python-wheels
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check target/python-wheels/urlseen-*.whl
+"$venv/bin/urlseen" --version
+pytest_status=0
+"$venv/bin/python" -m pytest -p no:cacheprovider -q python/tests || pytest_status=$?
+if [[ $pytest_status -eq 5 ]]; then
+    echo "pytest collected no tests: the Python suite did not run" >&2
+    exit 1
+elif [[ $pytest_status -ne 0 ]]; then
+    exit "$pytest_status"
+fi
 
 step "all checks passed"

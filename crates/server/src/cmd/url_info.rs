@@ -32,7 +32,7 @@
 
 use std::sync::Arc;
 
-use urlseen_engine::SplitMode;
+use urlseen_engine::{Namespace, SplitMode};
 
 use crate::app::{App, KeyKind};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
@@ -64,6 +64,13 @@ fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     args.finish()?;
     ctx.app.local_only()?;
     let ns = ctx.app.namespace(&key).ok_or(CommandError::custom(NO_SUCH_NAMESPACE))?;
+    Ok(info(&ns))
+}
+
+/// `URL.INFO`'s reply for a namespace: the one list of its fields, which the Python bindings'
+/// `Namespace.stats()` (python/) returns too, so that the embedded engine and a client of the
+/// server answer with the same keys.
+pub fn info(ns: &Namespace) -> Frame {
     let s = ns.stats();
     let o = ns.options();
     let fill = if s.leaves.is_empty() {
@@ -80,7 +87,7 @@ fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         .map_or_else(|_| Frame::BigNumber(s.seed.to_string().into()), Frame::Integer);
     let fields: Vec<(&'static str, Frame)> = vec![
         ("name", Frame::bulk(s.name.clone())),
-        ("type", Frame::bulk(KeyKind::of(&ns).type_name())),
+        ("type", Frame::bulk(KeyKind::of(ns).type_name())),
         ("profile", Frame::bulk(s.profile)),
         ("count", int(s.count)),
         ("kept", int(s.kept)),
@@ -120,5 +127,5 @@ fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
             }),
         ),
     ];
-    Ok(Frame::Map(fields.into_iter().map(|(k, v)| (Frame::bulk(k), v)).collect()))
+    Frame::Map(fields.into_iter().map(|(k, v)| (Frame::bulk(k), v)).collect())
 }

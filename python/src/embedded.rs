@@ -1,0 +1,347 @@
+//! The embedded engine: `urlseen.Db` and its namespaces.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use urlseen_engine::{
+    CanonOptions, Db, DbOptions, Error as EngineError, Fsync, Namespace, NamespaceOptions, Profile,
+};
+
+use crate::errors::{self, InvalidOption};
+use crate::stats;
+
+/// The `Db` behind a Python `Db` and every namespace it gave out: the namespaces keep it open
+/// (a data directory stays locked while any of them is alive), and `close()` empties it so
+/// that every later call raises instead of writing to a directory it no longer holds.
+#[derive(Debug)]
+struct Handle {
+    db: RwLock<Option<Db>>,
+}
+
+impl Handle {
+    /// Runs `f` on the open `Db`, or raises `Error` if it was closed.
+    fn with<T>(&self, f: impl FnOnce(&Db) -> PyResult<T>) -> PyResult<T> {
+        let guard = self.db.read();
+        match guard.as_ref() {
+            Some(db) => f(db),
+            None => Err(errors::Error::new_err("the Db is closed")),
+        }
+    }
+}
+
+/// Options of a namespace, from `Db.namespace`'s keyword arguments.
+pub(crate) struct Spec {
+    pub capacity: u64,
+    pub fpr: f64,
+    pub profile: Profile,
+    pub exact: bool,
+    pub counting: bool,
+}
+
+impl Spec {
+    pub(crate) fn parse(
+        capacity: u64,
+        fpr: f64,
+        profile: &str,
+        exact: bool,
+        counting: bool,
+    ) -> PyResult<Self> {
+        let profile =
+            Profile::from_str(profile).map_err(|e| InvalidOption::new_err(e.to_string()))?;
+        Ok(Spec { capacity, fpr, profile, exact, counting })
+    }
+
+    fn options(&self) -> NamespaceOptions {
+        NamespaceOptions {
+            capacity: self.capacity,
+            fpr: self.fpr,
+            canon: CanonOptions::new(self.profile),
+            exact: self.exact,
+            counting: self.counting,
+            ..NamespaceOptions::default()
+        }
+    }
+}
+
+/// An embedded urlseen database: namespaces of URLs, each an independent URL-seen set.
+///
+/// `Db()` lives in memory (filters plus 8 bytes per URL); `Db(path)` keeps every namespace in
+/// the data directory `path` (created if missing), recovered when it is opened again. `fsync`
+/// is Redis's `appendfsync`: `"always"` (nothing acknowledged is lost in a crash or power
+/// loss), `"everysec"` (a power loss may lose about the last second; a process crash nothing)
+/// or `"no"`.
+///
+/// A data directory is locked while it is open: a second `Db` on it (here or in another
+/// process, such as `urlseen serve --data`) raises `Locked`. Use the `Db` as a context manager,
+/// or call `close()`, to checkpoint it and release the lock.
+#[pyclass(module = "urlseen", name = "Db", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyDb {
+    handle: Arc<Handle>,
+    path: Option<PathBuf>,
+    fsync: Fsync,
+}
+
+#[pymethods]
+impl PyDb {
+    #[new]
+    #[pyo3(signature = (path=None, fsync="everysec"))]
+    fn new(py: Python<'_>, path: Option<PathBuf>, fsync: &str) -> PyResult<Self> {
+        let fsync = Fsync::from_str(fsync).map_err(|e| InvalidOption::new_err(e.to_string()))?;
+        let db = match &path {
+            None => Db::in_memory(),
+            Some(dir) => {
+                let options = DbOptions { fsync, ..DbOptions::default() };
+                // Recovery reads files: let other threads run meanwhile.
+                py.detach(|| Db::open_with(dir, options)).map_err(errors::engine)?
+            }
+        };
+        Ok(PyDb { handle: Arc::new(Handle { db: RwLock::new(Some(db)) }), path, fsync })
+    }
+
+    /// The namespace `name`, created with these options if it does not exist. An existing
+    /// namespace keeps the options it was created with (they are stored with it).
+    ///
+    /// `capacity` sizes it (not a cap: it splits past it and keeps `fpr`); `fpr` is the
+    /// false-positive bound; `profile` is the canonicalization (`crawler`, `w3lib`,
+    /// `safebrowsing`, `none`); `exact` confirms every Bloom positive against the stored
+    /// fingerprints (no false positives beyond 64-bit fingerprint collisions); `counting`
+    /// (implies `exact`) lets `forget()` work.
+    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false))]
+    #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
+    fn namespace(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        capacity: u64,
+        fpr: f64,
+        profile: &str,
+        exact: bool,
+        counting: bool,
+    ) -> PyResult<PyNamespace> {
+        let spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
+        let handle = Arc::clone(&self.handle);
+        let ns = py.detach(|| {
+            handle.with(|db| db.namespace_or_create(name, spec.options()).map_err(errors::engine))
+        })?;
+        Ok(PyNamespace { ns, handle: Arc::clone(&self.handle) })
+    }
+
+    /// Names of the namespaces, sorted.
+    fn names(&self) -> PyResult<Vec<String>> {
+        self.handle.with(|db| Ok(db.namespace_names()))
+    }
+
+    /// Drops namespace `name` and everything it recorded (its files too). Returns whether it
+    /// existed.
+    fn drop(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let handle = Arc::clone(&self.handle);
+        py.detach(|| handle.with(|db| db.drop_namespace(name).map_err(errors::engine)))
+    }
+
+    /// Makes every record durable now (whatever the fsync policy).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let handle = Arc::clone(&self.handle);
+        py.detach(|| handle.with(|db| db.sync().map_err(errors::engine)))
+    }
+
+    /// Checkpoints and syncs everything, and releases the data directory. Later calls on this
+    /// `Db` or its namespaces raise `Error`. Closing twice does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let handle = Arc::clone(&self.handle);
+        let db = py.detach(|| handle.db.write().take());
+        match db {
+            Some(db) => py.detach(|| db.close()).map_err(errors::engine),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.handle.db.read().is_none()
+    }
+
+    /// The data directory, or `None` in memory.
+    #[getter]
+    fn path(&self) -> Option<String> {
+        self.path.as_ref().map(|p| p.display().to_string())
+    }
+
+    /// The fsync policy.
+    #[getter]
+    fn fsync(&self) -> &'static str {
+        self.fsync.name()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        match &self.path {
+            None => "urlseen.Db(None)".to_owned(),
+            Some(p) => {
+                format!("urlseen.Db({:?}, fsync={:?})", p.display().to_string(), self.fsync.name())
+            }
+        }
+    }
+}
+
+/// One URL-seen set of a `Db` (from `Db.namespace`). Thread-safe; batch calls release the GIL.
+#[pyclass(module = "urlseen", name = "Namespace", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyNamespace {
+    ns: Arc<Namespace>,
+    handle: Arc<Handle>,
+}
+
+/// What a batch call does to each valid URL's fingerprint.
+#[derive(Clone, Copy)]
+enum Op {
+    Seen,
+    Contains,
+    Forget,
+}
+
+impl PyNamespace {
+    /// Whether single calls should release the GIL: only when they may touch the disk (a data
+    /// directory); in memory a call takes about a microsecond, less than a GIL round trip.
+    fn single<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Namespace) -> Result<T, EngineError> + Send,
+    ) -> PyResult<T> {
+        let run = || self.handle.with(|_| f(&self.ns).map_err(errors::engine));
+        if self.ns_is_durable() { py.detach(run) } else { run() }
+    }
+
+    fn ns_is_durable(&self) -> bool {
+        self.handle.db.read().as_ref().is_some_and(|db| db.path().is_some())
+    }
+
+    /// A batch: URLs copied out of Python, then canonicalized, hashed and applied with the GIL
+    /// released. Invalid URLs answer `None` and are neither looked up nor recorded.
+    fn batch(
+        &self,
+        py: Python<'_>,
+        urls: &Bound<'_, PyAny>,
+        op: Op,
+    ) -> PyResult<Vec<Option<bool>>> {
+        let urls = extract_urls(urls)?;
+        py.detach(|| self.handle.with(|_| apply_batch(&self.ns, &urls, op).map_err(errors::engine)))
+    }
+}
+
+fn extract_urls(urls: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    let mut out = Vec::with_capacity(urls.len().unwrap_or(0));
+    for url in urls.try_iter()? {
+        out.push(url?.extract::<String>()?);
+    }
+    Ok(out)
+}
+
+fn apply_batch(ns: &Namespace, urls: &[String], op: Op) -> Result<Vec<Option<bool>>, EngineError> {
+    let mut fps = Vec::with_capacity(urls.len());
+    let mut at = Vec::with_capacity(urls.len());
+    for (i, url) in urls.iter().enumerate() {
+        match ns.fingerprint(url) {
+            Ok(fp) => {
+                fps.push(fp);
+                at.push(i);
+            }
+            Err(EngineError::InvalidUrl(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut answers = vec![false; fps.len()];
+    match op {
+        Op::Seen => ns.seen_fingerprints(&fps, &mut answers)?,
+        Op::Contains => ns.contains_fingerprints(&fps, &mut answers)?,
+        Op::Forget => ns.forget_fingerprints(&fps, &mut answers)?,
+    }
+    let mut out = vec![None; urls.len()];
+    for (i, answer) in at.into_iter().zip(answers) {
+        out[i] = Some(answer);
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl PyNamespace {
+    /// Check-and-insert, the crawler's question: `True` if the URL was seen before (or is a
+    /// false positive, with probability at most the namespace's `fpr`), `False` if it is new
+    /// and now recorded. Raises `InvalidUrl` (nothing recorded) if the URL cannot be
+    /// canonicalized.
+    fn seen(&self, py: Python<'_>, url: &str) -> PyResult<bool> {
+        self.single(py, |ns| ns.seen(url))
+    }
+
+    /// `seen` for many URLs, in one engine batch with the GIL released: a list with, for each
+    /// URL, `True` (seen), `False` (new, now recorded) or `None` (not a valid URL: neither
+    /// looked up nor recorded). A URL repeated in the batch is new only the first time.
+    fn seen_many(&self, py: Python<'_>, urls: &Bound<'_, PyAny>) -> PyResult<Vec<Option<bool>>> {
+        self.batch(py, urls, Op::Seen)
+    }
+
+    /// Read-only `seen`: `True` if the URL was seen (in Bloom mode: maybe seen). Records
+    /// nothing. Raises `InvalidUrl`.
+    fn contains(&self, py: Python<'_>, url: &str) -> PyResult<bool> {
+        self.single(py, |ns| ns.contains(url))
+    }
+
+    /// `contains` for many URLs: `True`, `False`, or `None` for an invalid URL.
+    fn contains_many(
+        &self,
+        py: Python<'_>,
+        urls: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Option<bool>>> {
+        self.batch(py, urls, Op::Contains)
+    }
+
+    /// Forgets the URL, so that it is new again: `True` if it was recorded. Only a namespace
+    /// created with `counting=True` can forget; any other raises `ForgetUnsupported`. Raises
+    /// `InvalidUrl`.
+    fn forget(&self, py: Python<'_>, url: &str) -> PyResult<bool> {
+        self.single(py, |ns| ns.forget(url))
+    }
+
+    /// `forget` for many URLs: `True` (was recorded, now forgotten), `False` (was not
+    /// recorded), or `None` for an invalid URL.
+    fn forget_many(&self, py: Python<'_>, urls: &Bound<'_, PyAny>) -> PyResult<Vec<Option<bool>>> {
+        if !self.ns.can_forget() {
+            return Err(errors::engine(EngineError::ForgetUnsupported(self.ns.name().to_owned())));
+        }
+        self.batch(py, urls, Op::Forget)
+    }
+
+    /// The namespace's statistics, with the keys of the server's `URL.INFO` (docs/python.md).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.handle.with(|_| stats::embedded(py, &self.ns))
+    }
+
+    /// The namespace's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.ns.name()
+    }
+
+    /// Distinct URLs recorded.
+    fn __len__(&self) -> usize {
+        usize::try_from(self.ns.len()).unwrap_or(usize::MAX)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("urlseen.Namespace({:?})", self.ns.name())
+    }
+}

@@ -1,0 +1,102 @@
+"""urlseen.Client against a `urlseen serve` started from the wheel's own command."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import Server, free_port
+
+import urlseen
+
+
+def test_same_answers_as_the_embedded_engine(server):
+    client = urlseen.Client(server.url)
+    remote = client.namespace("jobs", profile="w3lib", capacity=10_000)
+    local = urlseen.Db().namespace("jobs", profile="w3lib", capacity=10_000)
+    urls = [f"https://example.com/p/{i % 700}?b={i % 3}&a=1#f{i}" for i in range(3_000)]
+    expected = local.seen_many(urls)
+    assert remote.seen_many(urls) == expected
+    assert len(remote) == len(local) == expected.count(False)
+    assert remote.seen("https://example.com/p/1?a=1&b=1") is True
+    assert remote.seen("https://example.com/new") is False
+    assert remote.contains("https://example.com/new") is True
+    assert remote.contains("https://example.com/never") is False
+    assert remote.contains_many(["https://example.com/new", "https://example.com/never"]) == [True, False]
+
+
+def test_invalid_urls(server):
+    ns = urlseen.Client(server.url).namespace("crawl")  # crawler profile: relative is invalid
+    assert ns.seen_many(["https://a.example/", "/relative", "https://a.example/"]) == [False, None, True]
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.seen("/relative")
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.contains("/relative")
+
+
+def test_big_batches_go_in_pipelined_calls(server):
+    ns = urlseen.Client(server.url).namespace("big")
+    urls = [f"https://example.com/{i}" for i in range(5_000)]  # ten URL.SEEN calls of 512
+    assert ns.seen_many(urls) == [False] * 5_000
+    assert ns.seen_many(urls + ["https://example.com/new"]) == [True] * 5_000 + [False]
+    assert ns.stats()["count"] == 5_001
+
+
+def test_stats_match_the_embedded_keys_and_types(server):
+    remote = urlseen.Client(server.url).namespace("s", capacity=10_000, fpr=0.001, exact=True)
+    local = urlseen.Db().namespace("s", capacity=10_000, fpr=0.001, exact=True)
+    for ns in (remote, local):
+        ns.seen_many([f"https://example.com/{i}" for i in range(10)])
+    r, l = remote.stats(), local.stats()
+    assert r.keys() == l.keys()
+    for key in r:
+        assert type(r[key]) is type(l[key]), key
+    for key in ("name", "count", "capacity", "fpr_bound", "profile", "exact", "counting", "leaf_bits"):
+        assert r[key] == l[key], key
+
+
+def test_forget(server):
+    client = urlseen.Client(server.url)
+    plain = client.namespace("plain")
+    plain.seen("https://example.com/a")
+    with pytest.raises(urlseen.ForgetUnsupported):
+        plain.forget("https://example.com/a")
+    counted = client.namespace("counted", counting=True)
+    counted.seen_many(["https://example.com/a", "https://example.com/b"])
+    assert counted.forget_many(["https://example.com/a", "/bad", "https://never.example/"]) == [True, None, False]
+    assert counted.forget("https://example.com/b") is True
+    assert counted.seen("https://example.com/a") is False
+
+
+def test_options_names_and_drop(server):
+    client = urlseen.Client(server.url)
+    with pytest.raises(urlseen.InvalidOption):
+        client.namespace("x", profile="nope")  # refused before any round trip
+    client.namespace("k", profile="w3lib").seen("https://example.com/")
+    assert client.namespace("k", profile="crawler").stats()["profile"] == "w3lib"  # kept
+    assert "k" in client.names()
+    assert client.drop("k") is True
+    assert client.drop("k") is False
+
+
+def test_unreachable_server_raises_connection_failed():
+    with pytest.raises(urlseen.ConnectionFailed):
+        urlseen.Client(f"redis://127.0.0.1:{free_port()}")
+    with pytest.raises(urlseen.InvalidOption):
+        urlseen.Client("not a url")
+
+
+def test_reconnects_after_a_restart(tmp_path):
+    data = tmp_path / "data"
+    first = Server(tmp_path, data=data)
+    client = urlseen.Client(first.url)
+    ns = client.namespace("jobs")
+    assert ns.seen("https://example.com/kept") is False
+    assert first.stop() == 0
+    with pytest.raises(urlseen.ConnectionFailed):
+        ns.seen("https://example.com/while-down")
+    # Same port again, same data: the client connects again on the next call.
+    second = Server(tmp_path, data=data, port=first.port)
+    try:
+        assert ns.seen("https://example.com/kept") is True
+        assert ns.seen("https://example.com/while-down") is False
+    finally:
+        assert second.stop() == 0

@@ -1,0 +1,216 @@
+"""urlseen.Db and its namespaces: the embedded engine."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import urlseen
+
+
+def test_seen_is_check_and_insert_and_canonicalizes():
+    ns = urlseen.Db().namespace("jobs")
+    assert ns.seen("https://example.com/a") is False
+    assert ns.seen("https://example.com/a") is True
+    # The same page spelled differently (crawler profile: case, default port, fragment).
+    assert ns.seen("HTTPS://EXAMPLE.com:443/a#top") is True
+    assert ns.seen("https://example.com/b") is False
+    assert len(ns) == 2
+    assert ns.name == "jobs"
+
+
+def test_w3lib_profile_sorts_query_arguments():
+    ns = urlseen.Db().namespace("w", profile="w3lib")
+    assert ns.seen("https://example.com/a?b=2&a=1") is False
+    assert ns.seen("https://example.com/a?a=1&b=2#frag") is True
+    assert ns.stats()["profile"] == "w3lib"
+
+
+def test_seen_many_answers_none_for_invalid_urls_and_records_the_rest():
+    ns = urlseen.Db().namespace("batch")
+    urls = ["https://a.example/x", "/relative", "https://a.example/x", "mailto:me@example.com", "https://b.example/"]
+    assert ns.seen_many(urls) == [False, None, True, None, False]
+    assert len(ns) == 2
+    assert ns.contains_many(["https://a.example/x", "https://c.example/", "nope"]) == [True, False, None]
+    # A generator works as well as a list, and the empty batch is empty.
+    assert ns.seen_many(u for u in ["https://c.example/"]) == [False]
+    assert ns.seen_many([]) == []
+
+
+def test_seen_many_agrees_with_seen_one_by_one():
+    urls = [f"https://site{i % 97}.example/page/{i % 1013}?q={i % 7}" for i in range(20_000)]
+    one = urlseen.Db().namespace("one")
+    many = urlseen.Db().namespace("many")
+    expected = [one.seen(u) for u in urls]
+    assert many.seen_many(urls) == expected
+    assert expected.count(False) == len(one) == len(many)
+
+
+def test_single_calls_raise_typed_errors():
+    ns = urlseen.Db().namespace("errors")
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.seen("/relative")
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.contains("not a url")
+    assert len(ns) == 0
+    # Every error is an urlseen.Error.
+    for cls in (urlseen.InvalidUrl, urlseen.InvalidOption, urlseen.ForgetUnsupported,
+                urlseen.Locked, urlseen.StorageError, urlseen.ServerError, urlseen.ConnectionFailed):
+        assert issubclass(cls, urlseen.Error)
+    assert issubclass(urlseen.Error, Exception)
+
+
+def test_bad_options_raise_invalid_option():
+    db = urlseen.Db()
+    with pytest.raises(urlseen.InvalidOption, match="profile"):
+        db.namespace("x", profile="nope")
+    with pytest.raises(urlseen.InvalidOption, match="fpr"):
+        db.namespace("x", fpr=2.0)
+    with pytest.raises(urlseen.InvalidOption, match="capacity"):
+        db.namespace("x", capacity=0)
+    with pytest.raises(urlseen.InvalidOption):
+        db.namespace("")
+    with pytest.raises(urlseen.InvalidOption, match="fsync"):
+        urlseen.Db(fsync="sometimes")
+    assert db.names() == []
+
+
+def test_contains_records_nothing():
+    ns = urlseen.Db().namespace("ro")
+    assert ns.contains("https://example.com/") is False
+    assert ns.contains("https://example.com/") is False
+    assert ns.seen("https://example.com/") is False
+    assert ns.contains("https://example.com/") is True
+
+
+def test_forget_needs_counting_filters():
+    db = urlseen.Db()
+    plain = db.namespace("plain")
+    plain.seen("https://example.com/a")
+    with pytest.raises(urlseen.ForgetUnsupported):
+        plain.forget("https://example.com/a")
+    with pytest.raises(urlseen.ForgetUnsupported):
+        plain.forget_many(["https://example.com/a"])
+
+    counted = db.namespace("counted", counting=True)
+    assert counted.seen_many(["https://example.com/a", "https://example.com/b"]) == [False, False]
+    assert counted.forget("https://example.com/a") is True
+    assert counted.forget("https://example.com/a") is False
+    assert counted.contains("https://example.com/a") is False
+    assert counted.contains("https://example.com/b") is True
+    assert counted.seen("https://example.com/a") is False  # new again
+    assert counted.forget_many(["https://example.com/a", "/bad", "https://never.example/"]) == [True, None, False]
+    with pytest.raises(urlseen.InvalidUrl):
+        counted.forget("/bad")
+
+
+def test_stats_has_the_url_info_fields():
+    ns = urlseen.Db().namespace("s", capacity=10_000, fpr=0.001, exact=True)
+    ns.seen_many([f"https://example.com/{i}" for i in range(100)])
+    s = ns.stats()
+    assert s["name"] == "s"
+    assert s["count"] == 100
+    assert s["capacity"] == 10_000
+    assert s["fpr_bound"] == pytest.approx(0.001)
+    assert s["exact"] is True and s["counting"] is False
+    assert s["profile"] == "crawler"
+    assert s["memory_bytes"] > 0
+    assert 0 <= s["worst_leaf_fpr"] <= 0.001
+    assert s["persistence"] is None
+
+
+def test_existing_namespace_keeps_its_options():
+    db = urlseen.Db()
+    db.namespace("k", profile="w3lib").seen("https://example.com/")
+    again = db.namespace("k", profile="crawler", capacity=5)
+    assert again.stats()["profile"] == "w3lib"
+    assert again.contains("https://example.com/") is True
+    assert db.drop("k") is True
+    assert db.drop("k") is False
+    assert db.names() == []
+
+
+def test_persistence_across_reopen(tmp_path):
+    data = tmp_path / "seen"
+    urls = [f"https://example.com/page/{i}" for i in range(5_000)]
+    with urlseen.Db(data, fsync="always") as db:
+        assert db.path == str(data)
+        assert db.fsync == "always"
+        # Exact mode (no false positives), and a capacity the URLs pass (leaves split).
+        ns = db.namespace("crawl", profile="w3lib", capacity=1_000, exact=True)
+        assert ns.seen_many(urls) == [False] * len(urls)
+        assert ns.seen("https://example.com/single?b=1&a=2") is False
+    assert db.closed
+    with pytest.raises(urlseen.Error, match="closed"):
+        ns.seen("https://example.com/x")
+
+    db = urlseen.Db(data)
+    ns = db.namespace("crawl")  # options come from the directory
+    assert ns.stats()["profile"] == "w3lib"
+    assert ns.stats()["persistence"]["fsync"] == "everysec"
+    assert ns.seen_many(urls) == [True] * len(urls)
+    assert ns.seen("https://example.com/single?a=2&b=1") is True
+    assert len(ns) == len(urls) + 1
+    db.close()
+    db.close()  # twice: nothing
+
+
+def test_a_data_directory_is_locked(tmp_path):
+    db = urlseen.Db(tmp_path / "d")
+    with pytest.raises(urlseen.Locked):
+        urlseen.Db(tmp_path / "d")
+    db.close()
+    urlseen.Db(tmp_path / "d").close()  # free again
+
+
+def test_a_namespace_keeps_the_db_open(tmp_path):
+    ns = urlseen.Db(tmp_path / "d").namespace("n")  # the Db object itself is gone
+    assert ns.seen("https://example.com/") is False
+    assert ns.seen("https://example.com/") is True
+
+
+def test_threads_share_a_namespace_and_exactly_one_gets_new():
+    ns = urlseen.Db().namespace("t")
+    urls = [f"https://example.com/{i}" for i in range(2_000)]
+    results = []
+    lock = threading.Lock()
+
+    def work():
+        answers = ns.seen_many(urls)
+        with lock:
+            results.append(answers)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(len(urls)):
+        assert sum(1 for r in results if r[i] is False) == 1, urls[i]
+    assert len(ns) == len(urls)
+
+
+def test_batches_release_the_gil():
+    """A Python thread keeps running while another thread is inside seen_many."""
+    ns = urlseen.Db().namespace("gil")
+    urls = [f"https://example.com/{i}" for i in range(300_000)]
+    ticks = 0
+    stop = threading.Event()
+
+    def spin():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    before = 0
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        before = ticks
+        ns.seen_many(urls)
+        during = ticks - before
+    finally:
+        stop.set()
+        t.join()
+    assert during > 1000, f"the spinning thread advanced only {during} times"

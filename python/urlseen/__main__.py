@@ -1,0 +1,5 @@
+"""``python -m urlseen ...``: the ``urlseen`` command."""
+
+from ._cli import main
+
+main()
