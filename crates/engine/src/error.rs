@@ -39,6 +39,40 @@ pub enum Error {
     /// `forget` on a namespace without counting filters: a plain Bloom filter cannot unlearn.
     #[error("namespace {0:?} cannot forget URLs: create it with counting filters (exact mode)")]
     ForgetUnsupported(String),
+    /// A host to forget (`forget --host`) that is not one: empty, or not a host once
+    /// canonicalized.
+    #[error("invalid host {host:?}: {reason}")]
+    InvalidHost {
+        /// The host given.
+        host: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Forgetting by host in a namespace whose records do not all know their host: those
+    /// recorded before hosts were kept (urlseen 0.2 and earlier), and raw items and
+    /// fingerprints (`BF.ADD`, `seen_bytes`, `seen_fingerprints`), may be URLs of that host,
+    /// and would stay seen. Nothing was forgotten.
+    #[error(
+        "namespace {name:?} holds {records} records whose host is unknown (recorded before \
+         hosts were kept, or as raw items or fingerprints): forgetting a host would leave its \
+         URLs among them seen, so nothing was forgotten"
+    )]
+    ForgetHostUnknown {
+        /// The namespace.
+        name: String,
+        /// Records with no host.
+        records: u64,
+    },
+    /// Forgetting by host or prefix is not possible here.
+    #[error("namespace {name:?} cannot forget {what}: {reason}")]
+    ForgetByUnsupported {
+        /// The namespace.
+        name: String,
+        /// `by host` or `by prefix`.
+        what: &'static str,
+        /// Why, and what to do.
+        reason: &'static str,
+    },
     /// A file operation failed.
     #[error("{what} {}: {source}", path.display())]
     Io {

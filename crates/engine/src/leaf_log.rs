@@ -82,6 +82,11 @@ impl LeafRecord {
     pub fn kept(fp: u64, minute: u32) -> Self {
         LeafRecord { fp, minute, host: 0, kept: true }
     }
+
+    /// This record with host hash `host` (see [`crate::host`]).
+    pub fn with_host(self, host: u32) -> Self {
+        LeafRecord { host, ..self }
+    }
 }
 
 /// The minute since the Unix epoch now: a leaf record's coarse time.
@@ -332,8 +337,8 @@ impl LeafFiles {
 #[derive(Debug)]
 pub(crate) enum LeafLog {
     /// Every fingerprint, on the heap: the recorded ones, then the kept ones (the order of the
-    /// two kinds does not matter to a split).
-    Memory { fps: Vec<u64>, kept: Vec<u64> },
+    /// two kinds does not matter to a split), each with its host hash (12 bytes a URL).
+    Memory { fps: Vec<u64>, hosts: Vec<u32>, kept: Vec<u64>, kept_hosts: Vec<u32> },
     /// A file of blocks and the buffered tail not yet appended to it.
     File {
         id: NodeId,
@@ -357,9 +362,12 @@ impl LeafLog {
     /// An empty log for new leaf `id`.
     pub fn new(store: &LeafStore, id: NodeId, reserve: usize) -> Self {
         match store {
-            LeafStore::Memory => {
-                LeafLog::Memory { fps: Vec::with_capacity(reserve), kept: Vec::new() }
-            }
+            LeafStore::Memory => LeafLog::Memory {
+                fps: Vec::with_capacity(reserve),
+                hosts: Vec::with_capacity(reserve),
+                kept: Vec::new(),
+                kept_hosts: Vec::new(),
+            },
             LeafStore::Files(_) => {
                 LeafLog::File { id, on_disk: 0, file_len: 0, buffer: Vec::new() }
             }
@@ -375,7 +383,7 @@ impl LeafLog {
     /// Records held, kept ones included.
     pub fn len(&self) -> u64 {
         match self {
-            LeafLog::Memory { fps, kept } => (fps.len() + kept.len()) as u64,
+            LeafLog::Memory { fps, kept, .. } => (fps.len() + kept.len()) as u64,
             LeafLog::File { on_disk, buffer, .. } => on_disk + buffer.len() as u64,
         }
     }
@@ -383,7 +391,10 @@ impl LeafLog {
     /// Heap bytes: all of it in memory, the buffer for a file.
     pub fn memory_bytes(&self) -> u64 {
         match self {
-            LeafLog::Memory { fps, kept } => ((fps.capacity() + kept.capacity()) * 8) as u64,
+            LeafLog::Memory { fps, hosts, kept, kept_hosts } => {
+                ((fps.capacity() + kept.capacity()) * 8
+                    + (hosts.capacity() + kept_hosts.capacity()) * 4) as u64
+            }
             LeafLog::File { buffer, .. } => (buffer.capacity() * RECORD_LEN) as u64,
         }
     }
@@ -399,8 +410,14 @@ impl LeafLog {
     /// Appends one record; a full buffer goes to the file (see the module docs on errors).
     pub fn push(&mut self, store: &LeafStore, record: LeafRecord) {
         match self {
-            LeafLog::Memory { kept, .. } if record.kept => kept.push(record.fp),
-            LeafLog::Memory { fps, .. } => fps.push(record.fp),
+            LeafLog::Memory { kept, kept_hosts, .. } if record.kept => {
+                kept.push(record.fp);
+                kept_hosts.push(record.host);
+            }
+            LeafLog::Memory { fps, hosts, .. } => {
+                fps.push(record.fp);
+                hosts.push(record.host);
+            }
             LeafLog::File { buffer, .. } => {
                 if buffer.capacity() == 0 {
                     buffer.reserve_exact(BUFFER_RECORDS);
@@ -536,13 +553,16 @@ impl LeafLog {
     ) -> Result<ReadPos> {
         out.clear();
         match (self, store) {
-            (LeafLog::Memory { fps, kept }, _) => {
+            (LeafLog::Memory { fps, hosts, kept, kept_hosts }, _) => {
                 let all = fps.len() + kept.len();
                 let start = pos.records.min(all as u64) as usize;
                 let end = start.saturating_add(want).min(all);
-                out.extend((start..end).map(|i| match fps.get(i) {
-                    Some(&fp) => LeafRecord::new(fp, 0),
-                    None => LeafRecord::kept(kept[i - fps.len()], 0),
+                out.extend((start..end).map(|i| {
+                    match fps.get(i) {
+                        Some(&fp) => LeafRecord::new(fp, 0).with_host(hosts[i]),
+                        None => LeafRecord::kept(kept[i - fps.len()], 0)
+                            .with_host(kept_hosts[i - fps.len()]),
+                    }
                 }));
                 Ok(ReadPos { records: end as u64, offset: 0 })
             }
@@ -622,6 +642,127 @@ impl LeafLog {
             }
             (LeafLog::File { .. }, LeafStore::Memory) => Ok(pos),
         }
+    }
+
+    /// Rewrites this leaf's records without those `drop` matches, handing every record that
+    /// stays to `stay` (which rebuilds the leaf's filter from them), and returns the records
+    /// dropped. When none matches, nothing changes and `stay` is not called. A leaf file is rewritten whole into a temporary file (blocks of
+    /// [`BUFFER_RECORDS`]), synced and renamed over the old one, so a crash leaves one or the
+    /// other; the caller makes sure no snapshot names the old one by then (see
+    /// `Namespace::forget_host`). Nothing is written when nothing matches.
+    ///
+    /// # Errors
+    /// [`Error::Io`] or [`Error::Corrupt`] reading the old file or writing the new one: the
+    /// leaf is then unchanged (and the store marked failed if the rename went wrong).
+    pub(crate) fn rewrite(
+        &mut self,
+        store: &LeafStore,
+        drop: &dyn Fn(&LeafRecord) -> bool,
+        stay: &mut dyn FnMut(&LeafRecord),
+    ) -> Result<Vec<LeafRecord>> {
+        let mut dropped = Vec::new();
+        let mut chunk = Vec::new();
+        let mut pos = ReadPos::default();
+        // A first pass finds whether anything goes: most leaves of a small host keep all.
+        while !self.is_end(pos) {
+            pos = self.read(store, pos, 1 << 16, &mut chunk)?;
+            dropped.extend(chunk.iter().filter(|r| drop(r)).copied());
+        }
+        let all = |this: &Self, stay: &mut dyn FnMut(&LeafRecord)| -> Result<Vec<LeafRecord>> {
+            let (mut pos, mut chunk, mut kept) = (ReadPos::default(), Vec::new(), Vec::new());
+            while !this.is_end(pos) {
+                pos = this.read(store, pos, 1 << 16, &mut chunk)?;
+                for r in chunk.iter().filter(|r| !drop(r)) {
+                    stay(r);
+                    kept.push(*r);
+                }
+            }
+            Ok(kept)
+        };
+        if dropped.is_empty() {
+            // Nothing goes, and `stay` was not called: the leaf's filter stays as it is.
+            return Ok(dropped);
+        }
+        match (&mut *self, store) {
+            (LeafLog::Memory { .. }, _) | (LeafLog::File { .. }, LeafStore::Memory) => {
+                let kept = all(self, stay)?;
+                let mut log = LeafLog::new(&LeafStore::Memory, 0, kept.len());
+                for r in kept {
+                    log.push(&LeafStore::Memory, r);
+                }
+                *self = log;
+            }
+            (LeafLog::File { id, .. }, LeafStore::Files(files)) => {
+                let id = *id;
+                let path = files.path(id);
+                if files.read_only {
+                    // Nothing is written: the records that stay wait in the buffer, as a
+                    // read-only replay's do.
+                    let buffer = all(self, stay)?;
+                    *self = LeafLog::File { id, on_disk: 0, file_len: 0, buffer };
+                    return Ok(dropped);
+                }
+                files.check()?;
+                let (mut records, mut file_len) = (0u64, 0u64);
+                let mut failed = None;
+                let old = &*self;
+                let written = files.storage.write_atomic_with(&path, &mut |w| {
+                    let (mut pos, mut chunk, mut block) =
+                        (ReadPos::default(), Vec::new(), Vec::new());
+                    let mut bytes = Vec::new();
+                    bytes.extend_from_slice(MAGIC);
+                    bytes.extend_from_slice(&LEAF_FILE_VERSION.to_le_bytes());
+                    bytes.extend_from_slice(&[0; 6]);
+                    let mut flush = |block: &mut Vec<LeafRecord>, bytes: &mut Vec<u8>| {
+                        if !block.is_empty() {
+                            encode_block(bytes, block);
+                            records += block.len() as u64;
+                            block.clear();
+                        }
+                    };
+                    while !old.is_end(pos) {
+                        pos = match old.read(store, pos, 1 << 16, &mut chunk) {
+                            Ok(next) => next,
+                            Err(e) => {
+                                failed = Some(e);
+                                return Err(std::io::Error::other("reading the old leaf"));
+                            }
+                        };
+                        for r in chunk.iter().filter(|r| !drop(r)) {
+                            stay(r);
+                            block.push(*r);
+                            if block.len() == BUFFER_RECORDS {
+                                flush(&mut block, &mut bytes);
+                                w.write_all(&bytes)?;
+                                file_len += bytes.len() as u64;
+                                bytes.clear();
+                            }
+                        }
+                    }
+                    flush(&mut block, &mut bytes);
+                    if records > 0 {
+                        w.write_all(&bytes)?;
+                        file_len += bytes.len() as u64;
+                    }
+                    Ok(())
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                written.map_err(|e| Error::io("rewrite", &path, e))?;
+                let old_len = self.file_len();
+                if records == 0 {
+                    // Only a header was written: no leaf file, as for a new leaf.
+                    files.storage.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+                    file_len = 0;
+                }
+                let _ = files.disk_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                    Some(b.saturating_sub(old_len) + file_len)
+                });
+                *self = LeafLog::File { id, on_disk: records, file_len, buffer: Vec::new() };
+            }
+        }
+        Ok(dropped)
     }
 
     /// Drops the log of a leaf that is gone (its split finished): its file is deleted now, or,

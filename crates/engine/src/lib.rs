@@ -70,6 +70,7 @@ mod db;
 pub mod dump;
 mod error;
 pub mod exact;
+pub mod host;
 pub mod leaf_index;
 pub mod leaf_log;
 pub mod log;

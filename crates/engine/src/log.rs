@@ -5,8 +5,13 @@
 //! ```text
 //! header  : magic "URLSEENL" (8) | version u16 | reserved [0; 6]
 //! record  : len u32 | kind u8 | reserved [0; 3] | payload (len bytes) | xxh3_64(len, kind, payload) u64
-//! payload : fingerprints, u64 each (kind 1 = recorded, kind 2 = forgotten)
+//! payload : fingerprints, u64 each (kind 1 = recorded, kind 2 = forgotten, kind 3 = kept)
+//!         | kinds 4 and 5 (recorded, kept, with hosts): n fingerprints u64, then their n host
+//!           hashes u32, zero-padded to a multiple of 8 (see `crate::host`)
+//!         | kind 6 (forget a host): host hash u32 | [0; 4]
 //! ```
+//! Kinds 4 to 6 came with forgetting by host (`docs/forget.md`): a build from before reads a
+//! log that has one as damaged (downgrading a data directory is not supported).
 //! A record is acknowledged only once it is written (and, under [`Fsync::Always`], synced), so
 //! a crash can only tear the *last* record: recovery keeps every complete record and cuts the
 //! torn tail (a partial record, or a complete one that fails its checksum, and whatever garbage
@@ -99,6 +104,14 @@ pub enum RecordKind {
     /// Fingerprints answered "seen" on a Bloom positive that may have been false, logged so
     /// they stay "seen" through splits (the tree's *kept* records). Not URLs recorded.
     Kept = 3,
+    /// [`Self::Recorded`], each fingerprint with the hash of its URL's host
+    /// ([`Record::hosts`]).
+    RecordedHosts = 4,
+    /// [`Self::Kept`], each fingerprint with the hash of its URL's host.
+    KeptHosts = 5,
+    /// Every record so far whose host hash is `hosts[0]` is forgotten (see
+    /// `Namespace::forget_host`): replay drops them from the tree at this point.
+    ForgetHost = 6,
 }
 
 /// One record read back from a log.
@@ -108,6 +121,9 @@ pub struct Record {
     pub kind: RecordKind,
     /// To which fingerprints.
     pub fingerprints: Vec<u64>,
+    /// Kinds 4 and 5: the host hash of each fingerprint; kind 6: the host forgotten. Empty
+    /// for the other kinds (host unknown, 0).
+    pub hosts: Vec<u32>,
     /// Log offset just past this record.
     pub end: u64,
 }
@@ -390,11 +406,41 @@ impl FingerprintLog {
     /// # Errors
     /// [`Error::Poisoned`].
     pub fn append(&self, kind: RecordKind, fingerprints: &[u64]) -> Result<u64> {
+        self.append_with_hosts(kind, fingerprints, &[])
+    }
+
+    /// [`Self::append`] of a record that carries hosts: kinds [`RecordKind::RecordedHosts`]
+    /// and [`RecordKind::KeptHosts`] (`hosts[i]` is the host hash of `fingerprints[i]`), and
+    /// [`RecordKind::ForgetHost`] (no fingerprints, one host).
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`].
+    ///
+    /// # Panics
+    /// If a kind with hosts per fingerprint gets a different number of each.
+    pub fn append_with_hosts(
+        &self,
+        kind: RecordKind,
+        fingerprints: &[u64],
+        hosts: &[u32],
+    ) -> Result<u64> {
         self.check()?;
         let mut pending = self.pending.lock();
-        for chunk in fingerprints.chunks((MAX_PAYLOAD / 8) as usize) {
+        if kind == RecordKind::ForgetHost {
             let start = pending.bytes.len();
-            encode_record(&mut pending.bytes, kind, chunk);
+            encode_record(&mut pending.bytes, kind, &[], hosts);
+            pending.end += (pending.bytes.len() - start) as u64;
+            return Ok(pending.end);
+        }
+        let per = if hosts.is_empty() { 8 } else { 12 };
+        if !hosts.is_empty() {
+            assert_eq!(hosts.len(), fingerprints.len(), "one host per fingerprint");
+        }
+        let step = (MAX_PAYLOAD as usize - 8) / per;
+        for (i, chunk) in fingerprints.chunks(step).enumerate() {
+            let start = pending.bytes.len();
+            let hosts = hosts.get(i * step..i * step + chunk.len()).unwrap_or_default();
+            encode_record(&mut pending.bytes, kind, chunk, hosts);
             pending.end += (pending.bytes.len() - start) as u64;
         }
         Ok(pending.end)
@@ -497,13 +543,20 @@ impl AppendFile for NoFile {
     }
 }
 
-fn encode_record(out: &mut Vec<u8>, kind: RecordKind, fingerprints: &[u64]) {
-    let len = (fingerprints.len() * 8) as u32;
+fn encode_record(out: &mut Vec<u8>, kind: RecordKind, fingerprints: &[u64], hosts: &[u32]) {
+    let hosts_len = (hosts.len() * 4).div_ceil(8) * 8;
+    let len = (fingerprints.len() * 8 + hosts_len) as u32;
     let start = out.len();
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&[kind as u8, 0, 0, 0]);
     for fp in fingerprints {
         out.extend_from_slice(&fp.to_le_bytes());
+    }
+    for host in hosts {
+        out.extend_from_slice(&host.to_le_bytes());
+    }
+    if hosts.len() % 2 == 1 {
+        out.extend_from_slice(&[0; 4]);
     }
     let check = checksum(&out[start..]);
     out.extend_from_slice(&check.to_le_bytes());
@@ -556,7 +609,7 @@ fn parse_stream(
             r.read_exact(&mut record[8..]).ok()?;
             parse_record(&record)
         });
-        let Some((kind, fingerprints, used)) = parsed else {
+        let Some((kind, fingerprints, hosts, used)) = parsed else {
             // The rest of the file is the torn tail, or damage: read it whole to tell which.
             let rest = len - pos;
             if rest > MAX_TORN_TAIL {
@@ -583,7 +636,7 @@ fn parse_stream(
         };
         pos += used as u64;
         if pos > from {
-            on_record(Record { kind, fingerprints, end: pos });
+            on_record(Record { kind, fingerprints, hosts, end: pos });
         }
     }
     Ok((pos, 0))
@@ -613,7 +666,7 @@ fn next_valid_record(bytes: &[u8], pos: usize) -> Option<usize> {
 /// One record at the start of `bytes`: its kind, fingerprints and length. `None` if it is
 /// incomplete (runs past the end) or complete but wrong (length, checksum, reserved bytes or
 /// kind): recovery treats the two alike (see [`parse`]).
-fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, usize)> {
+fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, Vec<u32>, usize)> {
     let head = bytes.get(..8)?;
     let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
     if len > MAX_PAYLOAD || len % 8 != 0 {
@@ -631,17 +684,35 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, usize)> {
         1 => RecordKind::Recorded,
         2 => RecordKind::Forgotten,
         3 => RecordKind::Kept,
+        4 => RecordKind::RecordedHosts,
+        5 => RecordKind::KeptHosts,
+        6 => RecordKind::ForgetHost,
         _ => return None,
     };
-    let fingerprints = body[8..]
-        .chunks_exact(8)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            u64::from_le_bytes(b)
-        })
+    let payload = &body[8..];
+    let (n, hosts_at, host_count) = match kind {
+        RecordKind::RecordedHosts | RecordKind::KeptHosts => {
+            let n = payload.len() / 12;
+            if payload.len() != 12 * n + (n % 2) * 4 {
+                return None;
+            }
+            (n, 8 * n, n)
+        }
+        RecordKind::ForgetHost => {
+            if payload.len() != 8 || payload[4..] != [0, 0, 0, 0] {
+                return None;
+            }
+            (0, 0, 1)
+        }
+        _ => (payload.len() / 8, payload.len(), 0),
+    };
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+    let fingerprints = payload[..8 * n].chunks_exact(8).map(word).collect();
+    let hosts = payload[hosts_at..hosts_at + 4 * host_count]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
         .collect();
-    Some((kind, fingerprints, total))
+    Some((kind, fingerprints, hosts, total))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::log::Fsync;
 use crate::options::NamespaceOptions;
 use crate::persist::{Durable, RecoveryReport};
 use crate::reserve::{InFlight, Reservation};
-use crate::tree::{Dsbf, ExactHooks, LeafStats, Mode, SplitWorkers};
+use crate::tree::{Dsbf, ExactHooks, LeafStats, Logged, Mode, SplitWorkers};
 
 thread_local! {
     /// One canonicalization buffer per thread: no allocation per URL on the hot path.
@@ -175,6 +175,19 @@ impl Namespace {
         })
     }
 
+    /// [`Self::fingerprint`] and the hash of the URL's canonical host, which the record keeps
+    /// so that [`Self::forget_host`] can find it (0 for a URL with no host).
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] if the URL cannot be canonicalized.
+    pub fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
+        CANON_BUF.with_borrow_mut(|buf| {
+            self.canon.canonicalize_into(url, buf)?;
+            let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
+            Ok((fp, crate::host::url_host_hash(buf, self.options.seed)))
+        })
+    }
+
     /// The fingerprint of raw bytes, with no canonicalization (what `BF.*` items use).
     pub fn fingerprint_bytes(&self, item: &[u8]) -> u64 {
         hash::fingerprint(item, self.options.seed)
@@ -188,7 +201,10 @@ impl Namespace {
     /// [`Error::Poisoned`] when the record could not be made durable: the answer is then not an
     /// acknowledgement.
     pub fn seen(&self, url: &str) -> Result<bool> {
-        self.seen_fingerprint(self.fingerprint(url)?)
+        let (fp, host) = self.fingerprint_host(url)?;
+        let mut out = [false];
+        self.seen_fingerprints_hosts(&[fp], &[host], &mut out)?;
+        Ok(out[0])
     }
 
     /// Read-only: `true` if the URL was seen (in Bloom-only mode: maybe seen). Records nothing.
@@ -206,9 +222,20 @@ impl Namespace {
     /// [`Error::InvalidUrlInBatch`] naming the first invalid URL; otherwise as
     /// [`Self::seen_fingerprints`].
     pub fn seen_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>> {
-        let fps = self.fingerprints(urls)?;
+        let (fps, hosts): (Vec<u64>, Vec<u32>) = urls
+            .iter()
+            .enumerate()
+            .map(|(index, url)| {
+                self.fingerprint_host(url.as_ref()).map_err(|e| match e {
+                    Error::InvalidUrl(source) => Error::InvalidUrlInBatch { index, source },
+                    other => other,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         let mut out = vec![false; fps.len()];
-        self.seen_fingerprints(&fps, &mut out)?;
+        self.seen_fingerprints_hosts(&fps, &hosts, &mut out)?;
         Ok(out)
     }
 
@@ -290,7 +317,27 @@ impl Namespace {
     /// If `out.len() != fps.len()`.
     pub fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
-        self.seen_outside_flight(fps, out, None)
+        self.seen_outside_flight(fps, &[], out, None)
+    }
+
+    /// [`Self::seen_fingerprints`] of URLs whose host hashes are known
+    /// ([`Self::fingerprint_host`]): each record keeps `hosts[i]`, so that
+    /// [`Self::forget_host`] finds it. Records made by [`Self::seen_fingerprints`] have none.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn seen_fingerprints_hosts(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<()> {
+        assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
+        self.seen_outside_flight(fps, hosts, out, None)
     }
 
     /// [`Self::seen_fingerprints`] for a caller that hands the answers on (prints the new
@@ -313,8 +360,27 @@ impl Namespace {
         out: &mut [bool],
         then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
     ) -> Result<()> {
+        self.seen_fingerprints_hosts_then(fps, &[], out, then)
+    }
+
+    /// [`Self::seen_fingerprints_then`] with each fingerprint's host hash, as
+    /// [`Self::seen_fingerprints_hosts`].
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints_then`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn seen_fingerprints_hosts_then(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output length must match input");
-        self.seen_outside_flight(fps, out, Some(then))
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
+        self.seen_outside_flight(fps, hosts, out, Some(then))
     }
 
     /// The first step of a check-and-insert whose answers count only once they are delivered
@@ -336,9 +402,27 @@ impl Namespace {
         fps: &[u64],
         out: &mut [bool],
     ) -> Result<Reservation> {
+        self.reserve_fingerprints_hosts(fps, &[], out)
+    }
+
+    /// [`Self::reserve_fingerprints`] with each fingerprint's host hash, as
+    /// [`Self::seen_fingerprints_hosts`].
+    ///
+    /// # Errors
+    /// As [`Self::reserve_fingerprints`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn reserve_fingerprints_hosts(
+        self: &Arc<Self>,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<Reservation> {
         assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
         let Set::Tree { tree, .. } = &self.set else {
-            self.seen_fingerprints(fps, out)?;
+            self.seen_fingerprints_hosts(fps, hosts, out)?;
             return Ok(Reservation::done(Arc::clone(self)));
         };
         if let Some(d) = &self.durable {
@@ -347,16 +431,25 @@ impl Namespace {
         tree.check()?;
         let taken = self.in_flight.reserve(fps, out, |fps, out| {
             self.contains_in_tree(fps, out)?;
-            self.keep_positives(fps, out)
+            self.keep_positives(fps, hosts, out)
         })?;
         let any_seen = out.iter().any(|&seen| seen);
-        Ok(Reservation::new(Arc::clone(self), taken, any_seen))
+        // The host of each fingerprint taken, for its record at the commit.
+        let taken_hosts = match hosts.is_empty() {
+            true => Vec::new(),
+            false => {
+                let host_of: std::collections::HashMap<u64, u32> =
+                    fps.iter().copied().zip(hosts.iter().copied()).collect();
+                taken.iter().map(|fp| host_of.get(fp).copied().unwrap_or(0)).collect()
+            }
+        };
+        Ok(Reservation::new(Arc::clone(self), taken, taken_hosts, any_seen))
     }
 
     /// A reservation's Bloom positives (`fps` answered "seen" in `out`), logged as kept at
     /// once (see [`crate::tree`]): a split before the commit would rebuild the filters without
     /// a false one. Their durability is waited for by the commit.
-    fn keep_positives(&self, fps: &[u64], out: &[bool]) -> Result<()> {
+    fn keep_positives(&self, fps: &[u64], hosts: &[u32], out: &[bool]) -> Result<()> {
         let Set::Tree { tree, exact: None } = &self.set else { return Ok(()) };
         if self.options.split.mode == crate::SplitMode::Never {
             return Ok(());
@@ -365,16 +458,26 @@ impl Namespace {
         if positives.is_empty() {
             return Ok(());
         }
-        let mut log = |new: &[u64], kept: &[u64]| -> Result<u64> {
+        let positive_hosts: Vec<u32> = match hosts.is_empty() {
+            true => Vec::new(),
+            false => hosts.iter().zip(out).filter(|p| *p.1).map(|p| *p.0).collect(),
+        };
+        let mut log = |logged: &Logged<'_>| -> Result<u64> {
             let Some(d) = &self.durable else { return Ok(0) };
             let mut end = 0;
-            d.append(new, kept, &mut end)?;
+            d.append(logged, &mut end)?;
             Ok(end)
         };
         let mut scratch = vec![false; positives.len()];
         // A positive gone meanwhile (a split dropped a false one before this) is recorded as
         // new: answered "seen", it stays seen.
-        tree.insert_batch_with(&positives, &mut scratch, Mode::CheckAndInsert, &mut log)?;
+        tree.insert_batch_with(
+            &positives,
+            &positive_hosts,
+            &mut scratch,
+            Mode::CheckAndInsert,
+            &mut log,
+        )?;
         tree.check()
     }
 
@@ -382,9 +485,14 @@ impl Namespace {
     /// as they are (nobody else could record them meanwhile). If some were answered "seen",
     /// what they rest on (their kept records, another writer's records) is made as durable as
     /// the policy says, as a check-and-insert's "seen" is.
-    pub(crate) fn record_reserved(&self, taken: &[u64], any_seen: bool) -> Result<()> {
+    pub(crate) fn record_reserved(
+        &self,
+        taken: &[u64],
+        hosts: &[u32],
+        any_seen: bool,
+    ) -> Result<()> {
         let mut out = vec![false; taken.len()];
-        self.seen_fingerprints_guarded(taken, &mut out, None, Mode::Record)?;
+        self.seen_fingerprints_guarded(taken, hosts, &mut out, None, Mode::Record)?;
         if let (true, Some(d)) = (any_seen, &self.durable) {
             d.log.commit(d.log.end())?;
         }
@@ -397,19 +505,24 @@ impl Namespace {
     fn seen_outside_flight(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
         let in_flight = self.in_flight.read();
         if in_flight.is_empty() || !fps.iter().any(|fp| in_flight.contains(fp)) {
-            return self.seen_fingerprints_guarded(fps, out, then, Mode::CheckAndInsert);
+            return self.seen_fingerprints_guarded(fps, hosts, out, then, Mode::CheckAndInsert);
         }
         let (mut rest, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
+        let mut rest_hosts = Vec::new();
         for (i, fp) in fps.iter().enumerate() {
             if in_flight.contains(fp) {
                 out[i] = true;
             } else {
                 rest.push(*fp);
+                if let Some(&host) = hosts.get(i) {
+                    rest_hosts.push(host);
+                }
                 at.push(i);
             }
         }
@@ -420,9 +533,13 @@ impl Namespace {
             }
         };
         match then {
-            None => {
-                self.seen_fingerprints_guarded(&rest, &mut answers, None, Mode::CheckAndInsert)?
-            }
+            None => self.seen_fingerprints_guarded(
+                &rest,
+                &rest_hosts,
+                &mut answers,
+                None,
+                Mode::CheckAndInsert,
+            )?,
             Some(then) => {
                 let mut whole = out.to_vec();
                 let mut hand_on = |answers: &[bool]| {
@@ -431,6 +548,7 @@ impl Namespace {
                 };
                 self.seen_fingerprints_guarded(
                     &rest,
+                    &rest_hosts,
                     &mut answers,
                     Some(&mut hand_on),
                     Mode::CheckAndInsert,
@@ -445,11 +563,12 @@ impl Namespace {
     fn seen_fingerprints_guarded(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
         mode: Mode,
     ) -> Result<()> {
-        let result = self.seen_fingerprints_inner(fps, out, then, mode);
+        let result = self.seen_fingerprints_inner(fps, hosts, out, then, mode);
         if let (Err(e @ Error::Store(_)), Some(d)) = (&result, &self.durable) {
             // A store failure can leave the batch half-recorded (bits set, some fingerprints
             // stored) with no acknowledgement given: refuse every later write until the data
@@ -463,6 +582,7 @@ impl Namespace {
     fn seen_fingerprints_inner(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         mut then: Option<&mut HandOn<'_>>,
         mode: Mode,
@@ -499,10 +619,10 @@ impl Namespace {
             _ => None,
         };
         let mut lsn = 0;
-        let mut log_new = |new: &[u64], kept: &[u64]| -> Result<u64> {
+        let mut log_new = |logged: &Logged<'_>| -> Result<u64> {
             let Some(d) = &self.durable else { return Ok(0) };
             let mut end = 0;
-            d.append(new, kept, &mut end)?;
+            d.append(logged, &mut end)?;
             lsn = lsn.max(end);
             Ok(end)
         };
@@ -515,9 +635,9 @@ impl Namespace {
                         exact.recent.insert(fp);
                     },
                 };
-                tree.insert_batch_exact(fps, out, &mut hooks, &mut log_new)?;
+                tree.insert_batch_exact(fps, hosts, out, &mut hooks, &mut log_new)?;
             }
-            _ => tree.insert_batch_with(fps, out, mode, &mut log_new)?,
+            _ => tree.insert_batch_with(fps, hosts, out, mode, &mut log_new)?,
         }
         // A leaf file that could not be written keeps its records in memory, but from then on
         // nothing is acknowledged (see `leaf_log`).
@@ -651,6 +771,138 @@ impl Namespace {
         Ok(())
     }
 
+    /// The host hash [`Self::forget_host`] looks for: `host` canonicalized as the host of a URL
+    /// (`http://{host}/`) with the namespace's profile, so `Example.COM` and `example.com.`
+    /// spellings find what the profile records.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHost`].
+    pub fn host_hash(&self, host: &str) -> Result<u32> {
+        let invalid = |reason: String| Error::InvalidHost { host: host.to_owned(), reason };
+        if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) || host.contains("://") {
+            return Err(invalid("give a host name alone, such as example.com".into()));
+        }
+        let url = format!("http://{host}/");
+        let canonical = self.canon.canonicalize(&url).map_err(|e| invalid(e.to_string()))?;
+        let found = crate::host::host_of(&canonical)
+            .ok_or_else(|| invalid("it has no host once canonicalized".into()))?;
+        Ok(crate::host::host_hash(found, self.options.seed))
+    }
+
+    /// Forgets every URL of `host` (its canonical host, any scheme and port): afterwards each
+    /// of them answers "new", and every other URL recorded still answers "seen". Returns how
+    /// many URLs were forgotten. Works in Bloom and exact mode; see `docs/forget.md` for the
+    /// design, the guarantees and the costs.
+    ///
+    /// Each leaf that holds a URL of the host has its records rewritten without them and its
+    /// filter rebuilt from the rest, under the tree's exclusive lock (the namespace waits
+    /// meanwhile). In a data directory it is durable: the snapshot is removed, a forget record
+    /// is logged and synced, the leaves are rewritten, and a new snapshot is written. A crash
+    /// at any point reopens to the state before the forget (if its record was not synced) or
+    /// after it (recovery replays the whole log, forget included).
+    ///
+    /// Records whose host is unknown (made before hosts were kept, or from raw items and
+    /// fingerprints) might be URLs of `host`: if the namespace holds any, nothing is
+    /// forgotten and [`Error::ForgetHostUnknown`] says how many.
+    ///
+    /// A URL whose host's 32-bit hash equals `host`'s is forgotten too: with `H` other hosts
+    /// recorded, one of them collides with probability about `H / 2³²`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidHost`]; [`Error::ForgetHostUnknown`]; [`Error::ForgetByUnsupported`]
+    /// in a counting namespace; [`Error::Io`], [`Error::Corrupt`] (then the namespace refuses
+    /// writes until reopened, and reopening replays the forget).
+    pub fn forget_host(&self, host: &str) -> Result<u64> {
+        let h = self.host_hash(host)?;
+        self.forget_host_hash(h)
+    }
+
+    /// [`Self::forget_host`] of a host hash ([`Self::host_hash`]).
+    ///
+    /// # Errors
+    /// As [`Self::forget_host`].
+    pub fn forget_host_hash(&self, h: u32) -> Result<u64> {
+        let Set::Tree { tree, exact } = &self.set else {
+            return Err(Error::ForgetByUnsupported {
+                name: self.name.clone(),
+                what: "by host",
+                reason: "a counting namespace's store keeps no hosts; forget its URLs one by \
+                         one (URL.FORGET ns url …)",
+            });
+        };
+        if let Some(d) = &self.durable {
+            d.log.check()?;
+        }
+        tree.check()?;
+        if h == 0 {
+            return Ok(0);
+        }
+        // No checkpoint from here until the leaves are rewritten: a snapshot of a tree half
+        // rewritten, or one taken before the forget record, must never be on disk with them.
+        let one = self.durable.as_ref().map(|d| d.checkpointing.lock());
+        let unknown = tree.count_records(&|r| r.host == 0)?;
+        if unknown > 0 {
+            return Err(Error::ForgetHostUnknown { name: self.name.clone(), records: unknown });
+        }
+        if let Some(d) = &self.durable {
+            // Without a snapshot, recovery replays the whole log into new leaf files, the
+            // forget record included, whatever state the leaf files were left in.
+            let path = d.dir.join("snapshot");
+            d.storage.remove_file_durably(&path).map_err(|e| Error::io("remove", &path, e))?;
+            d.snapshot_end.store(0, Ordering::Release);
+            d.snapshot_bytes.store(0, Ordering::Release);
+        }
+        let mut logged = || -> Result<()> {
+            let Some(d) = &self.durable else { return Ok(()) };
+            // Under the tree's exclusive lock: every record before it in the log is in the
+            // tree, and none after it.
+            d.log.append_with_hosts(crate::log::RecordKind::ForgetHost, &[], &[h])?;
+            d.log.sync_all()
+        };
+        let result = tree.forget_where(&|r| r.host == h, &mut logged);
+        if let Some(exact) = exact {
+            exact.recent.clear();
+        }
+        let count = match result {
+            Ok(count) => count,
+            Err(e) => {
+                if let Some(d) = &self.durable {
+                    d.log.poison_for(format!(
+                        "namespace {:?}: a forget by host failed half-way ({e}); reopen to \
+                         finish it from the log",
+                        self.name
+                    ));
+                }
+                return Err(e);
+            }
+        };
+        drop(one);
+        if let Some(d) = &self.durable {
+            d.checkpoint(tree, &|| Ok(()))?;
+        }
+        Ok(count.recorded)
+    }
+
+    /// Forgets every URL that starts with `prefix`: not possible yet, in any mode. A leaf
+    /// record keeps a hash of its host, which cannot tell which of a host's URLs start with a
+    /// path; `docs/forget.md` describes the design that would (a second hash per record, of
+    /// the URL cut at a fixed path depth) and what it costs. A prefix that is a whole host's
+    /// is refused too: the records do not keep the scheme or port, so `https://example.com/`
+    /// would also forget `http://example.com/`. Use [`Self::forget_host`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] for a prefix that is not a URL; [`Error::ForgetByUnsupported`].
+    pub fn forget_prefix(&self, prefix: &str) -> Result<u64> {
+        self.canon.canonicalize(prefix)?;
+        Err(Error::ForgetByUnsupported {
+            name: self.name.clone(),
+            what: "by prefix",
+            reason: "records keep a hash of their host, not of their path, so a prefix cannot \
+                     be matched without forgetting other URLs of the host; forget the whole \
+                     host (--host, URL.FORGET ns HOST h) instead",
+        })
+    }
+
     /// One chunk of a dump of this namespace, in RedisBloom's `BF.SCANDUMP` protocol:
     /// iterator 0 gives the header (name, options, counts) with [`crate::dump::ITER_HEADER`];
     /// any iterator returned since gives the next chunk of fingerprints, at most `max_bytes`
@@ -725,17 +977,17 @@ impl Namespace {
         tree.check()?;
         let mut lsn = 0;
         {
-            let mut log = |new: &[u64], kept: &[u64]| -> Result<u64> {
+            let mut log = |logged: &Logged<'_>| -> Result<u64> {
                 let Some(d) = &self.durable else { return Ok(0) };
                 let mut end = 0;
-                d.append(new, kept, &mut end)?;
+                d.append(logged, &mut end)?;
                 lsn = lsn.max(end);
                 Ok(end)
             };
             let mut out = vec![false; recorded.len()];
-            tree.insert_batch_with(recorded, &mut out, Mode::Record, &mut log)?;
+            tree.insert_batch_with(recorded, &[], &mut out, Mode::Record, &mut log)?;
             let mut out = vec![false; kept.len()];
-            tree.insert_batch_with(kept, &mut out, Mode::Keep, &mut log)?;
+            tree.insert_batch_with(kept, &[], &mut out, Mode::Keep, &mut log)?;
         }
         tree.check()?;
         if let Some(d) = &self.durable

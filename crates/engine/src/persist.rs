@@ -42,7 +42,7 @@ use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::{Set, TreeExact, counting_options, index_store};
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 use crate::storage::{OsStorage, Storage};
-use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Logged, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
@@ -87,6 +87,11 @@ pub struct RecoveryReport {
     /// Bytes of a torn log tail that were cut off (in a read-only open: found after the last
     /// valid record and left in place, for the next read-write open to cut).
     pub truncated_bytes: u64,
+    /// Forgets by host replayed (log records of kind 6).
+    pub replayed_forgets: u64,
+    /// Why a forget could not be replayed (a leaf file that could not be read or written):
+    /// opening fails then.
+    pub forget_error: Option<String>,
     /// The format version of the snapshot that was loaded, if it was older than this build's
     /// (the directory was upgraded: a new snapshot was written when it was opened).
     pub upgraded_from: Option<u16>,
@@ -115,12 +120,29 @@ pub(crate) struct Durable {
 impl Durable {
     /// Records newly recorded fingerprints, and those kept (see [`RecordKind::Kept`]), in the
     /// log (buffered; `commit` makes them count).
-    pub fn append(&self, fps: &[u64], kept: &[u64], lsn: &mut u64) -> Result<()> {
-        if !fps.is_empty() {
-            *lsn = self.log.append(RecordKind::Recorded, fps)?;
+    /// Fingerprints whose hosts are known go in the kinds with hosts (12 bytes a URL), the
+    /// others (raw items, fingerprints) in the plain ones (8 bytes).
+    pub fn append(&self, logged: &Logged<'_>, lsn: &mut u64) -> Result<()> {
+        let known = |hosts: &[u32]| hosts.iter().any(|&h| h != 0);
+        if !logged.new.is_empty() {
+            *lsn = match known(logged.new_hosts) {
+                true => self.log.append_with_hosts(
+                    RecordKind::RecordedHosts,
+                    logged.new,
+                    logged.new_hosts,
+                )?,
+                false => self.log.append(RecordKind::Recorded, logged.new)?,
+            };
         }
-        if !kept.is_empty() {
-            *lsn = self.log.append(RecordKind::Kept, kept)?;
+        if !logged.kept.is_empty() {
+            *lsn = match known(logged.kept_hosts) {
+                true => self.log.append_with_hosts(
+                    RecordKind::KeptHosts,
+                    logged.kept,
+                    logged.kept_hosts,
+                )?,
+                false => self.log.append(RecordKind::Kept, logged.kept)?,
+            };
         }
         Ok(())
     }
@@ -311,17 +333,32 @@ fn replay(
     report: &mut RecoveryReport,
     record: &Record,
 ) {
+    let (fps, hosts) = (&record.fingerprints, &record.hosts);
     match record.kind {
-        RecordKind::Recorded | RecordKind::Kept if options.counting => {}
-        RecordKind::Recorded => {
-            tree.replay(&record.fingerprints, record.end, guard, Mode::Record);
+        _ if options.counting => {}
+        RecordKind::Recorded | RecordKind::RecordedHosts => {
+            tree.replay(fps, hosts, record.end, guard, Mode::Record);
         }
-        RecordKind::Kept => tree.replay(&record.fingerprints, record.end, guard, Mode::Keep),
+        RecordKind::Kept | RecordKind::KeptHosts => {
+            tree.replay(fps, hosts, record.end, guard, Mode::Keep);
+        }
+        RecordKind::ForgetHost => {
+            // Everything recorded before it, of that host, goes (what the forget did when it
+            // was made). A snapshot never predates a forget it does not cover (the forget
+            // removes it first), so every leaf here holds the log up to this record.
+            let host = hosts.first().copied().unwrap_or(0);
+            if let Err(e) = tree.forget_where(&|r| host != 0 && r.host == host, &mut || Ok(())) {
+                report.forget_error.get_or_insert_with(|| e.to_string());
+            }
+            report.replayed_forgets += 1;
+        }
         RecordKind::Forgotten => {}
     }
     report.replayed_records += 1;
     match record.kind {
-        RecordKind::Kept => report.replayed_kept += record.fingerprints.len() as u64,
+        RecordKind::Kept | RecordKind::KeptHosts => {
+            report.replayed_kept += record.fingerprints.len() as u64;
+        }
         _ => report.replayed_fingerprints += record.fingerprints.len() as u64,
     }
 }
@@ -468,6 +505,9 @@ pub(crate) fn recover(
         return Err(log_behind_snapshot(&log_path, log.end(), offset, false));
     }
     report.truncated_bytes = truncated;
+    if let Some(e) = &report.forget_error {
+        return Err(Error::corrupt(&log_path, &format!("replaying a forget by host: {e}")));
+    }
     let mut scratch = None;
     let set = match access {
         Access::ReadWrite => open_set(dir, &options, tree, false)?,

@@ -97,6 +97,8 @@ pub struct Reservation {
     ns: Arc<Namespace>,
     /// Those answered "new", in flight until the commit recorded them.
     taken: Vec<u64>,
+    /// Their host hashes (empty: unknown).
+    taken_hosts: Vec<u32>,
     /// Whether some were answered "seen": the commit waits for what they rest on.
     any_seen: bool,
     /// Committed or dropped: its fingerprints left flight.
@@ -104,13 +106,18 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    pub(crate) fn new(ns: Arc<Namespace>, taken: Vec<u64>, any_seen: bool) -> Self {
-        Reservation { ns, taken, any_seen, done: false }
+    pub(crate) fn new(
+        ns: Arc<Namespace>,
+        taken: Vec<u64>,
+        taken_hosts: Vec<u32>,
+        any_seen: bool,
+    ) -> Self {
+        Reservation { ns, taken, taken_hosts, any_seen, done: false }
     }
 
     /// A batch that was recorded at once (a namespace that cannot reserve): nothing to commit.
     pub(crate) fn done(ns: Arc<Namespace>) -> Self {
-        Reservation { ns, taken: Vec::new(), any_seen: false, done: true }
+        Reservation { ns, taken: Vec::new(), taken_hosts: Vec::new(), any_seen: false, done: true }
     }
 
     /// How many fingerprints this reservation answered "new" (and holds in flight).
@@ -129,7 +136,7 @@ impl Reservation {
         if self.done {
             return Ok(());
         }
-        let recorded = self.ns.record_reserved(&self.taken, self.any_seen);
+        let recorded = self.ns.record_reserved(&self.taken, &self.taken_hosts, self.any_seen);
         // Out of flight, recorded or not (a failed commit leaves them new again).
         self.release();
         recorded

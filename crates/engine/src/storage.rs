@@ -91,6 +91,15 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// [`Self::remove_file`], durably: the directory is synced after, so a power loss does not
+    /// bring the file back.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn remove_file_durably(&self, path: &Path) -> io::Result<()> {
+        self.remove_file(path)?;
+        sync_parent(path)
+    }
     /// Removes a directory and everything in it, durably (its parent is synced).
     ///
     /// # Errors

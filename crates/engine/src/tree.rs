@@ -326,7 +326,21 @@ pub enum Mode {
 /// The hook a batch insert calls, under the leaf's lock, with the fingerprints it recorded as
 /// new and those it logged as kept (see the module docs); it returns the namespace log's offset
 /// past them (0 for none).
-pub type OnNew<'a, E> = dyn FnMut(&[u64], &[u64]) -> Result<u64, E> + 'a;
+pub type OnNew<'a, E> = dyn FnMut(&Logged<'_>) -> Result<u64, E> + 'a;
+
+/// What one leaf of a batch recorded and kept, for the [`OnNew`] hook: each fingerprint with
+/// the host hash of its URL (0: unknown; see [`crate::host`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Logged<'a> {
+    /// Fingerprints recorded as new.
+    pub new: &'a [u64],
+    /// Their host hashes, one per fingerprint.
+    pub new_hosts: &'a [u32],
+    /// Fingerprints logged as kept.
+    pub kept: &'a [u64],
+    /// Their host hashes, one per fingerprint.
+    pub kept_hosts: &'a [u32],
+}
 
 /// What an exact-mode insert asks of its caller (see [`Dsbf::insert_batch_exact`]): seed
 /// 002's cache of recent URLs, in front of the leaf indexes.
@@ -342,13 +356,19 @@ pub struct ExactHooks<'a> {
 /// The shared state of one round of a batch insert.
 struct Groups<'a, 'x, 'h, 'o, E> {
     fps: &'a [u64],
+    /// The host hash of each of `fps` (empty: all unknown).
+    hosts: &'a [u32],
     out: &'a mut [bool],
     mode: Mode,
     pending: &'a mut Vec<u32>,
     full: &'a mut Vec<NodeId>,
     recorded: &'a mut Vec<u64>,
+    /// Their host hashes.
+    recorded_hosts: &'a mut Vec<u32>,
     /// Fingerprints logged as kept this round.
     kept: &'a mut Vec<u64>,
+    /// Their host hashes.
+    kept_hosts: &'a mut Vec<u32>,
     /// Whether a positive is logged as kept (see the module docs).
     keep_positives: bool,
     /// The batch's coarse time, stamped on every record.
@@ -498,7 +518,7 @@ impl Dsbf {
     /// and now recorded.
     pub fn insert(&self, fp: u64) -> bool {
         let never: Result<bool, std::convert::Infallible> =
-            self.insert_with(fp, Mode::CheckAndInsert, &mut |_, _| Ok(0));
+            self.insert_with(fp, Mode::CheckAndInsert, &mut |_| Ok(0));
         match never {
             Ok(was) => was,
             Err(never) => match never {},
@@ -520,7 +540,7 @@ impl Dsbf {
         on_new: &mut OnNew<'_, E>,
     ) -> Result<bool, E> {
         let mut out = [false];
-        self.insert_batch_core(std::slice::from_ref(&fp), &mut out, mode, None, on_new)?;
+        self.insert_batch_core(std::slice::from_ref(&fp), &[], &mut out, mode, None, on_new)?;
         Ok(out[0])
     }
 
@@ -685,7 +705,7 @@ impl Dsbf {
     /// If `out.len() != fps.len()`.
     pub fn insert_batch(&self, fps: &[u64], out: &mut [bool]) {
         let never: Result<(), std::convert::Infallible> =
-            self.insert_batch_with(fps, out, Mode::CheckAndInsert, &mut |_, _| Ok(0));
+            self.insert_batch_with(fps, &[], out, Mode::CheckAndInsert, &mut |_| Ok(0));
         if let Err(never) = never {
             match never {}
         }
@@ -702,11 +722,12 @@ impl Dsbf {
     pub fn insert_batch_with<E>(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         mode: Mode,
         on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
-        self.insert_batch_core(fps, out, mode, None, on_new)
+        self.insert_batch_core(fps, hosts, out, mode, None, on_new)
     }
 
     /// Exact mode's check-and-insert: [`Self::insert_batch_with`] in [`Mode::CheckAndInsert`],
@@ -723,16 +744,18 @@ impl Dsbf {
     pub fn insert_batch_exact<E>(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         hooks: &mut ExactHooks<'_>,
         on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
-        self.insert_batch_core(fps, out, Mode::CheckAndInsert, Some(hooks), on_new)
+        self.insert_batch_core(fps, hosts, out, Mode::CheckAndInsert, Some(hooks), on_new)
     }
 
     fn insert_batch_core<E>(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         mode: Mode,
         mut exact: Option<&mut ExactHooks<'_>>,
@@ -740,6 +763,7 @@ impl Dsbf {
     ) -> Result<(), E> {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
         assert!(fps.len() < SEEN_ABOVE as usize, "insert_batch: at most 2^31 - 1 fingerprints");
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "insert_batch: one host per fp");
         let check_frozen = mode == Mode::CheckAndInsert;
         // Exact mode confirms every positive instead: a false one is recorded as new. Leaves
         // that never split never rebuild their filters: nothing to keep there.
@@ -750,7 +774,9 @@ impl Dsbf {
         let mut routed: Vec<(NodeId, u32)> = Vec::with_capacity(fps.len());
         let mut scratch = Vec::new();
         let mut recorded = Vec::new();
+        let mut recorded_hosts = Vec::new();
         let mut kept = Vec::new();
+        let mut kept_hosts = Vec::new();
         let mut positives = Vec::new();
         let mut hooked = Ok(());
         let minute = self.minute();
@@ -791,16 +817,21 @@ impl Dsbf {
                 }
                 pending.clear();
                 recorded.clear();
+                recorded_hosts.clear();
                 kept.clear();
+                kept_hosts.clear();
                 group_by_node(&mut routed, topo.nodes.len(), &mut scratch);
                 let mut groups = Groups {
                     fps,
+                    hosts,
                     out,
                     mode,
                     pending: &mut pending,
                     full: &mut full,
                     recorded: &mut recorded,
+                    recorded_hosts: &mut recorded_hosts,
                     kept: &mut kept,
+                    kept_hosts: &mut kept_hosts,
                     keep_positives,
                     minute,
                     positives: &mut positives,
@@ -830,8 +861,15 @@ impl Dsbf {
                 if let Some(hooks) = hooks
                     && hooked.is_ok()
                 {
-                    hooked = self
-                        .confirm_positives(&topo, fps, out, &positives, hooks, &mut full, on_new);
+                    hooked = self.confirm_positives(
+                        &topo,
+                        (fps, hosts),
+                        out,
+                        &positives,
+                        hooks,
+                        &mut full,
+                        on_new,
+                    );
                 }
             }
             for id in full {
@@ -878,21 +916,24 @@ impl Dsbf {
             leaf.filter.insert_batch(&chunk_fps[..n], &mut chunk_was[..n]);
             for ((&i, &fp), &was) in chunk_idx[..n].iter().zip(&chunk_fps[..n]).zip(&chunk_was[..n])
             {
+                let host = g.hosts.get((i & !SEEN_ABOVE) as usize).copied().unwrap_or(0);
                 if i & SEEN_ABOVE != 0 {
                     // Answered "seen" by a frozen filter above.
-                    self.keep_in(leaf, fp, g);
+                    self.keep_in(leaf, fp, host, g);
                     continue;
                 }
                 g.out[i as usize] = was;
                 if g.mode == Mode::Keep {
-                    self.record_in(leaf, LeafRecord::kept(fp, g.minute));
+                    self.record_in(leaf, LeafRecord::kept(fp, g.minute).with_host(host));
                     g.kept.push(fp);
+                    g.kept_hosts.push(host);
                 } else if !was || g.mode == Mode::Record {
-                    self.record_in(leaf, LeafRecord::new(fp, g.minute));
+                    self.record_in(leaf, LeafRecord::new(fp, g.minute).with_host(host));
                     g.recorded.push(fp);
+                    g.recorded_hosts.push(host);
                     added += 1;
                 } else if g.keep_positives {
-                    self.keep_in(leaf, fp, g);
+                    self.keep_in(leaf, fp, host, g);
                 } else if g.exact.is_some()
                     && !leaf.index.as_ref().is_some_and(|index| index.in_tail(fp))
                 {
@@ -903,9 +944,14 @@ impl Dsbf {
             }
         }
         self.len.fetch_add(added, Ordering::Relaxed);
-        let (recorded, kept) = (&g.recorded[first_recorded..], &g.kept[first_kept..]);
-        if g.failed.is_none() && (!recorded.is_empty() || !kept.is_empty()) {
-            match (g.on_new)(recorded, kept) {
+        let logged = Logged {
+            new: &g.recorded[first_recorded..],
+            new_hosts: &g.recorded_hosts[first_recorded..],
+            kept: &g.kept[first_kept..],
+            kept_hosts: &g.kept_hosts[first_kept..],
+        };
+        if g.failed.is_none() && (!logged.new.is_empty() || !logged.kept.is_empty()) {
+            match (g.on_new)(&logged) {
                 Ok(lsn) => leaf.last_lsn = leaf.last_lsn.max(lsn),
                 Err(e) => g.failed = Some(e),
             }
@@ -917,14 +963,15 @@ impl Dsbf {
 
     /// Logs `fp`, answered "seen" on a positive that may be false, as kept in `leaf` (see the
     /// module docs), unless the table of fingerprints kept lately has it.
-    fn keep_in<E>(&self, leaf: &mut Leaf, fp: u64, g: &mut Groups<'_, '_, '_, '_, E>) {
+    fn keep_in<E>(&self, leaf: &mut Leaf, fp: u64, host: u32, g: &mut Groups<'_, '_, '_, '_, E>) {
         let slot = &self.kept_cache[(hash::mix64(fp) as usize) & (self.kept_cache.len() - 1)];
         // 0 marks an empty slot, so fingerprint 0 is always logged.
         if fp != 0 && slot.load(Ordering::Relaxed) == fp {
             return;
         }
-        self.record_in(leaf, LeafRecord::kept(fp, g.minute));
+        self.record_in(leaf, LeafRecord::kept(fp, g.minute).with_host(host));
         g.kept.push(fp);
+        g.kept_hosts.push(host);
         // Under the leaf's lock, which any later check of `fp` takes too, and which is held
         // until the log has the record: one who finds `fp` here finds its record logged.
         slot.store(fp, Ordering::Relaxed);
@@ -940,7 +987,7 @@ impl Dsbf {
     fn confirm_positives<E>(
         &self,
         topo: &Topology,
-        fps: &[u64],
+        (fps, hosts): (&[u64], &[u32]),
         out: &mut [bool],
         positives: &[u32],
         hooks: &mut ExactHooks<'_>,
@@ -996,9 +1043,15 @@ impl Dsbf {
             // a split carries into the children. It may take the leaf a little past its split
             // point; the split that follows is as correct as any other.
             leaf.filter.insert(fp);
-            self.record_in(&mut leaf, LeafRecord::new(fp, self.minute()));
+            let host = hosts.get(i as usize).copied().unwrap_or(0);
+            self.record_in(&mut leaf, LeafRecord::new(fp, self.minute()).with_host(host));
             self.len.fetch_add(1, Ordering::Relaxed);
-            let lsn = on_new(std::slice::from_ref(&fp), &[])?;
+            let lsn = on_new(&Logged {
+                new: std::slice::from_ref(&fp),
+                new_hosts: std::slice::from_ref(&host),
+                kept: &[],
+                kept_hosts: &[],
+            })?;
             leaf.last_lsn = leaf.last_lsn.max(lsn);
             if leaf.fill() >= leaf.split_at && !full.contains(&id) {
                 full.push(id);
@@ -1352,6 +1405,95 @@ impl Dsbf {
         self.splits_done.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts, over every leaf and frozen log, the records `pred` matches, without changing
+    /// anything (each leaf read under its read lock).
+    ///
+    /// # Errors
+    /// A leaf file that cannot be read.
+    pub fn count_records(&self, pred: &dyn Fn(&LeafRecord) -> bool) -> Result<u64, Error> {
+        let topo = self.topo.read();
+        let mut n = 0;
+        let mut chunk = Vec::new();
+        for node in &topo.nodes {
+            let guard;
+            let log = match node {
+                Node::Inner { .. } => continue,
+                Node::Leaf { leaf, .. } => {
+                    guard = leaf.read();
+                    &guard.log
+                }
+                Node::Splitting { frozen, .. } => &frozen.log,
+            };
+            let mut pos = ReadPos::default();
+            while !log.is_end(pos) {
+                pos = log.read(&self.leaves, pos, 1 << 16, &mut chunk)?;
+                n += chunk.iter().filter(|r| pred(r)).count() as u64;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Forgets every record `drop` matches (after `before` ran, with the tree's exclusive lock
+    /// held: the forget's log record goes there): each leaf that holds one has its records rewritten
+    /// without them (its file replaced whole, see `LeafLog::rewrite`) and its filter rebuilt
+    /// from the rest, so they answer "new" again and every other record still answers "seen".
+    /// Splits in progress are finished first, and the tree's exclusive lock is held
+    /// throughout: inserts, queries, splits and checkpoints wait (time: one read of every
+    /// leaf, and one more read and a write of the leaves that change).
+    ///
+    /// # Errors
+    /// A leaf file that cannot be read or written, an index that cannot be rebuilt. Leaves
+    /// rewritten before the failure stay rewritten: the caller must refuse further writes
+    /// (recovery then replays the forget from the log).
+    pub fn forget_where(
+        &self,
+        drop: &dyn Fn(&LeafRecord) -> bool,
+        before: &mut dyn FnMut() -> Result<(), Error>,
+    ) -> Result<ForgetCount, Error> {
+        let mut topo = loop {
+            self.complete_splits();
+            self.check()?;
+            let topo = self.topo.write();
+            if !topo.nodes.iter().any(|n| matches!(n, Node::Splitting { .. })) {
+                break topo;
+            }
+        };
+        before()?;
+        let mut count = ForgetCount::default();
+        for node in topo.nodes.iter_mut() {
+            let Node::Leaf { depth, leaf } = node else { continue };
+            let leaf = leaf.get_mut();
+            let level = self.params.level(*depth);
+            let mut filter = BlockedBloom::new(level.bits, level.hashes, self.params.probe_seed());
+            let dropped = leaf.log.rewrite(&self.leaves, drop, &mut |r| {
+                filter.insert(r.fp);
+            })?;
+            if dropped.is_empty() {
+                continue;
+            }
+            let kept = dropped.iter().filter(|r| r.kept).count() as u64;
+            let recorded = dropped.len() as u64 - kept;
+            leaf.filter = filter;
+            leaf.kept -= kept.min(leaf.kept);
+            self.len.fetch_sub(recorded.min(self.len()), Ordering::Relaxed);
+            count.recorded += recorded;
+            count.kept += kept;
+            count.leaves += 1;
+            if leaf.index.is_some()
+                && let Some(store) = self.index.get()
+            {
+                let store = Arc::clone(store);
+                self.build_index(leaf, &store)?;
+            }
+        }
+        // A slot of the table of fingerprints kept lately says "its leaf logs it": not true
+        // of a forgotten one any more.
+        for slot in self.kept_cache.iter() {
+            slot.store(0, Ordering::Relaxed);
+        }
+        Ok(count)
+    }
+
     /// A consistent snapshot of the tree's shape and every leaf's fill.
     pub fn stats(&self) -> TreeStats {
         let topo = self.topo.read();
@@ -1415,6 +1557,17 @@ impl Dsbf {
             worst_leaf_fpr: worst_fpr,
         }
     }
+}
+
+/// What [`Dsbf::forget_where`] forgot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ForgetCount {
+    /// Recorded URLs forgotten (they answer "new" again).
+    pub recorded: u64,
+    /// Kept records dropped with them (URLs answered "seen" on a Bloom positive).
+    pub kept: u64,
+    /// Leaves rewritten.
+    pub leaves: u64,
 }
 
 pub(crate) const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
@@ -1739,7 +1892,7 @@ impl Dsbf {
     /// ([`Mode::Record`], or [`Mode::Keep`] for kept records), except those the snapshot leaf
     /// on their path already holds. `guard` is [`LoadedSnapshot::guard`]: per node id of the
     /// snapshot, its leaf's `last_lsn` (0 for the inner nodes).
-    pub fn replay(&self, fps: &[u64], end: u64, guard: &[u64], mode: Mode) {
+    pub fn replay(&self, fps: &[u64], hosts: &[u32], end: u64, guard: &[u64], mode: Mode) {
         let covered = |fp: u64| -> bool {
             let topo = self.topo.read();
             let mut id = ROOT;
@@ -1759,14 +1912,20 @@ impl Dsbf {
             }
         };
         let max_guard = guard.iter().copied().max().unwrap_or(0);
-        let kept: Vec<u64> = if end > max_guard {
-            fps.to_vec()
+        let (kept, kept_hosts): (Vec<u64>, Vec<u32>) = if end > max_guard {
+            (fps.to_vec(), hosts.to_vec())
         } else {
-            fps.iter().copied().filter(|&fp| !covered(fp)).collect()
+            let host = |i: usize| hosts.get(i).copied().unwrap_or(0);
+            fps.iter()
+                .enumerate()
+                .filter(|&(_, &fp)| !covered(fp))
+                .map(|(i, &fp)| (fp, host(i)))
+                .unzip()
         };
+        let kept_hosts = if hosts.is_empty() { Vec::new() } else { kept_hosts };
         let mut out = vec![false; kept.len()];
         let never: Result<(), std::convert::Infallible> =
-            self.insert_batch_with(&kept, &mut out, mode, &mut |_, _| Ok(end));
+            self.insert_batch_with(&kept, &kept_hosts, &mut out, mode, &mut |_| Ok(end));
         let Ok(()) = never;
     }
 

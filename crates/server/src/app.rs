@@ -448,8 +448,36 @@ impl App {
         fps: &[u64],
         out: &mut [bool],
     ) -> Result<(), CommandError> {
+        self.insert_hosts(ns, fps, &[], out)
+    }
+
+    /// [`App::insert`] of URLs with the hash of each one's host (see
+    /// `Namespace::fingerprint_host`), which their records keep for a forget by host.
+    ///
+    /// # Errors
+    /// As [`App::insert`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn insert_hosts(
+        &self,
+        ns: &Namespace,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<(), CommandError> {
         assert_eq!(fps.len(), out.len(), "App::insert: one answer per fingerprint");
         self.check_memory()?;
+        if !hosts.is_empty() {
+            if ns.options().split.mode == SplitMode::Never {
+                // Room counted under the lock, as below.
+                let _one_at_a_time = self.nonscaling.lock();
+                return self.insert_nonscaling(ns, fps, hosts, out);
+            }
+            return self
+                .write(|| ns.seen_fingerprints_hosts(fps, hosts, out))
+                .map_err(|e| write_error(&e));
+        }
         if ns.options().split.mode != SplitMode::Never {
             if let ([fp], [answer]) = (fps, &mut *out) {
                 // One item (the common pipelined `URL.SEEN ns url`): the engine's single
@@ -463,6 +491,17 @@ impl App {
         // Every insert into a non-scaling namespace holds this lock, so the room counted here
         // is still there when the batch is written.
         let _one_at_a_time = self.nonscaling.lock();
+        self.insert_nonscaling(ns, fps, hosts, out)
+    }
+
+    /// A non-scaling namespace's insert, under `self.nonscaling`.
+    fn insert_nonscaling(
+        &self,
+        ns: &Namespace,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<(), CommandError> {
         ns.contains_fingerprints(fps, out).map_err(|e| engine_error(&e))?;
         let mut new: Vec<u64> =
             fps.iter().zip(out.iter()).filter(|&(_, &seen)| !seen).map(|(&fp, _)| fp).collect();
@@ -472,7 +511,7 @@ impl App {
         if u64::try_from(new.len()).unwrap_or(u64::MAX) > room {
             return Err(CommandError::custom(BF_FULL));
         }
-        self.write(|| ns.seen_fingerprints(fps, out)).map_err(|e| write_error(&e))
+        self.write(|| ns.seen_fingerprints_hosts(fps, hosts, out)).map_err(|e| write_error(&e))
     }
 
     /// A check-and-insert whose "new" answers count only once the reply is delivered
@@ -496,11 +535,30 @@ impl App {
         out: &mut [bool],
         on_reply: &mut Vec<Box<dyn OnReply>>,
     ) -> Result<(), CommandError> {
+        self.insert_hosts_on_reply(ns, fps, &[], out, on_reply)
+    }
+
+    /// [`App::insert_on_reply`] with each URL's host hash, as [`App::insert_hosts`].
+    ///
+    /// # Errors
+    /// As [`App::insert_on_reply`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn insert_hosts_on_reply(
+        &self,
+        ns: &Arc<Namespace>,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        on_reply: &mut Vec<Box<dyn OnReply>>,
+    ) -> Result<(), CommandError> {
         if ns.options().split.mode == SplitMode::Never {
-            return self.insert(ns, fps, out);
+            return self.insert_hosts(ns, fps, hosts, out);
         }
         self.check_memory()?;
-        let reservation = ns.reserve_fingerprints(fps, out).map_err(|e| write_error(&e))?;
+        let reservation =
+            ns.reserve_fingerprints_hosts(fps, hosts, out).map_err(|e| write_error(&e))?;
         let blocking = self.db.path().is_some() && self.db.fsync() == Fsync::Always;
         on_reply.push(Box::new(RecordOnReply { reservation, blocking }));
         Ok(())
@@ -521,24 +579,26 @@ impl App {
         let fingerprint = |url: &[u8]| {
             std::str::from_utf8(url)
                 .map_err(|_| CommandError::custom(URL_NOT_UTF8))
-                .and_then(|url| ns.fingerprint(url).map_err(|e| engine_error(&e)))
+                .and_then(|url| ns.fingerprint_host(url).map_err(|e| engine_error(&e)))
         };
         if let [url] = urls {
             // One URL (the common pipelined `URL.SEEN ns url`): no batch bookkeeping.
-            let fp = match fingerprint(url.as_ref()) {
+            let (fp, host) = match fingerprint(url.as_ref()) {
                 Ok(fp) => fp,
                 Err(e) => return Ok(vec![Err(e)]),
             };
             let mut seen = [false];
-            self.look_up(ns, &[fp], &mut seen, &mut lookup)?;
+            self.look_up(ns, &[fp], &[host], &mut seen, &mut lookup)?;
             return Ok(vec![Ok(seen[0])]);
         }
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
         let mut fps = Vec::with_capacity(urls.len());
+        let mut hosts = Vec::with_capacity(urls.len());
         for url in urls {
             match fingerprint(url.as_ref()) {
-                Ok(fp) => {
+                Ok((fp, host)) => {
                     fps.push(fp);
+                    hosts.push(host);
                     answers.push(Ok(false));
                 }
                 Err(e) => answers.push(Err(e)),
@@ -546,7 +606,7 @@ impl App {
         }
         let mut seen = vec![false; fps.len()];
         if !fps.is_empty() {
-            self.look_up(ns, &fps, &mut seen, &mut lookup)?;
+            self.look_up(ns, &fps, &hosts, &mut seen, &mut lookup)?;
         }
         let mut seen = seen.into_iter();
         for answer in answers.iter_mut().flatten() {
@@ -559,13 +619,16 @@ impl App {
         &self,
         ns: &Arc<Namespace>,
         fps: &[u64],
+        hosts: &[u32],
         seen: &mut [bool],
         lookup: &mut Lookup<'_>,
     ) -> Result<(), CommandError> {
         match lookup {
             Lookup::Check => ns.contains_fingerprints(fps, seen).map_err(|e| engine_error(&e)),
-            Lookup::Record => self.insert(ns, fps, seen),
-            Lookup::RecordOnReply(on_reply) => self.insert_on_reply(ns, fps, seen, on_reply),
+            Lookup::Record => self.insert_hosts(ns, fps, hosts, seen),
+            Lookup::RecordOnReply(on_reply) => {
+                self.insert_hosts_on_reply(ns, fps, hosts, seen, on_reply)
+            }
         }
     }
 
@@ -620,6 +683,28 @@ impl App {
             *answer = forgotten.next().unwrap_or(false);
         }
         Ok(answers)
+    }
+
+    /// `URL.FORGET ns HOST h`: forgets every URL of host `h`, and returns how many. It holds
+    /// the namespace for as long as it rewrites the leaves that hold them (a thread of the
+    /// runtime blocks meanwhile, its other connections handed to another one).
+    ///
+    /// # Errors
+    /// An invalid host, a namespace that holds records with no host or cannot forget by
+    /// host, or a failed write (`MISCONF`).
+    pub fn forget_host(&self, ns: &Namespace, host: &[u8]) -> Result<u64, CommandError> {
+        let host = std::str::from_utf8(host)
+            .map_err(|_| CommandError::custom(crate::error::HOST_NOT_UTF8))?;
+        blocking_call(|| ns.forget_host(host)).map_err(|e| write_error(&e))
+    }
+
+    /// `URL.FORGET ns PREFIX p` (see `Namespace::forget_prefix`: refused for now).
+    ///
+    /// # Errors
+    /// Always: an invalid URL, or why a prefix cannot be forgotten.
+    pub fn forget_prefix(&self, ns: &Namespace, prefix: &[u8]) -> Result<u64, CommandError> {
+        let prefix = std::str::from_utf8(prefix).map_err(|_| CommandError::custom(URL_NOT_UTF8))?;
+        ns.forget_prefix(prefix).map_err(|e| engine_error(&e))
     }
 
     /// Drops the namespace `key` (`DEL`); whether it existed.

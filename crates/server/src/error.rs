@@ -134,6 +134,8 @@ pub const URL_BAD_CAPACITY: &str = "ERR bad capacity: expected a positive intege
 pub const URL_BAD_ERROR_RATE: &str = "ERR bad error rate: expected a number between 0 and 1";
 /// `URL.INFO` on a namespace that does not exist.
 pub const NO_SUCH_NAMESPACE: &str = "ERR not found";
+/// `URL.FORGET ns HOST h` with `h` not UTF-8.
+pub const HOST_NOT_UTF8: &str = "ERR invalid host: it is not valid UTF-8";
 /// `URL.FORGET` on a namespace without counting filters.
 pub const FORGET_UNSUPPORTED: &str = "ERR this namespace cannot forget URLs: create it with \
      URL.RESERVE <ns> EXACT COUNTING";

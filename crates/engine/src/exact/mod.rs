@@ -174,6 +174,13 @@ impl RecentCache {
         self.shard(fp).insert(fp);
     }
 
+    /// Empties the cache (after a forget: a fingerprint here is one known to be recorded).
+    pub fn clear(&self) {
+        for shard in &*self.shards {
+            shard.lock().clear();
+        }
+    }
+
     /// Hits since the cache was made.
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)

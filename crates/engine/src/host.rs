@@ -1,0 +1,75 @@
+//! The host of a canonical URL, and the 32-bit hash of it that every leaf record keeps, so that
+//! a namespace can forget a whole host (see `docs/forget.md`).
+//!
+//! The hash is of the canonical host alone (no scheme, no port, no user info): `--host
+//! example.com` forgets `http://example.com/`, `https://example.com:8443/a` and every other URL
+//! whose canonical host is `example.com`, and nothing of `www.example.com`. It is seeded with
+//! the namespace's seed and is never 0, which marks a record whose host is unknown (recorded
+//! before hosts were kept, or as a raw item or fingerprint).
+//!
+//! # Collisions
+//! Two different hosts share a hash with probability 2⁻³² per pair. Forgetting host `h` in a
+//! namespace that holds `H` other hosts also forgets the URLs of one of them with probability
+//! about `H / 2³²` (1,000 hosts: 2.3 × 10⁻⁷; a million: 2.3 × 10⁻⁴). See `docs/forget.md`.
+
+use urlseen_filter::hash;
+
+/// The host of an (already canonical) URL: what follows `scheme://` and any `user@`, up to
+/// the port, path, query or fragment; `None` if it has no authority or an empty host. An IPv6
+/// literal keeps its brackets.
+pub fn host_of(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host_port.starts_with('[') {
+        // `[v6]` or `[v6]:port`.
+        &host_port[..host_port.find(']').map_or(host_port.len(), |i| i + 1)]
+    } else {
+        host_port.split_once(':').map_or(host_port, |(h, _)| h)
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// The hash a leaf record keeps for `host`, under a namespace's `seed`: never 0.
+pub fn host_hash(host: &str, seed: u64) -> u32 {
+    let h = hash::fingerprint(host.as_bytes(), seed ^ HOST_SEED);
+    let folded = (h ^ (h >> 32)) as u32;
+    if folded == 0 { 1 } else { folded }
+}
+
+/// Keeps host hashes apart from URL fingerprints made with the same seed.
+const HOST_SEED: u64 = 0x686f_7374_2d68_6173;
+
+/// [`host_hash`] of the host of `url` (canonical), or 0 (unknown) if it has none.
+pub fn url_host_hash(url: &str, seed: u64) -> u32 {
+    host_of(url).map_or(0, |h| host_hash(h, seed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_found_without_scheme_port_or_user() {
+        assert_eq!(host_of("https://example.com/a?b#c"), Some("example.com"));
+        assert_eq!(host_of("http://u:p@example.com:8080"), Some("example.com"));
+        assert_eq!(host_of("http://[::1]:80/x"), Some("[::1]"));
+        assert_eq!(host_of("http://example.com?x"), Some("example.com"));
+        assert_eq!(host_of("mailto:a@b"), None);
+        assert_eq!(host_of("file:///etc/passwd"), None);
+        assert_eq!(host_of("no scheme"), None);
+    }
+
+    #[test]
+    fn hashes_are_seeded_and_never_zero() {
+        assert_ne!(host_hash("a.example", 1), host_hash("a.example", 2));
+        assert_ne!(host_hash("a.example", 1), host_hash("b.example", 1));
+        assert_eq!(
+            url_host_hash("http://a.example/x", 7),
+            url_host_hash("https://a.example:1/", 7)
+        );
+        assert_eq!(url_host_hash("urn:x", 7), 0);
+        assert!((0..10_000).all(|i| host_hash(&format!("h{i}"), 3) != 0));
+    }
+}
