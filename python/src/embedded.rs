@@ -253,11 +253,13 @@ fn extract_urls(urls: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
 
 fn apply_batch(ns: &Namespace, urls: &[String], op: Op) -> Result<Vec<Option<bool>>, EngineError> {
     let mut fps = Vec::with_capacity(urls.len());
+    let mut hosts = Vec::with_capacity(urls.len());
     let mut at = Vec::with_capacity(urls.len());
     for (i, url) in urls.iter().enumerate() {
-        match ns.fingerprint(url) {
-            Ok(fp) => {
+        match ns.fingerprint_host(url) {
+            Ok((fp, host)) => {
                 fps.push(fp);
+                hosts.push(host);
                 at.push(i);
             }
             Err(EngineError::InvalidUrl(_)) => {}
@@ -266,7 +268,8 @@ fn apply_batch(ns: &Namespace, urls: &[String], op: Op) -> Result<Vec<Option<boo
     }
     let mut answers = vec![false; fps.len()];
     match op {
-        Op::Seen => ns.seen_fingerprints(&fps, &mut answers)?,
+        // Each record keeps its URL's host, so that the namespace can forget a host.
+        Op::Seen => ns.seen_fingerprints_hosts(&fps, &hosts, &mut answers)?,
         Op::Contains => ns.contains_fingerprints(&fps, &mut answers)?,
         Op::Forget => ns.forget_fingerprints(&fps, &mut answers)?,
     }

@@ -276,6 +276,42 @@ fn exact_filter_remembers_and_forget_makes_urls_new_again() {
     assert!(!ok && err.contains("--counting"), "{err}");
 }
 
+/// `urlseen forget --host`: in a Bloom namespace filled by `filter` and `import` (default
+/// namespace), exactly that host's URLs are printed again, with the count; `--prefix` and a
+/// bad host are refused with a reason.
+#[test]
+fn forget_host_makes_that_hosts_urls_new_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let urls: Vec<String> = (0..6_000)
+        .map(|i| match i % 2 {
+            0 => format!("https://h{}.example/a/{i}", i % 30),
+            _ => format!("http://H{}.example:81/b?{i}", i % 30),
+        })
+        .collect();
+    let (first, rest) = urls.split_at(3_000);
+    let (out, err, ok) = run(&["filter", "--data", data, "--exact"], &lines_of(first));
+    assert!(ok && out.len() == first.len(), "{err}");
+    let file = dir.path().join("rest.txt");
+    std::fs::write(&file, lines_of(rest)).unwrap();
+    let (_, err, ok) = run(&["import", file.to_str().unwrap(), "--data", data, "-q"], b"");
+    assert!(ok, "{err}");
+
+    let (out, err, ok) = run(&["forget", "--data", data, "--host", "h7.example"], b"");
+    assert!(ok, "{err}");
+    assert_eq!(out, ["forgot 200 URLs of host h7.example"]);
+    let (out, err, ok) = run(&["filter", "--data", data], &lines_of(&urls));
+    assert!(ok, "{err}");
+    let host: Vec<String> =
+        urls.iter().enumerate().filter(|p| p.0 % 30 == 7).map(|p| p.1.clone()).collect();
+    assert_eq!(out, host, "exactly the host's URLs are new again");
+
+    let (_, err, ok) = run(&["forget", "--data", data, "--prefix", "https://h1.example/a/"], b"");
+    assert!(!ok && err.contains("cannot forget by prefix"), "{err}");
+    let (_, err, ok) = run(&["forget", "--data", data, "--host", "https://h1.example/"], b"");
+    assert!(!ok && err.contains("invalid host"), "{err}");
+}
+
 #[test]
 fn exact_filter_in_memory_prints_every_distinct_url() {
     // At a 30 % FPR a Bloom-only filter drops about a third of new URLs; exact mode none.

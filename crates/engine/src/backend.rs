@@ -38,6 +38,16 @@ pub trait SeenSet: Send + Sync {
     /// An invalid URL.
     fn fingerprint(&self, url: &str) -> Result<u64, Self::Error>;
 
+    /// [`Self::fingerprint`] and the hash of the URL's host, which a backend that can forget
+    /// by host keeps with the record (see [`Namespace::fingerprint_host`]); 0 (unknown)
+    /// where it cannot.
+    ///
+    /// # Errors
+    /// An invalid URL.
+    fn fingerprint_host(&self, url: &str) -> Result<(u64, u32), Self::Error> {
+        Ok((self.fingerprint(url)?, 0))
+    }
+
     /// Check-and-insert: `out[i]` is `true` if `fps[i]` was (maybe) recorded before, `false` if
     /// it is new and now recorded. A fingerprint repeated within `fps` is new at most once.
     ///
@@ -72,6 +82,22 @@ pub trait SeenSet: Send + Sync {
     ) -> Result<(), SeenThenError<Self::Error>> {
         self.seen_fingerprints(fps, out).map_err(SeenThenError::Backend)?;
         then(out).map_err(SeenThenError::Then)
+    }
+
+    /// [`Self::seen_fingerprints_then`] with each fingerprint's host hash (from
+    /// [`Self::fingerprint_host`]), kept with the records where the backend can.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints_then`].
+    fn seen_fingerprints_hosts_then(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<(), SeenThenError<Self::Error>> {
+        let _ = hosts;
+        self.seen_fingerprints_then(fps, out, then)
     }
 
     /// Check-and-insert of one URL: `true` if it was seen before.
@@ -135,17 +161,40 @@ impl SeenSet for Namespace {
         Namespace::seen_fingerprints(self, fps, out)
     }
 
+    fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
+        Namespace::fingerprint_host(self, url)
+    }
+
+    fn seen(&self, url: &str) -> Result<bool> {
+        Namespace::seen(self, url)
+    }
+
+    fn seen_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>> {
+        Namespace::seen_batch(self, urls)
+    }
+
     fn seen_fingerprints_then(
         &self,
         fps: &[u64],
         out: &mut [bool],
         then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
     ) -> Result<(), SeenThenError<Error>> {
+        SeenSet::seen_fingerprints_hosts_then(self, fps, &[], out, then)
+    }
+
+    fn seen_fingerprints_hosts_then(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<(), SeenThenError<Error>> {
         let mut failed = None;
-        let result = Namespace::seen_fingerprints_then(self, fps, out, &mut |answers| {
-            then(answers)
-                .inspect_err(|e| failed = Some(std::io::Error::new(e.kind(), e.to_string())))
-        });
+        let result =
+            Namespace::seen_fingerprints_hosts_then(self, fps, hosts, out, &mut |answers| {
+                then(answers)
+                    .inspect_err(|e| failed = Some(std::io::Error::new(e.kind(), e.to_string())))
+            });
         match (result, failed) {
             (Ok(()), _) => Ok(()),
             (Err(_), Some(e)) => Err(SeenThenError::Then(e)),

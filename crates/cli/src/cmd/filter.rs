@@ -184,6 +184,7 @@ fn stream<S: SeenSet>(
 
     let mut batch: Vec<Line> = Vec::new();
     let mut fps: Vec<u64> = Vec::new();
+    let mut hosts: Vec<u32> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     let mut seen: Vec<bool> = Vec::new();
     let mut canonical = String::new();
@@ -193,6 +194,7 @@ fn stream<S: SeenSet>(
     while input.next_batch(&mut batch).context("reading stdin")? {
         // Fingerprint the batch, then answer it with one engine call, then write in input order.
         fps.clear();
+        hosts.clear();
         slots.clear();
         for line in &batch {
             if line.bytes.is_empty() {
@@ -202,11 +204,12 @@ fn stream<S: SeenSet>(
             lines += 1;
             let fp = std::str::from_utf8(&line.bytes)
                 .map_err(|_| "not valid UTF-8".to_owned())
-                .and_then(|url| set.fingerprint(url).map_err(|e| e.to_string()));
+                .and_then(|url| set.fingerprint_host(url).map_err(|e| e.to_string()));
             match fp {
-                Ok(fp) => {
+                Ok((fp, host)) => {
                     slots.push(Slot::Url(fps.len()));
                     fps.push(fp);
+                    hosts.push(host);
                 }
                 Err(reason) => {
                     invalid += 1;
@@ -245,7 +248,7 @@ fn stream<S: SeenSet>(
             }
             out.flush()
         };
-        match set.seen_fingerprints_then(&fps, &mut seen, &mut print) {
+        match set.seen_fingerprints_hosts_then(&fps, &hosts, &mut seen, &mut print) {
             Ok(()) => {}
             Err(SeenThenError::Then(e)) => return Err(e).context("writing to stdout"),
             Err(SeenThenError::Backend(e)) => return Err(e.into()),

@@ -94,9 +94,11 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         let mut input = LineBatches::new(BufReader::with_capacity(1 << 16, reader));
         let mut batch: Vec<Line> = Vec::with_capacity(MAX_BATCH);
         let mut fps = Vec::with_capacity(MAX_BATCH);
+        let mut hosts = Vec::with_capacity(MAX_BATCH);
         let mut seen = Vec::with_capacity(MAX_BATCH);
         while input.next_batch(&mut batch).with_context(|| format!("reading {}", path.display()))? {
             fps.clear();
+            hosts.clear();
             let mut bytes = 0u64;
             for line in &batch {
                 bytes += line.bytes.len() as u64 + 1;
@@ -106,9 +108,12 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
                 lines += 1;
                 match std::str::from_utf8(&line.bytes)
                     .map_err(|_| "not valid UTF-8".to_owned())
-                    .and_then(|u| ns.fingerprint(u).map_err(|e| e.to_string()))
+                    .and_then(|u| ns.fingerprint_host(u).map_err(|e| e.to_string()))
                 {
-                    Ok(fp) => fps.push(fp),
+                    Ok((fp, host)) => {
+                        fps.push(fp);
+                        hosts.push(host);
+                    }
                     Err(reason) => {
                         invalid += 1;
                         if invalid <= 10 {
@@ -121,7 +126,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
             }
             seen.clear();
             seen.resize(fps.len(), false);
-            ns.seen_fingerprints(&fps, &mut seen)?;
+            ns.seen_fingerprints_hosts(&fps, &hosts, &mut seen)?;
             new += seen.iter().filter(|&&s| !s).count() as u64;
             bar.inc(bytes);
             let rate = lines as f64 / started.elapsed().as_secs_f64().max(1e-9);
@@ -262,18 +267,28 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Forget URLs: afterwards they are new again, and every other URL stays seen. Needs a namespace
-/// with counting filters (created in exact mode with counting).
+/// Forget URLs: afterwards they are new again, and every other URL stays seen. URLs one by one
+/// need a namespace with counting filters (created with --counting); a whole host (--host)
+/// works in any namespace that records URLs (see docs/forget.md).
 #[derive(Debug, clap::Args)]
 pub struct ForgetArgs {
-    /// URLs to forget (read from stdin, one per line, when none are given).
+    /// URLs to forget (read from stdin, one per line, when none are given and no --host).
+    #[arg(conflicts_with_all = ["host", "prefix"])]
     urls: Vec<String>,
     /// The data directory.
     #[arg(long, value_name = "DIR")]
     data: PathBuf,
     /// The namespace.
-    #[arg(long)]
+    #[arg(long, default_value = urlseen_engine::DEFAULT_NAMESPACE)]
     ns: String,
+    /// Forget every URL of this host (its canonical host, any scheme and port), and print how
+    /// many were forgotten.
+    #[arg(long, value_name = "HOST", conflicts_with = "prefix")]
+    host: Option<String>,
+    /// Forget every URL under this prefix: not possible yet (refused with the reason; see
+    /// docs/forget.md); use --host.
+    #[arg(long, value_name = "URL")]
+    prefix: Option<String>,
 }
 
 pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
@@ -281,6 +296,18 @@ pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
     let ns = db
         .namespace(&args.ns)
         .with_context(|| format!("no namespace {:?} in {}", args.ns, args.data.display()))?;
+    let by = match (&args.host, &args.prefix) {
+        (Some(host), _) => Some(ns.forget_host(host).map(|n| (n, "host", host))),
+        (None, Some(prefix)) => Some(ns.forget_prefix(prefix).map(|n| (n, "prefix", prefix))),
+        (None, None) => None,
+    };
+    if let Some(result) = by {
+        let (n, what, arg) = result?;
+        drop(ns);
+        db.close()?;
+        println!("forgot {n} URLs of {what} {arg}");
+        return Ok(());
+    }
     let urls: Vec<String> = if args.urls.is_empty() {
         let mut s = String::new();
         io::stdin().read_to_string(&mut s).context("reading stdin")?;
