@@ -772,6 +772,39 @@ mod tests {
     }
 
     #[test]
+    fn records_with_hosts_round_trip() {
+        let dir = tmp();
+        let path = dir.path().join("log");
+        let log = FingerprintLog::create(&storage(), &path, Fsync::Always).unwrap();
+        log.append_with_hosts(RecordKind::RecordedHosts, &[1, 2, 3], &[7, 8, 9]).unwrap();
+        log.append_with_hosts(RecordKind::KeptHosts, &[4, 5], &[10, 11]).unwrap();
+        log.append_with_hosts(RecordKind::ForgetHost, &[], &[8]).unwrap();
+        let end = log.append(RecordKind::Recorded, &[6]).unwrap();
+        log.commit(end).unwrap();
+        drop(log);
+        let (_, rec) = FingerprintLog::open(&storage(), &path, Fsync::Always).unwrap();
+        let got: Vec<_> =
+            rec.records.iter().map(|r| (r.kind, r.fingerprints.clone(), r.hosts.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (RecordKind::RecordedHosts, vec![1, 2, 3], vec![7, 8, 9]),
+                (RecordKind::KeptHosts, vec![4, 5], vec![10, 11]),
+                (RecordKind::ForgetHost, vec![], vec![8]),
+                (RecordKind::Recorded, vec![6], vec![]),
+            ]
+        );
+        // A payload whose length fits no count of (fingerprint, host) pairs is damage.
+        let mut bad = Vec::new();
+        encode_record(&mut bad, RecordKind::Recorded, &[1], &[]);
+        bad[4] = RecordKind::RecordedHosts as u8;
+        let check = checksum(&bad[..bad.len() - 8]);
+        let n = bad.len();
+        bad[n - 8..].copy_from_slice(&check.to_le_bytes());
+        assert!(parse_record(&bad).is_none());
+    }
+
+    #[test]
     fn a_torn_tail_is_cut_and_reported_at_every_cut_point() {
         let dir = tmp();
         let path = dir.path().join("log");
