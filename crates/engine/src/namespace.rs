@@ -597,7 +597,7 @@ impl Namespace {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
                 }
-                set.seen_many(fps, out)?;
+                set.seen_many_hosts(fps, hosts, out)?;
                 // Under `always` one sync per batch (the store writes buffered).
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always
@@ -791,8 +791,11 @@ impl Namespace {
 
     /// Forgets every URL of `host` (its canonical host, any scheme and port): afterwards each
     /// of them answers "new", and every other URL recorded still answers "seen". Returns how
-    /// many URLs were forgotten. Works in Bloom and exact mode; see `docs/forget.md` for the
-    /// design, the guarantees and the costs.
+    /// many URLs were forgotten. Works in every mode; see `docs/forget.md` for the design, the
+    /// guarantees and the costs.
+    ///
+    /// A counting namespace's store keeps each URL's host too: the forget scans it and forgets
+    /// the matching fingerprints one by one (seed 004's forget), under the set's lock.
     ///
     /// Each leaf that holds a URL of the host has its records rewritten without them and its
     /// filter rebuilt from the rest, under the tree's exclusive lock (the namespace waits
@@ -809,9 +812,9 @@ impl Namespace {
     /// recorded, one of them collides with probability about `H / 2³²`.
     ///
     /// # Errors
-    /// [`Error::InvalidHost`]; [`Error::ForgetHostUnknown`]; [`Error::ForgetByUnsupported`]
-    /// in a counting namespace; [`Error::Io`], [`Error::Corrupt`] (then the namespace refuses
-    /// writes until reopened, and reopening replays the forget).
+    /// [`Error::InvalidHost`]; [`Error::ForgetHostUnknown`]; [`Error::Io`], [`Error::Corrupt`]
+    /// (then the namespace refuses writes until reopened, and reopening replays the forget);
+    /// in a counting namespace, [`Error::Store`].
     pub fn forget_host(&self, host: &str) -> Result<u64> {
         let h = self.host_hash(host)?;
         self.forget_host_hash(h)
@@ -822,13 +825,27 @@ impl Namespace {
     /// # Errors
     /// As [`Self::forget_host`].
     pub fn forget_host_hash(&self, h: u32) -> Result<u64> {
-        let Set::Tree { tree, exact } = &self.set else {
-            return Err(Error::ForgetByUnsupported {
-                name: self.name.clone(),
-                what: "by host",
-                reason: "a counting namespace's store keeps no hosts; forget its URLs one by \
-                         one (URL.FORGET ns url …)",
-            });
+        let (tree, exact) = match &self.set {
+            Set::Tree { tree, exact } => (tree, exact),
+            Set::Counting(set) => {
+                if let Some(d) = &self.durable {
+                    d.log.check()?;
+                }
+                // The store is the source of truth, and each fingerprint leaves it before its
+                // counters go: a crash part-way leaves part of the host forgotten, and the
+                // forget not acknowledged (run it again).
+                let outcome = set.forget_host(h)?;
+                if let Some(d) = &self.durable {
+                    set.sync().map_err(|e| {
+                        d.log.poison_for(format!("namespace {:?}: {e}", self.name));
+                        e
+                    })?;
+                }
+                return outcome.map_err(|records| Error::ForgetHostUnknown {
+                    name: self.name.clone(),
+                    records,
+                });
+            }
         };
         if let Some(d) = &self.durable {
             d.log.check()?;

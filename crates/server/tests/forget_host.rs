@@ -146,6 +146,26 @@ async fn the_forms_edges() {
     // Three arguments: URLs, as before (a Bloom namespace cannot forget single URLs).
     let e = error(&mut c, &["URL.FORGET", "ns", "HOST", "a.example", "b"]).await;
     assert!(e.contains("cannot forget URLs"), "{e}");
+    // A counting namespace forgets a host too.
+    c.expect(&["URL.RESERVE", "cnt", "EXACT", "COUNTING"], b"+OK\r\n").await;
+    c.expect(
+        &["URL.SEEN", "cnt", "https://a.example/x", "http://a.example:81/z"],
+        b"*2\r\n:0\r\n:0\r\n",
+    )
+    .await;
+    c.expect(&["URL.SEEN", "cnt", "https://b.example/y"], b"*1\r\n:0\r\n").await;
+    c.expect(&["URL.FORGET", "cnt", "HOST", "A.example"], b":2\r\n").await;
+    c.expect(
+        &[
+            "URL.CHECK",
+            "cnt",
+            "https://a.example/x",
+            "http://a.example:81/z",
+            "https://b.example/y",
+        ],
+        b"*3\r\n:0\r\n:0\r\n:1\r\n",
+    )
+    .await;
     // A raw item (BF.ADD) has no host: a forget by host refuses, and forgets nothing.
     c.expect(&["BF.ADD", "bf", "https://b.example/y"], b":1\r\n").await;
     let e = error(&mut c, &["URL.FORGET", "bf", "HOST", "b.example"]).await;

@@ -485,15 +485,30 @@ impl CountingSet {
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn seen_many(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        self.seen_many_hosts(fps, &[], out)
+    }
+
+    /// [`seen_many`](Self::seen_many), each new fingerprint's record keeping `hosts[i]`, the
+    /// hash of its URL's host (empty: unknown), for [`forget_host`](Self::forget_host).
+    ///
+    /// # Errors
+    /// As [`seen_many`](Self::seen_many).
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn seen_many_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_many: out must have one slot per fingerprint");
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
         let mut gens = self.generations.lock();
         let mut pending = Vec::new();
+        let mut pending_hosts = Vec::new();
         let mut pending_set: HashSet<u64, FpBuildHasher> = HashSet::default();
         let mut i = 0;
         while i < fps.len() {
             let g = gens.len() - 1;
             let room = self.room(&gens);
             pending.clear();
+            pending_hosts.clear();
             pending_set.clear();
             while i < fps.len() && (pending.len() as u64) < room {
                 let fp = fps[i];
@@ -510,12 +525,15 @@ impl CountingSet {
                 };
                 if !seen {
                     pending.push(fp);
+                    if let Some(&host) = hosts.get(i) {
+                        pending_hosts.push(host);
+                    }
                     pending_set.insert(fp);
                 }
                 out[i] = seen;
                 i += 1;
             }
-            self.exact.record_new_many_in(&pending, g as u32)?;
+            self.exact.record_new_many_hosts_in(&pending, &pending_hosts, g as u32)?;
             for &fp in &pending {
                 gens[g].add(fp);
             }
@@ -587,6 +605,35 @@ impl CountingSet {
             };
         }
         Ok(())
+    }
+
+    /// Forgets every fingerprint whose record keeps host hash `host` (see
+    /// [`seen_many_hosts`](Self::seen_many_hosts)): one scan of the store finds them, then
+    /// each is forgotten as [`forget`](Self::forget) does, under the set's lock (writers wait).
+    /// Returns how many were forgotten, or, if some records keep no host (they may be URLs of
+    /// `host`), `Err` with how many, and nothing is forgotten.
+    ///
+    /// # Errors
+    /// The store's (the outer `Result`); the ones before a failure are forgotten.
+    pub fn forget_host(&self, host: u32) -> Result<std::result::Result<u64, u64>> {
+        let mut gens = self.generations.lock();
+        let (mut matched, mut unknown) = (Vec::new(), 0u64);
+        self.exact.store().scan(&mut |fp, record| match record.host {
+            0 => unknown += 1,
+            h if h == host => matched.push(fp),
+            _ => {}
+        })?;
+        if unknown > 0 {
+            return Ok(Err(unknown));
+        }
+        let mut n = 0;
+        for fp in matched {
+            if let Some(record) = self.exact.forget_record(fp)? {
+                self.unlearn(&mut gens, fp, record.generation)?;
+                n += 1;
+            }
+        }
+        Ok(Ok(n))
     }
 
     /// Decrements the counters of `fp` (already removed from the store) in `generation`.

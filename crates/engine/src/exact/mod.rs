@@ -336,10 +336,24 @@ impl ExactIndex {
     /// # Errors
     /// As [`record_new_many`](Self::record_new_many).
     pub fn record_new_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
+        self.record_new_many_hosts_in(fps, &[], generation)
+    }
+
+    /// [`record_new_many_in`](Self::record_new_many_in), each record keeping `hosts[i]`, the
+    /// hash of its URL's host (empty: unknown).
+    ///
+    /// # Errors
+    /// As [`record_new_many`](Self::record_new_many).
+    pub fn record_new_many_hosts_in(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        generation: u32,
+    ) -> Result<()> {
         if fps.is_empty() {
             return Ok(());
         }
-        self.store.insert_many_in(fps, generation)?;
+        self.store.insert_many_hosts_in(fps, hosts, generation)?;
         bump(&self.counters.store_writes, 1);
         bump(&self.counters.recorded, fps.len() as u64);
         for &fp in fps {

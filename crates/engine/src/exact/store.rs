@@ -14,7 +14,9 @@
 //! In the keyspace `fingerprints`, a key is a fingerprint as 8 bytes **big-endian** (so the
 //! LSM's key order is numeric order), and a value is the [`Record`]: the reference count as a
 //! `u32` little-endian, followed by the generation as a `u32` little-endian only when the
-//! generation is not 0 (so plain exact mode pays 4 bytes a fingerprint). One more key, 13 bytes
+//! generation or the host is not 0 (so plain exact mode pays 4 bytes a fingerprint), followed
+//! by the hash of the URL's host as a `u32` little-endian only when it is known (not 0; see
+//! `crate::host`): 12 bytes a URL in a counting namespace that can forget by host. One more key, 13 bytes
 //! long so that it cannot be a fingerprint, holds the number of fingerprints; every write batch
 //! updates it atomically with its data, so [`FpStore::len`] is exact and free after a crash.
 //!
@@ -216,22 +218,31 @@ pub struct Record {
     /// Which filter generation of a [`CountingSet`](super::CountingSet) the fingerprint was
     /// added to, so that forgetting it decrements the right counters. 0 elsewhere.
     pub generation: u32,
+    /// The hash of the URL's host (see `crate::host`), so that a counting namespace can
+    /// forget a host; 0 if unknown.
+    pub host: u32,
 }
 
 impl Record {
     /// A first sighting in `generation`: refcount 1.
     #[must_use]
     pub const fn new(generation: u32) -> Record {
-        Record { refcount: 1, generation }
+        Record { refcount: 1, generation, host: 0 }
     }
 
-    /// The value bytes (see the [module docs](self#on-disk)); the length is 4 or 8.
+    /// The value bytes (see the [module docs](self#on-disk)); the length is 4, 8 or 12.
     #[must_use]
-    pub fn encode(self) -> ([u8; 8], usize) {
-        let mut out = [0u8; 8];
+    pub fn encode(self) -> ([u8; 12], usize) {
+        let mut out = [0u8; 12];
         out[..4].copy_from_slice(&self.refcount.to_le_bytes());
-        out[4..].copy_from_slice(&self.generation.to_le_bytes());
-        (out, if self.generation == 0 { 4 } else { 8 })
+        out[4..8].copy_from_slice(&self.generation.to_le_bytes());
+        out[8..].copy_from_slice(&self.host.to_le_bytes());
+        let len = match (self.generation, self.host) {
+            (_, h) if h != 0 => 12,
+            (0, _) => 4,
+            _ => 8,
+        };
+        (out, len)
     }
 
     /// Decodes a value written by [`encode`](Self::encode); `None` if it is malformed.
@@ -241,11 +252,16 @@ impl Record {
             Some(u32::from_le_bytes(bytes.get(i..i + 4)?.try_into().ok()?))
         };
         match bytes.len() {
-            4 => Some(Record { refcount: word(0)?, generation: 0 }),
+            4 => Some(Record { refcount: word(0)?, generation: 0, host: 0 }),
             8 => {
                 let generation = word(4)?;
                 // Generation 0 is always written in the short form: a long one is not ours.
-                (generation != 0).then_some(Record { refcount: word(0)?, generation })
+                (generation != 0).then_some(Record { refcount: word(0)?, generation, host: 0 })
+            }
+            12 => {
+                let host = word(8)?;
+                // Host 0 (unknown) is never written.
+                (host != 0).then_some(Record { refcount: word(0)?, generation: word(4)?, host })
             }
             _ => None,
         }
@@ -272,7 +288,16 @@ pub trait FpStore: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// I/O, [`StoreError::Poisoned`]; on error nothing of the batch may be assumed stored.
-    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()>;
+    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
+        self.insert_many_hosts_in(fps, &[], generation)
+    }
+
+    /// [`insert_many_in`](Self::insert_many_in), each record keeping `hosts[i]` (empty: all
+    /// unknown).
+    ///
+    /// # Errors
+    /// As [`insert_many_in`](Self::insert_many_in).
+    fn insert_many_hosts_in(&self, fps: &[u64], hosts: &[u32], generation: u32) -> Result<()>;
 
     /// Overwrites the record of a fingerprint that is stored (for example its refcount).
     ///
@@ -531,14 +556,15 @@ impl FpStore for FingerprintStore {
         }
     }
 
-    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
+    fn insert_many_hosts_in(&self, fps: &[u64], hosts: &[u32], generation: u32) -> Result<()> {
         if fps.is_empty() {
             return Ok(());
         }
-        let (value, len) = Record::new(generation).encode();
         let mut count = self.count.lock();
         let mut batch = self.db.batch();
-        for &fp in fps {
+        for (i, &fp) in fps.iter().enumerate() {
+            let host = hosts.get(i).copied().unwrap_or(0);
+            let (value, len) = Record { host, ..Record::new(generation) }.encode();
             batch.insert(&self.keyspace, fp.to_be_bytes().as_slice(), &value[..len]);
         }
         let new_count = *count + fps.len() as u64;
@@ -739,11 +765,12 @@ impl FpStore for MemStore {
         Ok(self.map.read().get(&fp).copied())
     }
 
-    fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
+    fn insert_many_hosts_in(&self, fps: &[u64], hosts: &[u32], generation: u32) -> Result<()> {
         let mut map = self.map.write();
         map.reserve(fps.len());
-        for &fp in fps {
-            map.insert(fp, Record::new(generation));
+        for (i, &fp) in fps.iter().enumerate() {
+            let host = hosts.get(i).copied().unwrap_or(0);
+            map.insert(fp, Record { host, ..Record::new(generation) });
         }
         Ok(())
     }
@@ -801,12 +828,24 @@ mod tests {
 
     #[test]
     fn record_round_trip() {
-        for r in [Record::new(0), Record::new(7), Record { refcount: u32::MAX, generation: 1 }] {
+        for r in [
+            Record::new(0),
+            Record::new(7),
+            Record { refcount: u32::MAX, generation: 1, host: 0 },
+            Record { refcount: 2, generation: 0, host: 9 },
+            Record { refcount: 3, generation: 4, host: u32::MAX },
+        ] {
             let (bytes, len) = r.encode();
-            assert_eq!(len, if r.generation == 0 { 4 } else { 8 });
+            let want = match (r.generation, r.host) {
+                (_, h) if h != 0 => 12,
+                (0, _) => 4,
+                _ => 8,
+            };
+            assert_eq!(len, want);
             assert_eq!(Record::decode(&bytes[..len]), Some(r));
         }
         assert_eq!(Record::decode(&[1, 0, 0]), None);
+        assert_eq!(Record::decode(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), None, "host 0 written");
         assert_eq!(Record::decode(&[1, 0, 0, 0, 0, 0, 0, 0]), None, "long form of generation 0");
         assert_eq!(Record::new(0).encode().0[..4], 1u32.to_le_bytes());
     }

@@ -2,8 +2,8 @@
 //! `1` it was recorded and is forgotten, `0` it was not recorded, `-1` invalid (not looked up).
 //!
 //! `URL.FORGET ns HOST h`: forgets every URL of host `h` (its canonical host, any scheme and
-//! port), in any namespace that records URLs (Bloom, exact); the reply is how many URLs were
-//! forgotten. `URL.FORGET ns PREFIX p` is refused for now (see `docs/forget.md`).
+//! port), in any namespace that records URLs (Bloom, exact, counting); the reply is how many
+//! URLs were forgotten. `URL.FORGET ns PREFIX p` is refused for now (see `docs/forget.md`).
 //!
 //! ```text
 //! > URL.FORGET jobs https://a.example/x
