@@ -15,9 +15,10 @@
 //! record : fingerprint u64 | minute u32 | host u32
 //! ```
 //! `minute` is the minute (since the Unix epoch) the URL was recorded, and `host` a hash of its
-//! host (0: not known yet): the room per record that recrawl windows and forgetting by host
-//! need. The top bit of `minute` marks a *kept* record (see [`LeafRecord::kept`]): minutes since
-//! the epoch need 25 bits until the year 2033 and 31 until the year 6053, and a reader from
+//! canonical host (see [`crate::host`]; 0: unknown, for raw items, fingerprints and records
+//! made before hosts were kept): the room per record that recrawl windows and forgetting by
+//! host need. A forget by host rewrites a leaf's file whole (`LeafLog::rewrite`). The top bit
+//! of `minute` marks a *kept* record (see [`LeafRecord::kept`]): minutes since the epoch need 25 bits until the year 2033 and 31 until the year 6053, and a reader from
 //! before kept records counts one as a recorded URL, which loses nothing. A leaf file is not a log of its own: the namespace's log is, and a snapshot records
 //! how many bytes of each leaf file it covers. Recovery cuts a leaf file back to that length
 //! and replays the log after the snapshot, which appends the rest again.
