@@ -18,9 +18,11 @@
 //! canonical host (see [`crate::host`]; 0: unknown, for raw items, fingerprints and records
 //! made before hosts were kept): the room per record that recrawl windows and forgetting by
 //! host need. A forget by host rewrites a leaf's file whole (`LeafLog::rewrite`). The top bit
-//! of `minute` marks a *kept* record (see [`LeafRecord::kept`]): minutes since the epoch need 25 bits until the year 2033 and 31 until the year 6053, and a reader from
-//! before kept records counts one as a recorded URL, which loses nothing. A leaf file is not a log of its own: the namespace's log is, and a snapshot records
-//! how many bytes of each leaf file it covers. Recovery cuts a leaf file back to that length
+//! of `minute` marks a *kept* record (see [`LeafRecord::kept`]): minutes since the epoch need
+//! 25 bits until the year 2033 and 31 until the year 6053, and a reader from before kept
+//! records counts one as a recorded URL, which loses nothing. A leaf file is not a log of its
+//! own: the namespace's log is, and a snapshot records how many bytes of each leaf file it
+//! covers. Recovery cuts a leaf file back to that length
 //! and replays the log after the snapshot, which appends the rest again.
 //!
 //! # Errors
@@ -887,6 +889,51 @@ mod tests {
             && r.host == 5
             && r.kept == (i % 7 == 0)));
         store.check().unwrap();
+    }
+
+    fn read_all(log: &LeafLog, store: &LeafStore) -> Vec<LeafRecord> {
+        let (mut all, mut chunk, mut pos) = (Vec::new(), Vec::new(), ReadPos::default());
+        while !log.is_end(pos) {
+            pos = log.read(store, pos, 1000, &mut chunk).unwrap();
+            all.extend_from_slice(&chunk);
+        }
+        all
+    }
+
+    #[test]
+    fn a_rewrite_drops_what_matches_and_keeps_the_rest_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for store in [files(dir.path()), LeafStore::Memory] {
+            let mut log = LeafLog::new(&store, 4, 0);
+            let n = BUFFER_RECORDS as u64 * 2 + 100;
+            for i in 0..n {
+                let r = LeafRecord { fp: i, minute: 7, host: (i % 3) as u32 + 1, kept: i % 5 == 0 };
+                log.push(&store, r);
+            }
+            let before = read_all(&log, &store);
+            let mut stayed = Vec::new();
+            let dropped = log.rewrite(&store, &|r| r.host == 2, &mut |r| stayed.push(*r)).unwrap();
+            let want: Vec<LeafRecord> = before.iter().filter(|r| r.host != 2).copied().collect();
+            assert_eq!(dropped.len() as u64, n / 3 + u64::from(n % 3 > 1));
+            assert!(dropped.iter().all(|r| r.host == 2));
+            assert_eq!(stayed, want, "handed on in order");
+            assert_eq!(read_all(&log, &store), want, "read back");
+            assert_eq!(store.disk_bytes(), log.file_len());
+            // Nothing matches: nothing changes, nothing is handed on.
+            let len = log.file_len();
+            let none = log.rewrite(&store, &|r| r.host == 2, &mut |_| panic!("called")).unwrap();
+            assert!(none.is_empty() && log.file_len() == len);
+            // Everything goes: no file is left, and the leaf takes records again.
+            let all = log.rewrite(&store, &|_| true, &mut |_| {}).unwrap();
+            assert_eq!(all.len(), want.len());
+            assert_eq!(log.len(), 0);
+            assert_eq!(store.disk_bytes(), 0);
+            for i in 0..(BUFFER_RECORDS as u64 + 1) {
+                log.push(&store, LeafRecord::new(i, 1).with_host(9));
+            }
+            assert_eq!(read_all(&log, &store).len(), BUFFER_RECORDS + 1);
+            store.check().unwrap();
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use urlseen_engine::{Db, Error, Namespace, NamespaceOptions};
+use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace, NamespaceOptions};
 
 const HOSTS: usize = 1_000;
 
@@ -270,4 +270,81 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A forget while two writers record URLs of other hosts (and leaves split under them): none
+/// of theirs is lost, before or after a restart; the host's are new.
+#[test]
+fn a_forget_while_others_write_loses_none_of_theirs() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = corpus(40_000);
+    let host = 3;
+    // What stays recorded: every URL of another host, from before the forget or during it.
+    let recorded: Vec<String> =
+        urls.iter().enumerate().filter(|(i, _)| !of_host(*i, host)).map(|p| p.1.clone()).collect();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        let ns = db.create_namespace("c", options(true, 20_000)).unwrap();
+        record(&ns, &urls[..20_000]);
+        let later: Vec<&String> = urls
+            .iter()
+            .enumerate()
+            .skip(20_000)
+            .filter(|p| !of_host(p.0, host))
+            .map(|p| p.1)
+            .collect();
+        std::thread::scope(|s| {
+            for part in later.chunks(later.len() / 2 + 1) {
+                let ns = &ns;
+                s.spawn(move || {
+                    for c in part.chunks(128) {
+                        ns.seen_batch(c).unwrap();
+                    }
+                });
+            }
+            assert_eq!(ns.forget_host("site3.example").unwrap(), 20);
+        });
+        check(&ns, &urls, host, "after a forget among writers");
+        assert!(ns.contains_batch(&recorded).unwrap().iter().all(|&s| s));
+        drop(ns);
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("c").unwrap();
+    check(&ns, &urls, host, "after a forget among writers, and a restart");
+}
+
+/// A forget whose log record cannot be synced fails, and the namespace refuses writes from
+/// then on; reopened, the forget happened whole or not at all, and every other URL is seen.
+#[test]
+fn a_failed_forget_refuses_writes_and_reopens_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = urlseen_engine::storage::FaultyStorage::new();
+    let urls = corpus(20_000);
+    {
+        let options = DbOptions {
+            fsync: Fsync::Always,
+            storage: std::sync::Arc::new(storage.clone()),
+            ..DbOptions::default()
+        };
+        let db = Db::open_with(dir.path(), options).unwrap();
+        let ns = db.create_namespace("f", options_for(true)).unwrap();
+        record(&ns, &urls);
+        storage.fail_syncs(true);
+        assert!(ns.forget_host("site5.example").is_err());
+        storage.fail_syncs(false);
+        let err = ns.seen("https://new.example/").unwrap_err();
+        assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+        drop(ns);
+        drop(db);
+    }
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("f").unwrap();
+    let (new, total, others_new) = answers(&ns, &urls, 5);
+    assert_eq!(others_new, 0, "other URLs lost");
+    assert!(new == 0 || new == total, "the forget is whole or not at all: {new} of {total}");
+}
+
+fn options_for(exact: bool) -> NamespaceOptions {
+    options(exact, 20_000)
 }
