@@ -477,14 +477,20 @@ impl Namespace {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
                 }
-                set.seen_many(fps, out)?;
+                // The answers are handed on before the store is written: a crash between the
+                // two hands them on again (at-least-once), and nothing is recorded unprinted.
+                let handed = match then {
+                    Some(then) => set.seen_many_then(fps, out, then)?,
+                    None => set.seen_many_then(fps, out, |_| Ok(()))?,
+                };
+                handed.map_err(handed_on)?;
                 // Under `always` one sync per batch (the store writes buffered).
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always
                 {
                     set.sync()?;
                 }
-                return then.map_or(Ok(()), |then| then(out)).map_err(handed_on);
+                return Ok(());
             }
             Set::Tree { tree, .. } => tree,
         };

@@ -485,43 +485,65 @@ impl CountingSet {
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn seen_many(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+        self.seen_many_then(fps, out, |_| Ok::<(), std::convert::Infallible>(()))?
+            .map_err(|e| match e {})
+    }
+
+    /// [`seen_many`](Self::seen_many) that hands the answers to `then` before anything of the
+    /// batch is written (the set is locked meanwhile): `urlseen filter` prints the new URLs
+    /// there, so a crash between the print and the write reprints them, and none is ever
+    /// recorded unprinted. If `then` fails, nothing of the batch is recorded: `Ok(Err(_))`.
+    ///
+    /// # Errors
+    /// As [`seen_many`](Self::seen_many).
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`.
+    pub fn seen_many_then<E>(
+        &self,
+        fps: &[u64],
+        out: &mut [bool],
+        then: impl FnOnce(&[bool]) -> std::result::Result<(), E>,
+    ) -> Result<std::result::Result<(), E>> {
         assert_eq!(fps.len(), out.len(), "seen_many: out must have one slot per fingerprint");
         let mut gens = self.generations.lock();
-        let mut pending = Vec::new();
-        let mut pending_set: HashSet<u64, FpBuildHasher> = HashSet::default();
-        let mut i = 0;
-        while i < fps.len() {
-            let g = gens.len() - 1;
-            let room = self.room(&gens);
-            pending.clear();
-            pending_set.clear();
-            while i < fps.len() && (pending.len() as u64) < room {
-                let fp = fps[i];
-                let seen = if pending_set.contains(&fp) {
-                    true
-                } else if gens.iter().any(|f| f.contains(fp)) {
-                    bump(&self.counters.filter_positives, 1);
-                    let found = self.exact.confirm(fp)?;
-                    bump(&self.counters.false_positives, u64::from(!found));
-                    found
-                } else {
-                    bump(&self.counters.definitely_new, 1);
-                    false
-                };
-                if !seen {
-                    pending.push(fp);
-                    pending_set.insert(fp);
-                }
-                out[i] = seen;
-                i += 1;
+        // Decide the whole batch first: what is recorded, or new earlier in the batch, is seen.
+        let mut new = Vec::new();
+        let mut new_set: HashSet<u64, FpBuildHasher> = HashSet::default();
+        for (&fp, slot) in fps.iter().zip(out.iter_mut()) {
+            *slot = if new_set.contains(&fp) {
+                true
+            } else if gens.iter().any(|f| f.contains(fp)) {
+                bump(&self.counters.filter_positives, 1);
+                let found = self.exact.confirm(fp)?;
+                bump(&self.counters.false_positives, u64::from(!found));
+                found
+            } else {
+                bump(&self.counters.definitely_new, 1);
+                false
+            };
+            if !*slot {
+                new.push(fp);
+                new_set.insert(fp);
             }
-            self.exact.record_new_many_in(&pending, g as u32)?;
-            for &fp in &pending {
+        }
+        if let Err(e) = then(out) {
+            return Ok(Err(e));
+        }
+        // Then record the new ones, filling the active generation and opening the next.
+        let mut rest = new.as_slice();
+        while !rest.is_empty() {
+            let g = gens.len() - 1;
+            let room = usize::try_from(self.room(&gens)).unwrap_or(usize::MAX);
+            let (chunk, tail) = rest.split_at(room.min(rest.len()));
+            self.exact.record_new_many_in(chunk, g as u32)?;
+            for &fp in chunk {
                 gens[g].add(fp);
             }
             self.grow_if_full(&mut gens);
+            rest = tail;
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Whether `fp` is recorded, changing nothing.
