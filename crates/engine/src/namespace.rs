@@ -323,9 +323,6 @@ impl Namespace {
     /// "new" in flight (every other check answers it "seen") until the [`Reservation`] is
     /// committed (recorded) or dropped (new again).
     ///
-    /// A counting namespace cannot hold fingerprints in flight: its batch is recorded at once
-    /// and the reservation has nothing left to commit.
-    ///
     /// # Errors
     /// As [`Self::seen_fingerprints`] (nothing is held then).
     ///
@@ -337,14 +334,12 @@ impl Namespace {
         out: &mut [bool],
     ) -> Result<Reservation> {
         assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
-        let Set::Tree { tree, .. } = &self.set else {
-            self.seen_fingerprints(fps, out)?;
-            return Ok(Reservation::done(Arc::clone(self)));
-        };
         if let Some(d) = &self.durable {
             d.log.check()?;
         }
-        tree.check()?;
+        if let Set::Tree { tree, .. } = &self.set {
+            tree.check()?;
+        }
         let taken = self.in_flight.reserve(fps, out, |fps, out| {
             self.contains_in_tree(fps, out)?;
             self.keep_positives(fps, out)
@@ -754,12 +749,12 @@ impl Namespace {
 
     /// Distinct URLs recorded.
     pub fn len(&self) -> u64 {
-        match &self.set {
+        (match &self.set {
             // Those answered "new" and not committed yet count: a `BF.CARD` pipelined after a
             // `BF.ADD` sees it.
-            Set::Tree { tree, .. } => tree.len() + self.in_flight.len() as u64,
+            Set::Tree { tree, .. } => tree.len(),
             Set::Counting(set) => set.len(),
-        }
+        }) + self.in_flight.len() as u64
     }
 
     /// Whether nothing was recorded yet.

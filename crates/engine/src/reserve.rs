@@ -108,11 +108,6 @@ impl Reservation {
         Reservation { ns, taken, any_seen, done: false }
     }
 
-    /// A batch that was recorded at once (a namespace that cannot reserve): nothing to commit.
-    pub(crate) fn done(ns: Arc<Namespace>) -> Self {
-        Reservation { ns, taken: Vec::new(), any_seen: false, done: true }
-    }
-
     /// How many fingerprints this reservation answered "new" (and holds in flight).
     pub fn new_answers(&self) -> usize {
         self.taken.len()
