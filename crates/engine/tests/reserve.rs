@@ -150,10 +150,16 @@ fn concurrent_reservations_never_answer_new_twice_and_lose_nothing_committed() {
         for &i in times.keys() {
             assert!(ns.contains(&url(i)).unwrap(), "{kind}: url {i} lost");
         }
-        // Bloom-only: a URL answered new whose commit then met a (false) positive is kept,
-        // not counted; exact mode counts each.
+        // Bloom-only, the count is near, not equal: a URL answered new whose commit then met
+        // a (false) positive is kept, not counted; one answered "seen" on a false positive
+        // that a split dropped before it was kept is recorded as new, counted but never
+        // answered new (`Namespace::keep_positives`). Exact mode counts each.
         let committed = times.len() as u64;
-        assert!(ns.len() <= committed && ns.len() + committed / 100 >= committed, "{}", ns.len());
+        assert!(
+            ns.len().abs_diff(committed) <= committed / 100,
+            "{kind}: {} counted, {committed} committed new",
+            ns.len()
+        );
         if exact {
             assert_eq!(ns.len(), committed, "{kind}");
         }
