@@ -667,7 +667,8 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidIterator`], [`Error::InvalidOption`] for a `max_bytes` outside
     /// [`crate::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dump::MAX_CHUNK_BYTES`],
-    /// [`Error::DumpUnsupported`] for a counting namespace, a leaf file that cannot be read.
+    /// [`Error::DumpUnsupported`] for a counting namespace, a leaf file that cannot be read;
+    /// at `iter` 0, [`Error::Poisoned`] if a split in progress cannot be finished.
     pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
         use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
         let Set::Tree { tree, .. } = &self.set else {
