@@ -260,9 +260,19 @@ impl Serve {
 
     /// With its HTTP API on `http` (`host:port`, or `off`).
     fn start_on(redis_port: u16, http: &str, extra: &[&str]) -> Serve {
+        // A free port can be taken by another process before the server binds it: start
+        // again on a new one until this child is the one that answers.
+        loop {
+            if let Some(serve) = Serve::try_start_on(redis_port, http, extra) {
+                return serve;
+            }
+        }
+    }
+
+    fn try_start_on(redis_port: u16, http: &str, extra: &[&str]) -> Option<Serve> {
         let spill = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
             .args(["serve", "--http", http, "--resp", &format!("127.0.0.1:{port}")])
             .args(["--redis", &format!("redis://127.0.0.1:{redis_port}/")])
             // Its local keys spill here: a killed server cannot remove its spill directory.
@@ -275,11 +285,29 @@ impl Serve {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if child.try_wait().unwrap().is_some() {
+                return None; // it could not bind its port
+            }
             assert!(Instant::now() < deadline, "urlseen serve --redis did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Serve { child, port, _spill: spill }
+        let serve = Serve { child, port, _spill: spill };
+        let pid = format!("process_id:{}\r\n", serve.child.id());
+        server_info(port).contains(&pid).then_some(serve)
     }
+}
+
+/// The text of `INFO server` from the server on `port`.
+fn server_info(port: u16) -> String {
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (&stream).write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").unwrap();
+    let mut reader = BufReader::new(&stream);
+    let mut header = String::new();
+    reader.read_line(&mut header).unwrap();
+    let len: usize = header.trim_start_matches('$').trim_end().parse().unwrap_or(0);
+    let mut body = vec![0u8; len];
+    std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 impl Drop for Serve {
