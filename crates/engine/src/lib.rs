@@ -76,6 +76,7 @@ pub mod log;
 mod namespace;
 mod options;
 mod persist;
+pub mod recrawl;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod reserve;
@@ -92,8 +93,10 @@ pub use namespace::{
     CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats,
 };
 pub use options::{
-    DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
+    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions,
+    SplitMode, SplitPolicy,
 };
 pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir};
+pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};
 pub use reserve::Reservation;
 pub use urlseen_canon::{Options as CanonOptions, Profile};
