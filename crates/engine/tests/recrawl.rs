@@ -317,3 +317,57 @@ fn bad_windows_are_typed_errors() {
     }
     assert!(db.namespace("bad").is_none());
 }
+
+/// docs/recrawl.md's worked example at 1/1000 scale: a 30-day window, 8 generations, 1,000,000
+/// URLs a month (not 10⁹) in a data directory, run for three months of fake time. Prints RAM,
+/// disk and measured FPR at each slot. `cargo test --release -p urlseen-engine --test recrawl
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement for docs/recrawl.md (about a minute)"]
+fn worked_example_at_one_thousandth() {
+    let dir = tempfile::tempdir().unwrap();
+    let month: u64 = 30 * 86_400_000;
+    let span = month / 8;
+    let clock = FakeClock::at(T0 - T0 % span);
+    let db = Db::open_with(
+        dir.path(),
+        DbOptions { clock: clock.clone(), fsync: Fsync::No, ..DbOptions::default() },
+    )
+    .unwrap();
+    let options = NamespaceOptions {
+        capacity: 1_000_000,
+        fpr: 0.01,
+        recrawl_after: Some(Duration::from_millis(month)),
+        ..NamespaceOptions::default()
+    };
+    let ns = db.create_namespace("month", options).unwrap();
+    let per_slot = 125_000usize;
+    let probes = fingerprints(u64::MAX / 7, 200_000);
+    for slot in 0..24u64 {
+        let fps = fingerprints(slot + 1_000, per_slot);
+        for (i, chunk) in fps.chunks(per_slot / 100).enumerate() {
+            clock.set(T0 - T0 % span + slot * span + i as u64 * span / 100);
+            let mut out = vec![false; chunk.len()];
+            ns.seen_fingerprints(chunk, &mut out).unwrap();
+        }
+        db.wait_for_splits();
+        ns.checkpoint().unwrap();
+        let mut out = vec![false; probes.len()];
+        ns.contains_fingerprints(&probes, &mut out).unwrap();
+        let fpr = out.iter().filter(|&&s| s).count() as f64 / probes.len() as f64;
+        let s = ns.stats();
+        println!(
+            "day {:5.2}: {} URLs in {} generations, RAM {} B ({:.2} B/URL), disk {} B ({:.2} \
+             B/URL), measured FPR {fpr:.5}, estimated {:.5}",
+            (slot + 1) as f64 * 3.75,
+            s.count,
+            s.recrawl.as_ref().unwrap().live.len(),
+            s.memory_bytes,
+            s.memory_bytes as f64 / s.count as f64,
+            s.disk_bytes,
+            s.disk_bytes as f64 / s.count as f64,
+            s.worst_leaf_fpr
+        );
+    }
+    db.close().unwrap();
+}
