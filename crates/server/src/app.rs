@@ -389,14 +389,19 @@ impl App {
 
     fn check_size(&self, options: &NamespaceOptions) -> Result<(), CommandError> {
         options.validate().map_err(|e| engine_error(&e))?;
+        // A recrawl window holds up to `generations` trees, each sized for its share.
+        let each = options.generation_options();
+        let trees =
+            if options.recrawl_after.is_some() { u64::from(options.generations) } else { 1 };
         let p = TreeParams::new(
-            options.capacity,
-            options.fpr,
-            options.effective_leaf_bits(),
-            options.seed,
-            options.split,
+            each.capacity,
+            each.fpr,
+            each.effective_leaf_bits(),
+            each.seed,
+            each.split,
         );
-        let bytes = u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8);
+        let bytes =
+            u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees);
         if bytes > self.config.max_namespace_bytes {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
