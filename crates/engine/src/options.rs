@@ -154,6 +154,22 @@ impl NamespaceOptions {
         self.exact || self.counting
     }
 
+    /// Bytes of filters this namespace reserves when created (its initial leaves, once each has
+    /// recorded something): with a recrawl window, its `generations` trees, each sized for
+    /// its share. What `--maxmemory` and the CLI's RAM check count before a create.
+    pub fn planned_filter_bytes(&self) -> u64 {
+        let each = self.generation_options();
+        let trees = if self.recrawl_after.is_some() { u64::from(self.generations) } else { 1 };
+        let p = crate::tree::TreeParams::new(
+            each.capacity,
+            each.fpr,
+            each.effective_leaf_bits(),
+            each.seed,
+            each.split,
+        );
+        u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees)
+    }
+
     /// The leaf size this namespace uses: [`Self::leaf_bits`], or the automatic choice.
     pub fn effective_leaf_bits(&self) -> u64 {
         if self.recrawl_after.is_some() {

@@ -22,7 +22,7 @@
 //!   generations and records in the current one, and a rotation holds it exclusively.
 //! - The FPR of the union of `g` generations, each kept under `f_g` by its own splits, is at
 //!   most `1 − (1 − f_g)^g`; with `f_g = 1 − (1 − f)^(1/g)` ([`generation_fpr`]) that is `f`.
-//! - Ages are wall-clock times (the [`Clock`] of [`DbOptions`](crate::DbOptions)), kept in the
+//! - Ages are wall-clock times (the [`Clock`] of [`DbOptions`]), kept in the
 //!   generations' directory names, so they survive restarts; a generation that expired while
 //!   the `Db` was closed is deleted when it opens.
 //!

@@ -371,3 +371,31 @@ fn worked_example_at_one_thousandth() {
     }
     db.close().unwrap();
 }
+
+/// The sizing of docs/recrawl.md's worked example: 30 days, 10⁹ URLs, 8 generations of 225
+/// leaves of 1 MiB each, under `1 − (1 − 0.01)^(1/8)`.
+#[test]
+fn a_window_is_planned_as_g_generations() {
+    let options = NamespaceOptions {
+        capacity: 1_000_000_000,
+        fpr: 0.01,
+        recrawl_after: Some(Duration::from_secs(30 * 86_400)),
+        ..NamespaceOptions::default()
+    };
+    let each = options.generation_options();
+    assert_eq!(each.capacity, 125_000_000);
+    assert_eq!(each.recrawl_after, None);
+    assert!((1.0 - (1.0 - each.fpr).powi(8) - 0.01).abs() < 1e-12, "{}", each.fpr);
+    let db = Db::in_memory();
+    let s = db.create_namespace("one", each.clone()).unwrap().stats();
+    println!(
+        "a generation: {} leaves of {} bits, u = {}, k = {}, filters {} B",
+        s.initial_leaves, s.leaf_bits, s.leaf_capacity, s.leaf_hashes, s.filter_reserved_bytes
+    );
+    assert_eq!((s.initial_leaves, s.leaf_capacity, s.leaf_hashes), (225, 556_326, 9));
+    assert_eq!(each.planned_filter_bytes(), 225 << 20);
+    assert_eq!(options.planned_filter_bytes(), 8 * (225 << 20));
+    let plain = NamespaceOptions { recrawl_after: None, ..options };
+    assert_eq!(plain.generation_options(), plain);
+    println!("without a window: {} B of filters", plain.planned_filter_bytes());
+}

@@ -36,7 +36,6 @@ use bytes::Bytes;
 
 use parking_lot::Mutex;
 use urlseen_canon::Canonicalizer;
-use urlseen_engine::tree::TreeParams;
 use urlseen_engine::{
     CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, Reservation, SplitMode,
     SplitPolicy,
@@ -389,19 +388,7 @@ impl App {
 
     fn check_size(&self, options: &NamespaceOptions) -> Result<(), CommandError> {
         options.validate().map_err(|e| engine_error(&e))?;
-        // A recrawl window holds up to `generations` trees, each sized for its share.
-        let each = options.generation_options();
-        let trees =
-            if options.recrawl_after.is_some() { u64::from(options.generations) } else { 1 };
-        let p = TreeParams::new(
-            each.capacity,
-            each.fpr,
-            each.effective_leaf_bits(),
-            each.seed,
-            each.split,
-        );
-        let bytes =
-            u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees);
+        let bytes = options.planned_filter_bytes();
         if bytes > self.config.max_namespace_bytes {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
