@@ -399,3 +399,82 @@ fn a_window_is_planned_as_g_generations() {
     assert_eq!(plain.generation_options(), plain);
     println!("without a window: {} B of filters", plain.planned_filter_bytes());
 }
+
+/// A window in a data directory: checked by `check_data_dir` generation by generation; read
+/// only, it refuses writes; dropped with its generations, and made anew empty.
+#[test]
+fn check_read_only_and_drop() {
+    let start = T0 - T0 % SPAN;
+    let clock = FakeClock::at(start);
+    let dir = tempfile::tempdir().unwrap();
+    let options = DbOptions { clock: clock.clone(), ..DbOptions::default() };
+    let batch = urls("d", 500);
+    {
+        let db = Db::open_with(dir.path(), options.clone()).unwrap();
+        let ns = db.create_namespace("w", sharp(10_000)).unwrap();
+        ns.seen_batch(&batch).unwrap();
+        clock.advance(Duration::from_millis(SPAN));
+        ns.seen_batch(&urls("e", 500)).unwrap();
+        db.close().unwrap();
+    }
+    let checks = urlseen_engine::check_data_dir(dir.path()).unwrap();
+    let names: Vec<_> = checks.iter().map(|c| c.name.clone().unwrap_or_default()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names[0], "w");
+    assert!(names[1].starts_with("w (generation ") && names[2].starts_with("w (generation "));
+    assert!(checks.iter().all(|c| c.problems.is_empty()), "{checks:?}");
+    {
+        let ro = Db::open_read_only(dir.path()).unwrap();
+        let ns = ro.namespace("w").unwrap();
+        // The read-only open uses the system clock: long after the fake one, so nothing is live.
+        assert_eq!(ns.recrawl().unwrap().live.len(), 0);
+        assert!(matches!(ns.seen("https://x.example/"), Err(Error::ReadOnly { .. })));
+    }
+    let db = Db::open_with(dir.path(), options).unwrap();
+    let ns = db.namespace("w").unwrap();
+    assert_eq!(ns.recrawl().unwrap().live.len(), 2);
+    assert!(ns.contains_batch(&batch).unwrap().iter().all(|&s| s));
+    drop(ns);
+    assert!(db.drop_namespace("w").unwrap());
+    assert!(db.namespace("w").is_none());
+    assert_eq!(std::fs::read_dir(dir.path().join("ns")).unwrap().count(), 0);
+    // Recreated: nothing of the old one is seen.
+    let ns = db.create_namespace("w", sharp(10_000)).unwrap();
+    assert!(ns.contains_batch(&batch).unwrap().iter().all(|&s| !s));
+}
+
+/// Rotation keeps at most g generations; a `Db::temporary` keeps a window's leaf files in its
+/// spill directory, one directory per generation.
+#[test]
+fn rotation_keeps_g_generations_and_a_spill_window_lives_in_the_spill_directory() {
+    let clock = FakeClock::at(T0 - T0 % SPAN);
+    let db = memory_db(&clock);
+    let ns = db.create_namespace("s", sharp(10_000)).unwrap();
+    for slot in 0..(2 * G as u64) {
+        clock.set(T0 - T0 % SPAN + slot * SPAN);
+        ns.seen_batch(&urls(&format!("s{slot}"), 100)).unwrap();
+        assert!(ns.recrawl().unwrap().live.len() <= G as usize);
+    }
+    assert_eq!(ns.len(), 100 * u64::from(G));
+    let spill = tempfile::tempdir().unwrap();
+    let tmp = Db::temporary(Some(spill.path())).unwrap();
+    let window =
+        NamespaceOptions { recrawl_after: Some(Duration::from_secs(3_600)), ..sharp(1_000) };
+    let t = tmp.create_namespace("t", window).unwrap();
+    assert!(!t.seen("https://a.example/").unwrap());
+    assert!(t.seen("https://a.example/").unwrap());
+    let dirs = walk_dirs(tmp.spill_dir().unwrap());
+    assert!(dirs.iter().any(|p| p.contains("/gen/") && p.ends_with("/leaves")), "{dirs:?}");
+}
+
+fn walk_dirs(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.push(path.display().to_string());
+            out.extend(walk_dirs(&path));
+        }
+    }
+    out
+}
