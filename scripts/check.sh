@@ -58,7 +58,7 @@ if ! python3 -m venv "$venv" >/dev/null 2>&1; then
     rm -rf "$venv"
     python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest scrapy
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest scrapy scrapy-redis
 "$venv/bin/maturin" build --profile ci --manifest-path python/Cargo.toml \
     --interpreter "$venv/bin/python" --out target/python-wheels
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check target/python-wheels/urlseen-*.whl

@@ -96,6 +96,29 @@ def server(tmp_path):
 
 
 @pytest.fixture
+def redis_url(tmp_path):
+    """A Redis of its own on a free port (scripts/check.sh installs redis-server)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert proc.poll() is None, "redis-server exited at start"
+            assert time.monotonic() < deadline, "redis-server did not start in 30 s"
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture
 def site(tmp_path):
     from site_gen import SiteServer
 

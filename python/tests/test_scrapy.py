@@ -189,6 +189,44 @@ def test_from_spider_and_from_settings_and_clear(tmp_path):
     df.close("finished")
 
 
+def test_under_scrapy_redis_scheduler(redis_url, tmp_path):
+    """scrapy-redis's own Scheduler (its queue in Redis) with urlseen as its dupefilter: the
+    scheduler builds it with `from_spider`, asks `request_seen`, logs, and clears it on close."""
+    import redis
+    from scrapy_redis.scheduler import Scheduler as RedisScheduler
+
+    settings = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "urlseen.scrapy.DupeFilter",
+        "REDIS_URL": redis_url,
+        "URLSEEN_DATA": str(tmp_path / "seen"),
+    }
+    crawler = get_crawler(Spider, settings)
+    spider = Spider.from_crawler(crawler, name="rs")
+    crawler.spider = spider
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(spider)
+    assert isinstance(scheduler.df, DupeFilter)
+    assert scheduler.df.namespace_name == "rs"
+    assert scheduler.enqueue_request(Request("http://example.com/a?b=2&a=1")) is True
+    assert scheduler.enqueue_request(Request("http://example.com/a?a=1&b=2#top")) is False
+    assert scheduler.enqueue_request(Request("http://example.com/b", dont_filter=True)) is True
+    assert scheduler.enqueue_request(Request("http://example.com/b")) is True
+    assert len(scheduler) == 3  # the queue is scrapy-redis's, in Redis
+    assert scheduler.next_request().url in {"http://example.com/a?b=2&a=1", "http://example.com/b"}
+    assert crawler.stats.get_value("dupefilter/filtered") == 1
+    # The seen set is urlseen's: scrapy-redis's own dupefilter key is never written.
+    assert not redis.Redis.from_url(redis_url).exists("rs:dupefilter")
+    assert scheduler.df.urls.stats()["count"] == 2
+    scheduler.close("finished")  # SCHEDULER_PERSIST off: scrapy-redis clears the dupefilter
+    # scrapy-redis never closes its dupefilter; the engine's spider_closed signal does.
+    from scrapy import signals
+
+    crawler.signals.send_catch_log(signals.spider_closed, spider=spider, reason="finished")
+    db = urlseen.Db(str(tmp_path / "seen"))
+    assert db.namespace("rs").stats()["count"] == 0
+
+
 def test_a_fleet_shares_the_seen_set_through_urlseen_url(server):
     settings = {"URLSEEN_URL": server.url}
     _, first = make_scheduler(settings, name="fleet")

@@ -112,15 +112,23 @@ class DupeFilter:
 
     @classmethod
     def from_spider(cls, spider: Spider) -> DupeFilter:
-        """What scrapy-redis's scheduler calls when it opens the spider."""
+        """What scrapy-redis's scheduler calls when it opens the spider. That scheduler never
+        closes its dupefilter, so this one closes itself on ``spider_closed`` (after the
+        scheduler's own close, which may ``clear()`` it): the data directory is synced and
+        released when the crawl ends, as under Scrapy's scheduler."""
         crawler = getattr(spider, "crawler", None)
         if crawler is not None:
-            return cls._from_settings(
+            df = cls._from_settings(
                 crawler.settings,
                 spider_name=spider.name,
                 fingerprinter=getattr(crawler, "request_fingerprinter", None),
                 crawler=crawler,
             )
+            if getattr(crawler, "signals", None) is not None:
+                from scrapy import signals
+
+                crawler.signals.connect(df._spider_closed, signal=signals.spider_closed)
+            return df
         return cls._from_settings(spider.settings, spider_name=spider.name)
 
     @classmethod
@@ -204,6 +212,9 @@ class DupeFilter:
         """Called when the spider closes: makes everything durable and releases the data
         directory (or the connection). The data is kept."""
         self._source.close()
+
+    def _spider_closed(self, spider: Spider, reason: str = "") -> None:
+        self.close(reason)
 
     def clear(self) -> None:
         """Forget everything this filter recorded (scrapy-redis calls it to flush)."""

@@ -70,6 +70,73 @@ pub fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// A recrawl window as people write it: a number and a unit, `30d`, `12h`, `90m`, `3s`,
+/// `500ms`, `2w` (a bare number is seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window(pub std::time::Duration);
+
+impl std::str::FromStr for Window {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_duration(s).map(Window)
+    }
+}
+
+/// Parses `30d`, `12h`, `90m`, `3s`, `500ms`, `2w` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{s:?} is not a duration (examples: 30d, 12h, 90m, 3s, 500ms)");
+    let t = s.trim();
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let ms_per: u64 = match &t[digits.len()..] {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "w" => 7 * 86_400_000,
+        _ => return Err(bad()),
+    };
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let ms = n.checked_mul(ms_per).filter(|&ms| ms > 0).ok_or_else(bad)?;
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+/// A number of seconds as `12d 3h`, `2h 5m`, `3.25s`: the two largest units.
+pub fn format_duration(secs: f64) -> String {
+    let whole = secs.max(0.0) as u64;
+    let (d, h, m, s) = (whole / 86_400, whole / 3_600 % 24, whole / 60 % 60, whole % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{secs:.2}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+/// `--recrawl-after` and `--recrawl-generations`, for a new namespace.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct RecrawlArgs {
+    /// Recrawl window, for a new namespace: a URL recorded more than this long ago is new
+    /// again (`30d`, `12h`, `3s`). An existing namespace keeps its own window.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub recrawl_after: Option<std::time::Duration>,
+    /// With --recrawl-after: generations of the window (default 8). A URL is new again
+    /// between W − W/g and W after it was recorded; each generation is a filter of its own.
+    #[arg(long, value_name = "G", requires = "recrawl_after")]
+    pub recrawl_generations: Option<u32>,
+}
+
+impl RecrawlArgs {
+    /// Sets the window of `options`.
+    pub fn apply(&self, options: &mut urlseen_engine::NamespaceOptions) {
+        options.recrawl_after = self.recrawl_after;
+        if let Some(g) = self.recrawl_generations {
+            options.generations = g;
+        }
+    }
+}
+
 /// Parses a probability strictly between 0 and 1.
 pub fn parse_fpr(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -81,6 +148,20 @@ pub fn parse_fpr(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_parse_with_their_units() {
+        let ms = |s: &str| parse_duration(s).map(|d| d.as_millis());
+        assert_eq!(ms("30d"), Ok(30 * 86_400_000));
+        assert_eq!(ms("12h"), Ok(12 * 3_600_000));
+        assert_eq!(ms("3s"), Ok(3_000));
+        assert_eq!(ms("45"), Ok(45_000));
+        assert_eq!(ms("500ms"), Ok(500));
+        assert_eq!(ms("2w"), Ok(14 * 86_400_000));
+        for bad in ["", "0s", "d", "3x", "-1s", "1.5h", "99999999999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 
     #[test]
     fn counts_parse_in_every_common_spelling() {

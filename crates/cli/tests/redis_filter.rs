@@ -255,10 +255,25 @@ impl Serve {
     }
 
     fn start_with(redis_port: u16, extra: &[&str]) -> Serve {
+        Serve::start_on(redis_port, "off", extra)
+    }
+
+    /// With its HTTP API on `http` (`host:port`, or `off`).
+    fn start_on(redis_port: u16, http: &str, extra: &[&str]) -> Serve {
+        // A free port can be taken by another process before the server binds it: start
+        // again on a new one until this child is the one that answers.
+        loop {
+            if let Some(serve) = Serve::try_start_on(redis_port, http, extra) {
+                return serve;
+            }
+        }
+    }
+
+    fn try_start_on(redis_port: u16, http: &str, extra: &[&str]) -> Option<Serve> {
         let spill = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
-            .args(["serve", "--http", "off", "--resp", &format!("127.0.0.1:{port}")])
+        let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+            .args(["serve", "--http", http, "--resp", &format!("127.0.0.1:{port}")])
             .args(["--redis", &format!("redis://127.0.0.1:{redis_port}/")])
             // Its local keys spill here: a killed server cannot remove its spill directory.
             .arg("--spill-dir")
@@ -270,11 +285,29 @@ impl Serve {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if child.try_wait().unwrap().is_some() {
+                return None; // it could not bind its port
+            }
             assert!(Instant::now() < deadline, "urlseen serve --redis did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Serve { child, port, _spill: spill }
+        let serve = Serve { child, port, _spill: spill };
+        let pid = format!("process_id:{}\r\n", serve.child.id());
+        server_info(port).contains(&pid).then_some(serve)
     }
+}
+
+/// The text of `INFO server` from the server on `port`.
+fn server_info(port: u16) -> String {
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (&stream).write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").unwrap();
+    let mut reader = BufReader::new(&stream);
+    let mut header = String::new();
+    reader.read_line(&mut header).unwrap();
+    let len: usize = header.trim_start_matches('$').trim_end().parse().unwrap_or(0);
+    let mut body = vec![0u8; len];
+    std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 impl Drop for Serve {
@@ -360,6 +393,51 @@ fn two_servers_on_redis_share_a_namespace() {
     assert_eq!(bad, [":-1"]);
     let bf = call(&ca, &[vec!["BF.ADD", "f", "x"]]);
     assert!(bf[0].contains("--redis"), "{bf:?}");
+}
+
+/// One HTTP/1.1 POST of a JSON body; returns the response body.
+fn post_json(port: u16, path: &str, body: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned()
+}
+
+/// Under `--redis` the HTTP API answers from Redis, as `URL.SEEN` and `URL.CHECK` do: what
+/// one records, the other sees (it used to answer from an empty local namespace).
+#[test]
+fn http_under_redis_agrees_with_resp() {
+    let redis = Redis::start();
+    let http = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = Serve::start_on(redis.port, &format!("127.0.0.1:{http}"), &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", http)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP API did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let resp = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    let (a, b, c) = ("https://a.example/", "https://b.example/", "https://c.example/");
+    assert_eq!(call(&resp, &[vec!["URL.SEEN", "web", a]]), [":0"]);
+    let check = format!(r#"{{"urls":["{a}","{b}"]}}"#);
+    assert_eq!(post_json(http, "/v1/namespaces/web/check", &check), r#"{"seen":[true,false]}"#);
+    let seen = format!(r#"{{"urls":["{b}","{a}"]}}"#);
+    assert_eq!(post_json(http, "/v1/namespaces/web/seen", &seen), r#"{"seen":[false,true]}"#);
+    assert_eq!(
+        call(&resp, &[vec!["URL.CHECK", "web", b], vec!["URL.CHECK", "web", c]]),
+        [":1", ":0"]
+    );
+    // A second server on the same Redis sees what the first one's HTTP API recorded.
+    let other = Serve::start(redis.port);
+    let other = TcpStream::connect(("127.0.0.1", other.port)).unwrap();
+    assert_eq!(call(&other, &[vec!["URL.SEEN", "web", b]]), [":1"]);
 }
 
 /// Redis restarted empty (here: FLUSHALL) under a running `filter --redis`: the next batch of

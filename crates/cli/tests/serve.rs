@@ -21,8 +21,19 @@ struct Server {
 
 impl Server {
     fn start(data: &std::path::Path, fsync: &str) -> Server {
+        // A free port can be taken by another process before the server binds it (helpers'
+        // and parallel tests' servers): start again on new ports until this child answers.
+        loop {
+            if let Some(server) = Server::try_start(data, fsync) {
+                return server;
+            }
+        }
+    }
+
+    /// The server on fresh ports, or `None` if what answers there is not this child.
+    fn try_start(data: &std::path::Path, fsync: &str) -> Option<Server> {
         let (port, http) = (free_port(), free_port());
-        let child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
             .args(["serve", "--fsync", fsync, "--data"])
             .arg(data)
             .args(["--resp", &format!("127.0.0.1:{port}"), "--http", &format!("127.0.0.1:{http}")])
@@ -32,10 +43,19 @@ impl Server {
             .unwrap();
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if child.try_wait().unwrap().is_some() {
+                return None; // it could not bind its ports
+            }
             assert!(started.elapsed() < Duration::from_secs(20), "server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Server { child, port }
+        let server = Server { child, port };
+        let pid = format!("process_id:{}\r\n", server.child.id());
+        (info(port, "server").contains(&pid) && server.child_alive()).then_some(server)
+    }
+
+    fn child_alive(&self) -> bool {
+        Command::new("kill").args(["-0", &self.child.id().to_string()]).status().unwrap().success()
     }
 
     fn sigterm(&self) {
@@ -96,11 +116,11 @@ fn pipeline(stream: &TcpStream, verb: &str, urls: &[String]) -> Vec<u8> {
     answers
 }
 
-/// The text of `INFO persistence`.
-fn info_persistence(port: u16) -> String {
+/// The text of `INFO <section>`.
+fn info(port: u16, section: &str) -> String {
     let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut buf = Vec::new();
-    command(&mut buf, &["INFO", "persistence"]);
+    command(&mut buf, &["INFO", section]);
     (&stream).write_all(&buf).unwrap();
     let mut reader = BufReader::new(&stream);
     let mut header = String::new();
@@ -115,7 +135,7 @@ fn sigterm_during_load_loses_nothing(fsync: &str) {
     let dir = tempfile::tempdir().unwrap();
     let urls = urlseen_corpus::distinct_urls(31, 400_000);
     let server = Server::start(dir.path(), fsync);
-    let info = info_persistence(server.port);
+    let info = info(server.port, "persistence");
     assert!(info.contains(&format!("urlseen_fsync:{fsync}")), "{info}");
     assert!(info.contains("aof_enabled:1"), "{info}");
     let acked: Arc<Mutex<Vec<String>>> = Arc::default();

@@ -13,9 +13,10 @@ use crate::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
-use crate::namespace::Namespace;
+use crate::namespace::{Namespace, Set};
 use crate::options::NamespaceOptions;
 use crate::persist::{self, Access, DbOptions, DirLock};
+use crate::recrawl::{Generations, Home};
 use crate::tree::SplitWorkers;
 
 /// The namespace [`Db::seen`] and [`Db::contains`] use.
@@ -93,7 +94,13 @@ impl Db {
     /// URL) on the heap. For small sets and tests; [`Db::temporary`] keeps the fingerprints
     /// on disk instead.
     pub fn in_memory() -> Self {
-        Self::unpersisted(None)
+        Self::unpersisted(None, DbOptions::default())
+    }
+
+    /// [`Db::in_memory`] with `options` (of which only the clock matters in memory: tests of
+    /// recrawl windows give it a [`FakeClock`](crate::FakeClock)).
+    pub fn in_memory_with(options: DbOptions) -> Self {
+        Self::unpersisted(None, options)
     }
 
     /// A `Db` that is not persisted, but keeps its leaves' fingerprints in files in a new
@@ -110,10 +117,10 @@ impl Db {
             .prefix("urlseen-spill-")
             .tempdir_in(&parent)
             .map_err(|e| Error::io("create spill directory in", &parent, e))?;
-        Ok(Self::unpersisted(Some(Arc::new(dir))))
+        Ok(Self::unpersisted(Some(Arc::new(dir)), DbOptions::default()))
     }
 
-    fn unpersisted(spill: Option<Arc<tempfile::TempDir>>) -> Self {
+    fn unpersisted(spill: Option<Arc<tempfile::TempDir>>, options: DbOptions) -> Self {
         Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::new(BTreeMap::new()),
@@ -122,7 +129,7 @@ impl Db {
                 root: None,
                 read_only: false,
                 spill,
-                options: DbOptions::default(),
+                options,
                 closed: AtomicBool::new(false),
                 busy: Arc::new(Mutex::new(())),
             }),
@@ -171,8 +178,9 @@ impl Db {
             if let persist::Opened::Namespace(r) =
                 persist::recover(&dir, &options, &workers, Access::ReadWrite)?
             {
-                let upgraded = r.durable.recovery.upgraded_from.is_some();
-                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, Some(r.durable));
+                let upgraded =
+                    r.durable.as_ref().is_some_and(|d| d.recovery.upgraded_from.is_some());
+                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable);
                 if upgraded {
                     // Written in this build's format now, so the old one is never read again.
                     ns.checkpoint()?;
@@ -238,8 +246,7 @@ impl Db {
             let dir = ns_root.join(entry);
             match persist::recover(&dir, &options, &workers, Access::ReadOnly)? {
                 persist::Opened::Namespace(r) => {
-                    let ns =
-                        Namespace::from_parts(r.name.clone(), r.options, r.set, Some(r.durable));
+                    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable);
                     namespaces.insert(r.name, Arc::new(ns));
                 }
                 persist::Opened::Unfinished => {}
@@ -312,6 +319,21 @@ impl Db {
     ) -> Result<Namespace> {
         let inner = &self.inner;
         let ns = match &inner.root {
+            None if options.recrawl_after.is_some() => {
+                let workers = Arc::clone(&inner.workers);
+                let home = match &inner.spill {
+                    None => Home::Memory { workers },
+                    Some(spill) => Home::Spill {
+                        workers,
+                        db: inner.options.clone(),
+                        dir: persist::namespace_dir(spill.path(), name),
+                        keep: Arc::clone(spill) as Arc<dyn std::any::Any + Send + Sync>,
+                    },
+                };
+                let clock = Arc::clone(&inner.options.clock);
+                let gens = Generations::new(name, &options, clock, home)?;
+                Namespace::from_parts(name.to_owned(), options, Set::Recrawl(gens), None)
+            }
             None => {
                 let leaves = match &inner.spill {
                     None => LeafStore::Memory,
@@ -328,7 +350,7 @@ impl Db {
                 let dir = dir.unwrap_or_else(|| persist::namespace_dir(root, name));
                 let (durable, set) =
                     persist::create_at(dir, name, &options, &inner.options, &inner.workers)?;
-                Namespace::from_parts(name.to_owned(), options, set, Some(durable))
+                Namespace::from_parts(name.to_owned(), options, set, durable)
             }
         };
         Ok(ns)
@@ -378,13 +400,13 @@ impl Db {
             }
         }
         let Some(ns) = self.inner.namespaces.write().remove(name) else { return Ok(false) };
-        if let Some(d) = ns.durable() {
+        if let Some(dir) = ns.data_dir() {
             let storage = &self.inner.options.storage;
             // Renamed aside first, in one step: a crash half-way through the removal leaves a
             // `*.dropped.tmp` directory, which open finishes removing, never a namespace
             // without its meta (which open refuses, since it cannot tell it from damage).
-            let aside = dropped_path(&d.dir);
-            std::fs::rename(&d.dir, &aside).map_err(|e| Error::io("rename", &d.dir, e))?;
+            let aside = dropped_path(dir);
+            std::fs::rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
             storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
         } else if let Some(spill) = &self.inner.spill {
             let dir = persist::namespace_dir(spill.path(), name);
@@ -508,7 +530,7 @@ impl Db {
                 sync_dir(&root.join("ns"))?;
                 match persist::recover(&dir, &inner.options, &inner.workers, Access::ReadWrite)? {
                     persist::Opened::Namespace(r) => {
-                        Namespace::from_parts(r.name, r.options, r.set, Some(r.durable))
+                        Namespace::from_parts(r.name, r.options, r.set, r.durable)
                     }
                     persist::Opened::Unfinished => {
                         return Err(Error::corrupt(&dir, "the restored namespace has no meta"));
@@ -649,7 +671,7 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
             }
             let all: Vec<Arc<Namespace>> = inner.namespaces.read().values().cloned().collect();
             drop(inner);
-            for ns in all {
+            for ns in all.iter().flat_map(Namespace::parts) {
                 let Some(d) = ns.durable() else { continue };
                 if d.log.policy() == Fsync::EverySec {
                     // A failure poisons the log (or the store); writers see it on their next

@@ -51,6 +51,27 @@
 //! # Ok::<(), urlseen_engine::Error>(())
 //! ```
 //!
+//! # Recrawl windows
+//! A namespace with [`NamespaceOptions::recrawl_after`] answers "new" again for a URL recorded
+//! more than that long ago, in flat memory (see [`recrawl`]). Time comes from
+//! [`DbOptions::clock`]; a [`FakeClock`] makes the window testable:
+//! ```
+//! use std::time::Duration;
+//! use urlseen_engine::{Db, DbOptions, FakeClock, NamespaceOptions};
+//!
+//! let clock = FakeClock::at(1_700_000_000_000);
+//! let db = Db::in_memory_with(DbOptions { clock: clock.clone(), ..Default::default() });
+//! let window = NamespaceOptions { recrawl_after: Some(Duration::from_secs(30 * 86_400)), ..Default::default() };
+//! let news = db.create_namespace("news", window)?;
+//! assert!(!news.seen("https://news.example/")?);              // new, recorded
+//! clock.advance(Duration::from_secs(26 * 86_400));
+//! assert!(news.seen("https://news.example/")?);               // 26 days on: still seen
+//! clock.advance(Duration::from_secs(4 * 86_400));
+//! assert!(!news.seen("https://news.example/")?);              // 30 days on: new again
+//! assert_eq!(news.stats().recrawl.unwrap().live.len(), 2);   // the first generation is gone
+//! # Ok::<(), urlseen_engine::Error>(())
+//! ```
+//!
 //! # How a URL flows
 //! ```text
 //! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─LocHash per level─▶ leaf ─blocked Bloom─▶ seen?
@@ -77,6 +98,7 @@ pub mod log;
 mod namespace;
 mod options;
 mod persist;
+pub mod recrawl;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod reserve;
@@ -93,8 +115,10 @@ pub use namespace::{
     CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats,
 };
 pub use options::{
-    DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
+    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions,
+    SplitMode, SplitPolicy,
 };
 pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir};
+pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};
 pub use reserve::Reservation;
 pub use urlseen_canon::{Options as CanonOptions, Profile};

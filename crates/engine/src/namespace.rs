@@ -15,6 +15,7 @@ use crate::leaf_log::LeafStore;
 use crate::log::Fsync;
 use crate::options::NamespaceOptions;
 use crate::persist::{Durable, RecoveryReport};
+use crate::recrawl::{Generations, RecrawlReport};
 use crate::reserve::{InFlight, Reservation};
 use crate::tree::{Dsbf, ExactHooks, LeafStats, Logged, Mode, SplitWorkers};
 
@@ -45,6 +46,8 @@ pub(crate) enum Set {
     Tree { tree: Arc<Dsbf>, exact: Option<TreeExact> },
     /// A counting namespace: seed 004's IMP-CB, which can forget.
     Counting(CountingSet),
+    /// A recrawl window: generations of namespaces, each a DSBF (see [`crate::recrawl`]).
+    Recrawl(Generations),
 }
 
 /// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
@@ -389,9 +392,6 @@ impl Namespace {
     /// "new" in flight (every other check answers it "seen") until the [`Reservation`] is
     /// committed (recorded) or dropped (new again).
     ///
-    /// A counting namespace cannot hold fingerprints in flight: its batch is recorded at once
-    /// and the reservation has nothing left to commit.
-    ///
     /// # Errors
     /// As [`Self::seen_fingerprints`] (nothing is held then).
     ///
@@ -421,14 +421,17 @@ impl Namespace {
     ) -> Result<Reservation> {
         assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
-        let Set::Tree { tree, .. } = &self.set else {
-            self.seen_fingerprints_hosts(fps, hosts, out)?;
-            return Ok(Reservation::done(Arc::clone(self)));
-        };
+        if let Set::Recrawl(gens) = &self.set {
+            // A window's generations record no hosts yet: its records carry host 0, and a
+            // forget by host refuses on a window namespace (`Error::ForgetHostRecrawl`).
+            return gens.reserve(fps, out);
+        }
         if let Some(d) = &self.durable {
             d.log.check()?;
         }
-        tree.check()?;
+        if let Set::Tree { tree, .. } = &self.set {
+            tree.check()?;
+        }
         let taken = self.in_flight.reserve(fps, out, |fps, out| {
             self.contains_in_tree(fps, out)?;
             self.keep_positives(fps, hosts, out)
@@ -509,6 +512,9 @@ impl Namespace {
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
+        if let Set::Recrawl(gens) = &self.set {
+            return gens.seen(fps, out, then);
+        }
         let in_flight = self.in_flight.read();
         if in_flight.is_empty() || !fps.iter().any(|fp| in_flight.contains(fp)) {
             return self.seen_fingerprints_guarded(fps, hosts, out, then, Mode::CheckAndInsert);
@@ -597,15 +603,22 @@ impl Namespace {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
                 }
-                set.seen_many_hosts(fps, hosts, out)?;
+                // The answers are handed on before the store is written: a crash between the
+                // two hands them on again (at-least-once), and nothing is recorded unprinted.
+                let handed = match then {
+                    Some(then) => set.seen_many_then(fps, hosts, out, then)?,
+                    None => set.seen_many_then(fps, hosts, out, |_| Ok(()))?,
+                };
+                handed.map_err(handed_on)?;
                 // Under `always` one sync per batch (the store writes buffered).
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always
                 {
                     set.sync()?;
                 }
-                return then.map_or(Ok(()), |then| then(out)).map_err(handed_on);
+                return Ok(());
             }
+            Set::Recrawl(gens) => return gens.seen(fps, out, then),
             Set::Tree { tree, .. } => tree,
         };
         if let Some(d) = &self.durable {
@@ -689,6 +702,7 @@ impl Namespace {
     fn contains_in_tree(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         match &self.set {
             Set::Counting(set) => set.contains_many(fps, out)?,
+            Set::Recrawl(gens) => gens.contains(fps, out)?,
             Set::Tree { tree, exact } => {
                 if exact.is_none()
                     && self.options.is_exact()
@@ -827,6 +841,17 @@ impl Namespace {
     pub fn forget_host_hash(&self, h: u32) -> Result<u64> {
         let (tree, exact) = match &self.set {
             Set::Tree { tree, exact } => (tree, exact),
+            // A window's generations record no hosts yet (their records carry host 0), so the
+            // rule for records of unknown host holds: refuse, forgetting nothing.
+            Set::Recrawl(_) => {
+                return Err(Error::ForgetByUnsupported {
+                    name: self.name.clone(),
+                    what: "by host",
+                    reason: "it has a recrawl window, whose generations do not keep their \
+                             records' hosts yet; wait for the window to expire the host's URLs, \
+                             or import the URLs to keep into a namespace without a window",
+                });
+            }
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
@@ -935,9 +960,17 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidIterator`], [`Error::InvalidOption`] for a `max_bytes` outside
     /// [`crate::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dump::MAX_CHUNK_BYTES`],
-    /// [`Error::DumpUnsupported`] for a counting namespace, a leaf file that cannot be read.
+    /// [`Error::DumpUnsupported`] for a counting namespace or a recrawl window, a leaf file
+    /// that cannot be read; at `iter` 0, [`Error::Poisoned`] if a split in progress cannot be
+    /// finished.
     pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
         use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
+        if let Set::Recrawl(_) = &self.set {
+            return Err(Error::DumpUnsupported {
+                name: self.name.clone(),
+                reason: "a recrawl window's generations have no dump format yet",
+            });
+        }
         let Set::Tree { tree, .. } = &self.set else {
             return Err(Error::DumpUnsupported {
                 name: self.name.clone(),
@@ -1017,12 +1050,13 @@ impl Namespace {
 
     /// Distinct URLs recorded.
     pub fn len(&self) -> u64 {
-        match &self.set {
+        (match &self.set {
             // Those answered "new" and not committed yet count: a `BF.CARD` pipelined after a
             // `BF.ADD` sees it.
-            Set::Tree { tree, .. } => tree.len() + self.in_flight.len() as u64,
+            Set::Tree { tree, .. } => tree.len(),
             Set::Counting(set) => set.len(),
-        }
+            Set::Recrawl(gens) => gens.len(),
+        }) + self.in_flight.len() as u64
     }
 
     /// Whether nothing was recorded yet.
@@ -1032,8 +1066,41 @@ impl Namespace {
 
     /// Finishes every split in progress on the calling thread.
     pub fn complete_splits(&self) {
-        if let Set::Tree { tree, .. } = &self.set {
-            tree.complete_splits();
+        match &self.set {
+            Set::Tree { tree, .. } => tree.complete_splits(),
+            Set::Recrawl(gens) => gens.namespaces().iter().for_each(|ns| ns.complete_splits()),
+            Set::Counting(_) => {}
+        }
+    }
+
+    /// The namespaces that hold this one's data: itself, or a recrawl window's live
+    /// generations (expired ones dropped first, so that memory is freed without a write).
+    pub(crate) fn parts(self: &Arc<Self>) -> Vec<Arc<Namespace>> {
+        match &self.set {
+            Set::Recrawl(gens) => {
+                // A failure to delete an expired generation's files leaves them for the next
+                // write (which reports it) or the next open.
+                let _ = gens.expire();
+                gens.namespaces()
+            }
+            _ => vec![Arc::clone(self)],
+        }
+    }
+
+    /// The directory of this namespace, in a data directory.
+    pub(crate) fn data_dir(&self) -> Option<&std::path::Path> {
+        match (&self.set, &self.durable) {
+            (Set::Recrawl(gens), _) => gens.dir(),
+            (_, Some(d)) => Some(&d.dir),
+            _ => None,
+        }
+    }
+
+    /// The recrawl window (`recrawl_after`) and its generations, if the namespace has one.
+    pub fn recrawl(&self) -> Option<RecrawlReport> {
+        match &self.set {
+            Set::Recrawl(gens) => Some(gens.report().0),
+            _ => None,
         }
     }
 
@@ -1044,10 +1111,14 @@ impl Namespace {
     /// # Errors
     /// [`Error::Io`], [`Error::Poisoned`], [`Error::Store`].
     pub fn checkpoint(&self) -> Result<()> {
+        if let Set::Recrawl(gens) = &self.set {
+            return gens.namespaces().iter().try_for_each(|ns| ns.checkpoint());
+        }
         let Some(d) = &self.durable else { return Ok(()) };
         match &self.set {
             Set::Tree { tree, .. } => d.checkpoint(tree, &|| Ok(())),
             Set::Counting(set) => Ok(set.sync()?),
+            Set::Recrawl(_) => Ok(()),
         }
     }
 
@@ -1056,6 +1127,9 @@ impl Namespace {
     /// # Errors
     /// [`Error::Io`], [`Error::Poisoned`], [`Error::Store`].
     pub fn sync(&self) -> Result<()> {
+        if let Set::Recrawl(gens) = &self.set {
+            return gens.namespaces().iter().try_for_each(|ns| ns.sync());
+        }
         let Some(d) = &self.durable else { return Ok(()) };
         d.log.sync_all()?;
         if let Set::Counting(set) = &self.set {
@@ -1087,6 +1161,7 @@ impl Namespace {
                 s
             }
             Set::Counting(set) => self.counting_stats(set),
+            Set::Recrawl(gens) => return self.recrawl_stats(gens),
         };
         stats.persistence = self.durable.as_ref().map(|d| {
             let l = d.log.stats();
@@ -1109,6 +1184,8 @@ impl Namespace {
     fn mode(&self) -> &'static str {
         match (&self.set, self.options.is_exact()) {
             (Set::Counting(_), _) => "counting",
+            (Set::Recrawl(_), true) => "exact",
+            (Set::Recrawl(_), false) => "bloom",
             (Set::Tree { .. }, true) => "exact",
             (Set::Tree { .. }, false) => "bloom",
         }
@@ -1155,7 +1232,60 @@ impl Namespace {
             leaves: t.leaves.iter().map(LeafReport::from).collect(),
             exact: None,
             counting: None,
+            recrawl: None,
             persistence: None,
+        }
+    }
+
+    /// A window's statistics: its generations' summed (counts, memory, disk, leaves), the
+    /// tree parameters of its generations, and the union's FPR estimate `1 − Π(1 − f_i)`.
+    fn recrawl_stats(&self, gens: &Generations) -> NamespaceStats {
+        let (report, parts) = gens.report();
+        let union = |f: &dyn Fn(&NamespaceStats) -> f64| {
+            1.0 - parts.iter().map(|s| 1.0 - f(s)).product::<f64>()
+        };
+        let g = self.options.generation_options();
+        let p = crate::persist::tree_params(&g);
+        let mut leaves_per_depth: Vec<u64> = Vec::new();
+        for s in &parts {
+            for (d, n) in s.leaves_per_depth.iter().enumerate() {
+                if leaves_per_depth.len() <= d {
+                    leaves_per_depth.resize(d + 1, 0);
+                }
+                leaves_per_depth[d] += n;
+            }
+        }
+        let sum = |f: &dyn Fn(&NamespaceStats) -> u64| parts.iter().map(f).sum::<u64>();
+        NamespaceStats {
+            name: self.name.clone(),
+            mode: self.mode(),
+            count: sum(&|s| s.count),
+            kept: sum(&|s| s.kept),
+            memory_bytes: sum(&|s| s.memory_bytes),
+            filter_reserved_bytes: sum(&|s| s.filter_reserved_bytes),
+            disk_bytes: sum(&|s| s.disk_bytes),
+            fpr_bound: self.options.fpr,
+            worst_leaf_fpr: union(&|s| s.worst_leaf_fpr),
+            mean_leaf_fpr: union(&|s| s.mean_leaf_fpr),
+            profile: self.options.canon.profile.name(),
+            seed: self.options.seed,
+            leaf_bits: p.leaf_bits,
+            leaf_hashes: p.leaf_hashes,
+            leaf_capacity: p.leaf_capacity,
+            split_fanout: p.split.fanout,
+            initial_leaves: p.initial_leaves,
+            height: parts.iter().map(|s| s.height).max().unwrap_or(0),
+            leaf_count: parts.iter().map(|s| s.leaf_count).sum(),
+            inner_nodes: parts.iter().map(|s| s.inner_nodes).sum(),
+            splitting_nodes: parts.iter().map(|s| s.splitting_nodes).sum(),
+            splits_started: sum(&|s| s.splits_started),
+            splits_done: sum(&|s| s.splits_done),
+            leaves_per_depth,
+            leaves: parts.iter().flat_map(|s| s.leaves.iter().cloned()).collect(),
+            exact: None,
+            counting: None,
+            recrawl: Some(report),
+            persistence: parts.last().and_then(|s| s.persistence.clone()),
         }
     }
 
@@ -1200,6 +1330,7 @@ impl Namespace {
                 recounted_counters: c.recounted_counters,
                 recount_scans: c.recount_scans,
             }),
+            recrawl: None,
             persistence: None,
         }
     }
@@ -1272,7 +1403,12 @@ pub struct NamespaceStats {
     /// except `leaf_bits`, `leaf_hashes` and `leaf_capacity`, which describe the active
     /// generation: counters, k and capacity).
     pub counting: Option<CountingReport>,
-    /// The log and snapshot, in a persistent `Db`.
+    /// The recrawl window and each live generation's age and count, if the namespace has a
+    /// window (then the counts, memory and leaves above are the generations' summed, the leaf
+    /// parameters a generation's, and the FPR estimates the union's).
+    pub recrawl: Option<RecrawlReport>,
+    /// The log and snapshot, in a persistent `Db` (for a recrawl window, its current
+    /// generation's).
     pub persistence: Option<PersistenceStats>,
 }
 

@@ -45,7 +45,19 @@ pub struct NamespaceOptions {
     /// is seed 004's IMP-CB: generations of counting filters that double as they fill (seed
     /// 002), in place of the DSBF's leaves, which cannot forget.
     pub counting: bool,
+    /// The recrawl window `W`: a URL last recorded more than this long ago is answered new
+    /// (and recorded anew). `None` (the default): recorded URLs stay seen forever. The
+    /// namespace then keeps [`Self::generations`] age-partitioned generations, each its own
+    /// DSBF sized so that their union stays under `fpr` (see [`crate::recrawl`]). Whole
+    /// milliseconds, divisible by `generations`. Not with `counting`.
+    pub recrawl_after: Option<std::time::Duration>,
+    /// Generations of a recrawl window (`g`): a URL is new again between `W − W/g` and `W`
+    /// after it was recorded. Ignored without [`Self::recrawl_after`].
+    pub generations: u32,
 }
+
+/// Generations of a recrawl window unless asked: precision `W/8`.
+pub const DEFAULT_GENERATIONS: u32 = 8;
 
 impl Default for NamespaceOptions {
     fn default() -> Self {
@@ -58,6 +70,8 @@ impl Default for NamespaceOptions {
             split: SplitPolicy::default(),
             exact: false,
             counting: false,
+            recrawl_after: None,
+            generations: DEFAULT_GENERATIONS,
         }
     }
 }
@@ -83,7 +97,55 @@ impl NamespaceOptions {
         {
             return bad("leaf_bits", format!("must be in {MIN_LEAF_BITS}..=2^40, got {m}"));
         }
-        self.split.validate()
+        self.split.validate()?;
+        self.validate_recrawl()
+    }
+
+    fn validate_recrawl(&self) -> Result<()> {
+        let bad = |name, reason: String| Err(Error::InvalidOption { name, reason });
+        let Some(window) = self.recrawl_after else { return Ok(()) };
+        if !(1..=crate::recrawl::MAX_GENERATIONS).contains(&self.generations) {
+            let max = crate::recrawl::MAX_GENERATIONS;
+            return bad("generations", format!("must be in 1..={max}, got {}", self.generations));
+        }
+        let ms = window.as_millis();
+        if window.subsec_nanos() % 1_000_000 != 0 || ms == 0 {
+            return bad(
+                "recrawl_after",
+                format!("must be whole milliseconds, at least 1 ms, got {window:?}"),
+            );
+        }
+        if ms > u128::from(crate::recrawl::MAX_WINDOW_MS) {
+            return bad("recrawl_after", format!("{window:?} is longer than 100 years"));
+        }
+        if ms % u128::from(self.generations) != 0 {
+            return bad(
+                "recrawl_after",
+                format!(
+                    "{ms} ms is not divisible into {} generations of whole milliseconds",
+                    self.generations
+                ),
+            );
+        }
+        if self.counting {
+            return bad("recrawl_after", "a counting namespace has no recrawl window".into());
+        }
+        Ok(())
+    }
+
+    /// The options of one generation of a recrawl window: `1/g` of the capacity, and the FPR
+    /// bound `1 − (1 − fpr)^(1/g)` that keeps the union of `g` generations under `fpr` (see
+    /// [`crate::recrawl::generation_fpr`]). Without a window, the options themselves.
+    pub fn generation_options(&self) -> NamespaceOptions {
+        let Some(_) = self.recrawl_after else { return self.clone() };
+        let g = self.generations.max(1);
+        NamespaceOptions {
+            capacity: self.capacity.div_ceil(u64::from(g)).max(1),
+            fpr: crate::recrawl::generation_fpr(self.fpr, g),
+            recrawl_after: None,
+            generations: DEFAULT_GENERATIONS,
+            ..self.clone()
+        }
     }
 
     /// Whether Bloom positives are confirmed against a fingerprint store (`exact`, or
@@ -92,8 +154,28 @@ impl NamespaceOptions {
         self.exact || self.counting
     }
 
+    /// Bytes of filters this namespace reserves when created (its initial leaves, once each has
+    /// recorded something): with a recrawl window, its `generations` trees, each sized for
+    /// its share. What `--maxmemory` and the CLI's RAM check count before a create.
+    pub fn planned_filter_bytes(&self) -> u64 {
+        let each = self.generation_options();
+        let trees = if self.recrawl_after.is_some() { u64::from(self.generations) } else { 1 };
+        let p = crate::tree::TreeParams::new(
+            each.capacity,
+            each.fpr,
+            each.effective_leaf_bits(),
+            each.seed,
+            each.split,
+        );
+        u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees)
+    }
+
     /// The leaf size this namespace uses: [`Self::leaf_bits`], or the automatic choice.
     pub fn effective_leaf_bits(&self) -> u64 {
+        if self.recrawl_after.is_some() {
+            // The generations' leaves: what a window's options store is what they use.
+            return self.generation_options().effective_leaf_bits();
+        }
         let m = self.leaf_bits.unwrap_or_else(|| {
             let (needed, _) = plan::blocked_bits(self.capacity, self.fpr);
             needed.clamp(MIN_LEAF_BITS, DEFAULT_MAX_LEAF_BITS)

@@ -40,14 +40,17 @@ use crate::exact::{CountingSet, StoreDurability};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::{Set, TreeExact, counting_options, index_store};
-use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
+use crate::options::{DEFAULT_GENERATIONS, NamespaceOptions, SplitMode, SplitPolicy};
+use crate::recrawl::{Clock, GENERATIONS_DIR, Generations, SystemClock};
 use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Logged, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 const META_MAGIC: &[u8; 8] = b"URLSEENM";
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
-/// leaves it was made with.
-const META_VERSION: u16 = 2;
+/// leaves it was made with. Version 3 added the recrawl window; it is written only for a
+/// namespace that has one, so that a directory without any stays readable by older builds, and
+/// versions 1 and 2 read as "no window".
+const META_VERSION: u16 = 3;
 
 /// How a data directory is opened.
 #[derive(Debug, Clone)]
@@ -59,6 +62,9 @@ pub struct DbOptions {
     pub checkpoint_bytes: u64,
     /// Where files are read and written (tests inject faults here).
     pub storage: Arc<dyn Storage>,
+    /// The wall clock recrawl windows age their generations by (tests inject a
+    /// [`FakeClock`](crate::FakeClock) here).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Default for DbOptions {
@@ -67,6 +73,7 @@ impl Default for DbOptions {
             fsync: Fsync::EverySec,
             checkpoint_bytes: 64 << 20,
             storage: Arc::new(OsStorage),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -254,13 +261,27 @@ pub(crate) fn create_at(
     options: &NamespaceOptions,
     db: &DbOptions,
     workers: &Arc<SplitWorkers>,
-) -> Result<(Durable, Set)> {
+) -> Result<(Option<Durable>, Set)> {
     let storage = &db.storage;
     // The Db has no namespace of this name, so anything in its directory is left over (a drop
     // whose removal failed half-way, an unfinished create): an old store or snapshot there
     // would make the new namespace answer "seen" for URLs it never recorded.
     storage.remove_dir_all(&dir).map_err(|e| Error::io("remove leftover directory", &dir, e))?;
     storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+    if options.recrawl_after.is_some() {
+        // A window: no log of its own, a directory per generation (made by the first write
+        // of its slot), and the meta last, as below.
+        let gens_dir = dir.join(GENERATIONS_DIR);
+        storage
+            .create_dir_all(&gens_dir)
+            .map_err(|e| Error::io("create directory", &gens_dir, e))?;
+        let gens = Generations::recover(name, options, &dir, db, workers, Access::ReadWrite)?;
+        let meta = dir.join("meta");
+        storage
+            .write_atomic(&meta, &encode_meta(name, options))
+            .map_err(|e| Error::io("write", &meta, e))?;
+        return Ok((None, Set::Recrawl(gens)));
+    }
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     let leaves = LeafStore::Files(leaf_files(&dir, db)?);
     let tree = Dsbf::new(tree_params(options), Arc::clone(workers), leaves);
@@ -281,7 +302,7 @@ pub(crate) fn create_at(
         recovery: RecoveryReport::default(),
         _scratch: None,
     };
-    Ok((durable, set))
+    Ok((Some(durable), set))
 }
 
 /// The directory of an exact-mode namespace's fingerprint store.
@@ -368,7 +389,8 @@ pub(crate) struct Recovered {
     pub name: String,
     pub options: NamespaceOptions,
     pub set: Set,
-    pub durable: Durable,
+    /// `None` for a recrawl window (its generations have their own).
+    pub durable: Option<Durable>,
 }
 
 /// How a data directory is opened.
@@ -427,6 +449,11 @@ pub(crate) fn recover(
             stored: canon_version,
             current: CANON_VERSION,
         });
+    }
+    if options.recrawl_after.is_some() {
+        let gens = Generations::recover(&name, &options, dir, db, workers, access)?;
+        let set = Set::Recrawl(gens);
+        return Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable: None })));
     }
     let params = tree_params(&options);
     let mut report = RecoveryReport::default();
@@ -534,7 +561,7 @@ pub(crate) fn recover(
         recovery: report,
         _scratch: scratch,
     };
-    Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable })))
+    Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable: Some(durable) })))
 }
 
 /// A copy of the store directory `store` in a new temporary directory (as `store/` there), for
@@ -610,7 +637,9 @@ fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String
                 .file_len(&path)
                 .map_err(|e| Error::io("stat", &path, e))?
                 .is_some_and(|len| len > crate::log::HEADER_LEN),
-            LEAVES_DIR => !storage.list(&path).map_err(|e| Error::io("list", &path, e))?.is_empty(),
+            LEAVES_DIR | GENERATIONS_DIR => {
+                !storage.list(&path).map_err(|e| Error::io("list", &path, e))?.is_empty()
+            }
             // Derived from the leaf files, never data of its own; or a write that never
             // finished (`meta.tmp`: a create that crashed before its meta was in place).
             "index" => false,
@@ -708,12 +737,15 @@ impl DirLock {
 /// "URLSEENM" | version u16 | [0; 6] | canon version u32 | name len u32 | name
 /// capacity u64 | fpr f64 | leaf bits u64 (effective) | seed u64
 /// profile len u8 | profile | canon flags u8 | fanout u32 | threshold f64 | step u64 | mode u8
-/// exact u8 | counting u8 | growth u32 (version 2) | xxh3_64 of everything before
+/// exact u8 | counting u8 | growth u32 (version 2)
+/// recrawl window ms u64 | generations u32 (version 3, only for a namespace with a window)
+/// xxh3_64 of everything before
 /// ```
 pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(META_MAGIC);
-    out.extend_from_slice(&META_VERSION.to_le_bytes());
+    let version: u16 = if o.recrawl_after.is_some() { META_VERSION } else { 2 };
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&[0; 6]);
     out.extend_from_slice(&CANON_VERSION.to_le_bytes());
     out.extend_from_slice(&(name.len() as u32).to_le_bytes());
@@ -743,6 +775,10 @@ pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     out.push(u8::from(o.exact));
     out.push(u8::from(o.counting));
     out.extend_from_slice(&o.split.growth.to_le_bytes());
+    if let Some(window) = o.recrawl_after {
+        out.extend_from_slice(&(window.as_millis() as u64).to_le_bytes());
+        out.extend_from_slice(&o.generations.to_le_bytes());
+    }
     let check = xxhash_rust::xxh3::xxh3_64(&out);
     out.extend_from_slice(&check.to_le_bytes());
     out
@@ -763,7 +799,7 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
         return Err(bad("not a urlseen namespace (bad magic)"));
     }
     let version = r.u16().map_err(err)?;
-    if version != META_VERSION && version != 1 {
+    if !(1..=META_VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             what: "namespace meta",
             found: u32::from(version),
@@ -801,6 +837,13 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
     let exact = r.u8().map_err(err)? != 0;
     let counting = r.u8().map_err(err)? != 0;
     let growth = if version >= 2 { r.u32().map_err(err)? } else { 1 };
+    let (recrawl_after, generations) = if version >= 3 {
+        let ms = r.u64().map_err(err)?;
+        let g = r.u32().map_err(err)?;
+        (Some(std::time::Duration::from_millis(ms)), g)
+    } else {
+        (None, DEFAULT_GENERATIONS)
+    };
     if r.pos != body.len() {
         return Err(bad("trailing bytes"));
     }
@@ -813,6 +856,8 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
         split: SplitPolicy { fanout, threshold, step, mode, growth },
         exact,
         counting,
+        recrawl_after,
+        generations,
     };
     options.validate().map_err(|e| bad(&format!("stored options are invalid: {e}")))?;
     Ok((name, options, canon_version))
@@ -888,7 +933,46 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
     let storage: Arc<dyn Storage> = Arc::new(OsStorage);
     let mut names = storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
     names.sort();
-    Ok(names.iter().map(|n| check_namespace(&storage, &ns_root.join(n))).collect())
+    let mut checks = Vec::new();
+    for n in &names {
+        let c = check_namespace(&storage, &ns_root.join(n));
+        let window = c.name.is_some() && c.notes.iter().any(|n| n.starts_with("recrawl window"));
+        let (dir, name) = (c.dir.clone(), c.name.clone());
+        checks.push(c);
+        if window {
+            check_generations(&storage, &dir, name.as_deref(), &mut checks);
+        }
+    }
+    Ok(checks)
+}
+
+/// Checks each generation directory of the recrawl window in `dir` as a namespace of its own
+/// (named `name (generation <start>)`), so that a repair fixes it where it is.
+fn check_generations(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    name: Option<&str>,
+    checks: &mut Vec<NamespaceCheck>,
+) {
+    let root = dir.join(GENERATIONS_DIR);
+    let mut gens = match storage.list(&root) {
+        Ok(gens) => gens,
+        Err(e) => {
+            checks.push(NamespaceCheck {
+                dir: root.clone(),
+                name: name.map(str::to_owned),
+                problems: vec![format!("listing {}: {e}", root.display())],
+                ..Default::default()
+            });
+            return;
+        }
+    };
+    gens.sort();
+    for g in gens.iter().filter(|g| !g.ends_with(".tmp")) {
+        let mut c = check_namespace(storage, &root.join(g));
+        c.name = name.map(|n| format!("{n} (generation {g})"));
+        checks.push(c);
+    }
 }
 
 fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
@@ -930,6 +1014,12 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
     };
     if options.counting {
         c.notes.push("counting namespace: its store is checked by fjall when opened".into());
+        return c;
+    }
+    if options.recrawl_after.is_some() {
+        // A window: each generation is a namespace directory of its own, checked as one by
+        // `check_generations`.
+        c.notes.push("recrawl window: its generations are checked one by one".into());
         return c;
     }
     let log_path = dir.join("log");

@@ -19,10 +19,11 @@
 //! # Locks
 //! One `RwLock` per namespace over the set in flight. A check-and-insert holds it shared from
 //! its look at the set until its batch is in the tree, so it never records a fingerprint a
-//! reservation holds. A reservation holds it exclusively from its look at the tree until its
-//! fingerprints are in the set, so it never answers "new" for one a check-and-insert is
-//! recording. A commit holds nothing while it records (its fingerprints stay in flight until
-//! they are in the tree, so nobody else records them), then takes it exclusively to let go.
+//! reservation holds. A reservation takes it exclusively only to claim its fingerprints, then
+//! looks them up in the tree without it: a fingerprint recorded before the claim is found
+//! there, and one recorded after it is not recorded by anyone else (it is in flight). A commit
+//! holds nothing while it records (its fingerprints stay in flight until they are in the tree,
+//! so nobody else records them), then takes it exclusively to let go.
 //! Lock order: this lock, then the tree's.
 
 use std::collections::HashSet;
@@ -47,27 +48,43 @@ impl InFlight {
         self.set.read()
     }
 
-    /// Runs `check` (which answers `out` from the tree) and puts each fingerprint it answered
-    /// "new" in flight, unless another reservation (or an earlier entry of `fps`) holds it:
-    /// then it is answered "seen". Returns the fingerprints put in flight.
+    /// Claims each fingerprint of `fps` not in flight yet (the others, and repeats inside
+    /// `fps`, are answered "seen"), then runs `check` (which answers from the tree) on the
+    /// claimed ones, outside the lock: those it finds are answered "seen" and let go, the rest
+    /// are answered "new" and stay in flight. Returns the fingerprints left in flight.
+    ///
+    /// Claiming before looking keeps the lock short (no tree lookup under it) and is still
+    /// exact: a commit records its fingerprints in the tree before it lets them go, so a claim
+    /// made after that finds them in the tree, and one made before finds them in flight.
     pub(crate) fn reserve(
         &self,
         fps: &[u64],
         out: &mut [bool],
         check: impl FnOnce(&[u64], &mut [bool]) -> Result<()>,
     ) -> Result<Vec<u64>> {
-        let mut set = self.set.write();
-        check(fps, out)?;
-        let mut taken = Vec::new();
-        for (&fp, seen) in fps.iter().zip(out.iter_mut()) {
-            if !*seen {
-                if set.insert(fp) {
-                    taken.push(fp);
-                } else {
-                    *seen = true;
+        let (mut claimed, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
+        {
+            let mut set = self.set.write();
+            for (i, (&fp, seen)) in fps.iter().zip(out.iter_mut()).enumerate() {
+                *seen = !set.insert(fp);
+                if !*seen {
+                    claimed.push(fp);
+                    at.push(i);
                 }
             }
         }
+        let mut found = vec![false; claimed.len()];
+        if let Err(e) = check(&claimed, &mut found) {
+            self.release(&claimed);
+            return Err(e);
+        }
+        let mut recorded = Vec::new();
+        let mut taken = Vec::with_capacity(claimed.len());
+        for ((fp, i), seen) in claimed.into_iter().zip(at).zip(found) {
+            out[i] = seen;
+            if seen { recorded.push(fp) } else { taken.push(fp) }
+        }
+        self.release(&recorded);
         Ok(taken)
     }
 
@@ -113,11 +130,6 @@ impl Reservation {
         any_seen: bool,
     ) -> Self {
         Reservation { ns, taken, taken_hosts, any_seen, done: false }
-    }
-
-    /// A batch that was recorded at once (a namespace that cannot reserve): nothing to commit.
-    pub(crate) fn done(ns: Arc<Namespace>) -> Self {
-        Reservation { ns, taken: Vec::new(), taken_hosts: Vec::new(), any_seen: false, done: true }
     }
 
     /// How many fingerprints this reservation answered "new" (and holds in flight).

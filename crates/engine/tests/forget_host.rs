@@ -348,3 +348,27 @@ fn a_failed_forget_refuses_writes_and_reopens_whole_or_not_at_all() {
 fn options_for(exact: bool) -> NamespaceOptions {
     options(exact, 20_000)
 }
+
+/// A namespace with a recrawl window: its generations keep no hosts, so a forget by host
+/// refuses with a typed error, forgets nothing, and every URL recorded stays seen.
+#[test]
+fn a_recrawl_window_refuses_a_forget_by_host() {
+    let db = Db::in_memory();
+    let window = NamespaceOptions {
+        recrawl_after: Some(std::time::Duration::from_secs(3600)),
+        ..NamespaceOptions::default()
+    };
+    let ns = db.create_namespace("w", window).unwrap();
+    let urls = corpus(2_000);
+    record(&ns, &urls);
+    let err = ns.forget_host("site3.example").unwrap_err();
+    assert!(matches!(err, Error::ForgetByUnsupported { what: "by host", .. }), "{err}");
+    assert!(err.to_string().contains("recrawl window"), "{err}");
+    check_none_new(&ns, &urls);
+    // Through a reservation too (the server's path): still nothing to forget by.
+    let fps: Vec<u64> = urls.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
+    let mut out = vec![false; fps.len()];
+    ns.reserve_fingerprints(&fps, &mut out).unwrap().commit().unwrap();
+    assert!(out.iter().all(|&seen| seen), "recorded URLs reserve as seen");
+    assert!(ns.forget_host("site3.example").is_err());
+}

@@ -22,11 +22,17 @@ fn small(exact: bool) -> NamespaceOptions {
     NamespaceOptions { capacity: 2_000, exact, ..NamespaceOptions::default() }
 }
 
+/// Every kind of namespace that reserves: Bloom (DSBF), exact, counting.
+fn kinds() -> [NamespaceOptions; 3] {
+    [small(false), small(true), NamespaceOptions { counting: true, ..small(true) }]
+}
+
 #[test]
 fn a_reserved_url_is_seen_by_others_and_new_again_if_dropped() {
-    for exact in [false, true] {
+    for options in kinds() {
+        let kind = format!("exact={} counting={}", options.exact, options.counting);
         let db = Db::temporary(None).unwrap();
-        let ns = db.create_namespace("r", small(exact)).unwrap();
+        let ns = db.create_namespace("r", options).unwrap();
         let batch = fps(&ns, 0..100);
         let mut out = vec![false; batch.len()];
         let held = ns.reserve_fingerprints(&batch, &mut out).unwrap();
@@ -47,7 +53,7 @@ fn a_reserved_url_is_seen_by_others_and_new_again_if_dropped() {
         assert!(!ns.contains(&url(7)).unwrap());
         assert!(!ns.seen(&url(7)).unwrap(), "new again after a dropped reservation");
         assert!(ns.seen(&url(7)).unwrap());
-        assert_eq!(ns.len(), 1, "exact={exact}");
+        assert_eq!(ns.len(), 1, "{kind}");
     }
 }
 
@@ -65,11 +71,17 @@ fn a_repeat_inside_one_reservation_is_seen() {
 
 #[test]
 fn a_committed_reservation_is_recorded_and_survives_a_restart() {
+    for kind in kinds() {
+        committed_and_restarted(kind);
+    }
+}
+
+fn committed_and_restarted(kind: NamespaceOptions) {
     let dir = tempfile::tempdir().unwrap();
     let options = DbOptions { fsync: Fsync::Always, ..DbOptions::default() };
     {
         let db = Db::open_with(dir.path(), options.clone()).unwrap();
-        let ns = db.create_namespace("r", small(false)).unwrap();
+        let ns = db.create_namespace("r", kind).unwrap();
         let batch = fps(&ns, 0..5_000);
         let mut out = vec![false; batch.len()];
         ns.reserve_fingerprints(&batch, &mut out).unwrap().commit().unwrap();
@@ -93,9 +105,11 @@ fn a_committed_reservation_is_recorded_and_survives_a_restart() {
 /// is that of the URLs committed "new".
 #[test]
 fn concurrent_reservations_never_answer_new_twice_and_lose_nothing_committed() {
-    for exact in [false, true] {
+    for options in kinds() {
+        let kind = format!("exact={} counting={}", options.exact, options.counting);
+        let exact = options.exact;
         let db = Db::temporary(None).unwrap();
-        let ns = db.create_namespace("r", small(exact)).unwrap();
+        let ns = db.create_namespace("r", options).unwrap();
         let n = 20_000u64;
         let threads: Vec<_> = (0..4u64)
             .map(|t| {
@@ -132,16 +146,22 @@ fn concurrent_reservations_never_answer_new_twice_and_lose_nothing_committed() {
             }
         }
         let twice: Vec<_> = times.iter().filter(|p| *p.1 > 1).collect();
-        assert!(twice.is_empty(), "exact={exact}: answered new twice: {twice:?}");
+        assert!(twice.is_empty(), "{kind}: answered new twice: {twice:?}");
         for &i in times.keys() {
-            assert!(ns.contains(&url(i)).unwrap(), "exact={exact}: url {i} lost");
+            assert!(ns.contains(&url(i)).unwrap(), "{kind}: url {i} lost");
         }
-        // Bloom-only: a URL answered new whose commit then met a (false) positive is kept,
-        // not counted; exact mode counts each.
+        // Bloom-only, the count is near, not equal: a URL answered new whose commit then met
+        // a (false) positive is kept, not counted; one answered "seen" on a false positive
+        // that a split dropped before it was kept is recorded as new, counted but never
+        // answered new (`Namespace::keep_positives`). Exact mode counts each.
         let committed = times.len() as u64;
-        assert!(ns.len() <= committed && ns.len() + committed / 100 >= committed, "{}", ns.len());
+        assert!(
+            ns.len().abs_diff(committed) <= committed / 100,
+            "{kind}: {} counted, {committed} committed new",
+            ns.len()
+        );
         if exact {
-            assert_eq!(ns.len(), committed);
+            assert_eq!(ns.len(), committed, "{kind}");
         }
     }
 }

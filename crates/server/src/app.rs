@@ -36,7 +36,6 @@ use bytes::Bytes;
 
 use parking_lot::Mutex;
 use urlseen_canon::Canonicalizer;
-use urlseen_engine::tree::TreeParams;
 use urlseen_engine::{
     CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, Reservation, SplitMode,
     SplitPolicy,
@@ -389,14 +388,7 @@ impl App {
 
     fn check_size(&self, options: &NamespaceOptions) -> Result<(), CommandError> {
         options.validate().map_err(|e| engine_error(&e))?;
-        let p = TreeParams::new(
-            options.capacity,
-            options.fpr,
-            options.effective_leaf_bits(),
-            options.seed,
-            options.split,
-        );
-        let bytes = u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8);
+        let bytes = options.planned_filter_bytes();
         if bytes > self.config.max_namespace_bytes {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }

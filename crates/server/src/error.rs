@@ -132,6 +132,10 @@ pub const UNKNOWN_PROFILE: &str =
 pub const URL_BAD_CAPACITY: &str = "ERR bad capacity: expected a positive integer";
 /// `URL.RESERVE … ERROR x` with `x` not a number.
 pub const URL_BAD_ERROR_RATE: &str = "ERR bad error rate: expected a number between 0 and 1";
+/// `URL.RESERVE … RECRAWL x` with `x` not a positive integer.
+pub const URL_BAD_RECRAWL: &str = "ERR bad recrawl window: expected a positive number of seconds";
+/// `URL.RESERVE … GENERATIONS x` with `x` not a positive integer.
+pub const URL_BAD_GENERATIONS: &str = "ERR bad generations: expected a positive integer";
 /// `URL.INFO` on a namespace that does not exist.
 pub const NO_SUCH_NAMESPACE: &str = "ERR not found";
 /// `URL.FORGET ns HOST h` with `h` not UTF-8.

@@ -309,6 +309,10 @@ async fn batch(
     };
     let app = state.app.clone();
     let work = tokio::task::spawn_blocking(move || {
+        // Under `--redis` the namespace lives in Redis, as for `URL.SEEN`/`URL.CHECK`.
+        if let Some(answered) = app.remote_urls(ns.as_bytes(), &urls, write) {
+            return answered;
+        }
         if write {
             let namespace = app.url_namespace(ns.as_bytes())?;
             app.seen_urls(&namespace, &urls, crate::app::Lookup::Record)

@@ -480,9 +480,16 @@ async fn fail<T: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Writes the pending replies, then makes count what waited for them
-/// ([`ConnState::defer_until_replied`]), unless the client is gone by then: a client whose end
-/// of the connection is closed never reads them, so that work is dropped. Returns whether the
-/// look at the client read more requests (to run before reading again).
+/// ([`ConnState::defer_until_replied`]), unless the client is gone: one whose end of the
+/// connection was closed before the replies were written cannot read them, and one that
+/// resets the connection did not take them, so that work is dropped. Returns whether a look
+/// at the client read more requests (to run before reading again).
+///
+/// The socket is looked at twice, without waiting. Before the write, an end of stream or a
+/// reset is a client gone before its replies existed. After it, only a reset is: a client
+/// that reads its reply and then closes (a one-shot `redis-cli`) ends its stream after the
+/// reply was written, and what it was told counts. (A client killed with the reply unread
+/// in its kernel's buffer resets the connection instead of ending it.)
 ///
 /// "Delivered" is "written to the socket": replies still in the kernel's buffers when the
 /// client dies are lost with it, as a printed line in a pipe's buffer is (docs/durability.md).
@@ -492,24 +499,17 @@ async fn deliver<T: AsyncRead + AsyncWrite + Unpin>(
     metrics: &Metrics,
     idle: Option<Duration>,
 ) -> io::Result<bool> {
-    flush(conn, metrics, idle).await?;
     if !state.awaits_delivery() {
+        flush(conn, metrics, idle).await?;
         return Ok(false);
     }
-    // One poll of the socket, without waiting: end of stream or an error means the client left.
-    let look = tokio::select! {
-        biased;
-        read = conn.read() => Some(read),
-        () = std::future::ready(()) => None,
+    let before = look(conn, metrics).await;
+    flush(conn, metrics, idle).await?;
+    let after = match before {
+        Look::End | Look::Reset => before,
+        Look::Nothing | Look::Data => look(conn, metrics).await,
     };
-    let (gone, read_ahead) = match look {
-        Some(Ok(0) | Err(_)) => (true, false),
-        Some(Ok(n)) => {
-            metrics.net_input_bytes.fetch_add(n as u64, Relaxed);
-            (false, true)
-        }
-        None => (false, false),
-    };
+    let gone = matches!(before, Look::End | Look::Reset) || after == Look::Reset;
     let work = state.take_on_reply();
     if gone {
         metrics.undelivered_replies.fetch_add(1, Relaxed);
@@ -520,7 +520,40 @@ async fn deliver<T: AsyncRead + AsyncWrite + Unpin>(
             w.delivered();
         }
     }
-    Ok(read_ahead)
+    Ok(before == Look::Data || after == Look::Data)
+}
+
+/// What one look at a client's socket, without waiting, finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Nothing to read yet.
+    Nothing,
+    /// More requests (read into the input buffer).
+    Data,
+    /// The client ended its stream.
+    End,
+    /// The connection failed (reset).
+    Reset,
+}
+
+async fn look<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Connection<T>,
+    metrics: &Metrics,
+) -> Look {
+    let read = tokio::select! {
+        biased;
+        read = conn.read() => Some(read),
+        () = std::future::ready(()) => None,
+    };
+    match read {
+        None => Look::Nothing,
+        Some(Ok(0)) => Look::End,
+        Some(Ok(n)) => {
+            metrics.net_input_bytes.fetch_add(n as u64, Relaxed);
+            Look::Data
+        }
+        Some(Err(_)) => Look::Reset,
+    }
 }
 
 /// Writes the pending replies; a client that reads none of them for the idle timeout is
@@ -583,10 +616,10 @@ mod tests {
 
     /// Serves one connection whose client end is `client_end` until it ends; returns the
     /// state (dropped by the caller, as the connection's task drops it).
-    async fn serve_one(
+    async fn serve_one<T: AsyncRead + AsyncWrite + Unpin>(
         app: &Arc<App>,
         metrics_of: &mut Option<Arc<Metrics>>,
-        stream: DuplexStream,
+        stream: T,
     ) -> (io::Result<End>, ConnState) {
         let dispatch = crate::dispatch(Arc::clone(app));
         let server = ServerState::new(Config::default(), dispatch.metrics().clone(), None);
@@ -621,7 +654,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_client_gone_once_its_replies_were_written_has_nothing_recorded() {
+    async fn a_client_whose_stream_ended_before_its_replies_were_written_has_nothing_recorded() {
         let app = Arc::new(App::in_memory());
         let (urls, bytes) = request("left");
         let (mut client, server_end) = tokio::io::duplex(1 << 20);
@@ -660,6 +693,110 @@ mod tests {
         let (ended, undelivered) = serving.await.unwrap();
         assert!(ended);
         assert_eq!(undelivered, 0);
+        assert_eq!(recorded(&app, &urls), (50, 50), "delivered answers were let go");
+    }
+
+    /// The server's end of a stream whose flush, once `hold_at` bytes were written, completes
+    /// only when the gate opens: what it wrote is readable at once, but the server resumes
+    /// only when the test says so.
+    struct FlushWhenOpen {
+        inner: DuplexStream,
+        gate: Arc<Gate>,
+        written: usize,
+        hold_at: usize,
+    }
+
+    /// Whether the gate is open, and who waits for it.
+    #[derive(Default)]
+    struct Gate(parking_lot::Mutex<(bool, Option<std::task::Waker>)>);
+
+    impl Gate {
+        fn open(&self) {
+            let mut g = self.0.lock();
+            g.0 = true;
+            if let Some(w) = g.1.take() {
+                w.wake();
+            }
+        }
+    }
+
+    impl AsyncRead for FlushWhenOpen {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for FlushWhenOpen {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            let this = &mut *self;
+            let written = std::pin::Pin::new(&mut this.inner).poll_write(cx, buf);
+            if let std::task::Poll::Ready(Ok(n)) = written {
+                this.written += n;
+            }
+            written
+        }
+
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            {
+                let mut g = self.gate.0.lock();
+                if self.written >= self.hold_at && !g.0 {
+                    g.1 = Some(cx.waker().clone());
+                    return std::task::Poll::Pending;
+                }
+            }
+            std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+        }
+    }
+
+    /// A one-shot client (`redis-cli URL.SEEN …`) reads its reply and closes at once: its end
+    /// of stream comes after the reply was written, and what it was told counts. The server
+    /// here looks at the socket again only after the client has read its replies and closed.
+    #[tokio::test]
+    async fn a_client_that_reads_its_replies_and_closes_at_once_has_them_recorded() {
+        let app = Arc::new(App::in_memory());
+        let (urls, bytes) = request("oneshot");
+        let (mut client, server_end) = tokio::io::duplex(1 << 20);
+        let gate = Arc::new(Gate::default());
+        let app2 = Arc::clone(&app);
+        let server_gate = Arc::clone(&gate);
+        let serving = tokio::spawn(async move {
+            let mut metrics = None;
+            let stream = FlushWhenOpen {
+                inner: server_end,
+                gate: server_gate,
+                written: 0,
+                hold_at: replies().len(),
+            };
+            let (end, state) = serve_one(&app2, &mut metrics, stream).await;
+            drop(state);
+            (end.is_ok(), metrics.unwrap().undelivered_replies())
+        });
+        client.write_all(&bytes).await.unwrap();
+        let mut got = vec![0u8; replies().len()];
+        client.read_exact(&mut got).await.unwrap();
+        drop(client);
+        gate.open();
+        let (ended, undelivered) = serving.await.unwrap();
+        assert!(ended);
+        assert_eq!(undelivered, 0, "a reply read before the client closed was not counted");
         assert_eq!(recorded(&app, &urls), (50, 50), "delivered answers were let go");
     }
 }

@@ -88,6 +88,8 @@ pub struct Args {
     /// with `urlseen forget`.
     #[arg(long)]
     counting: bool,
+    #[command(flatten)]
+    recrawl: crate::args::RecrawlArgs,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -115,7 +117,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         split: SplitPolicy::default(),
         exact: args.exact || args.counting,
         counting: args.counting,
+        ..NamespaceOptions::default()
     };
+    let mut options = options;
+    args.recrawl.apply(&mut options);
     if let Some(urls) = &args.redis {
         return run_redis(&args, urls.clone(), options);
     }

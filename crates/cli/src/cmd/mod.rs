@@ -75,14 +75,7 @@ pub fn check_fits_in_ram(options: &urlseen_engine::NamespaceOptions) -> anyhow::
         return Ok(());
     }
     options.validate()?;
-    let p = urlseen_engine::tree::TreeParams::new(
-        options.capacity,
-        options.fpr,
-        options.effective_leaf_bits(),
-        options.seed,
-        options.split,
-    );
-    let needed = u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8);
+    let needed = options.planned_filter_bytes();
     let Some(ram) = total_ram() else { return Ok(()) };
     anyhow::ensure!(
         needed <= ram,

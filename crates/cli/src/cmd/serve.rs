@@ -98,6 +98,14 @@ pub struct Args {
     /// How many entries the slow log keeps, as Redis' slowlog-max-len (default 128).
     #[arg(long, value_name = "N")]
     slowlog_max_len: Option<usize>,
+    /// Recrawl window of the URL namespaces the server creates (URL.SEEN on a new key, or
+    /// URL.RESERVE without RECRAWL): a URL recorded more than this long ago is new again
+    /// (`30d`, `12h`, `3s`). Existing namespaces keep their own.
+    #[arg(long, value_name = "DURATION")]
+    recrawl_after: Option<crate::args::Window>,
+    /// With --recrawl-after: generations of the window (default 8).
+    #[arg(long, value_name = "G")]
+    recrawl_generations: Option<u32>,
     /// A TOML file of settings; flags override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -107,7 +115,7 @@ const AFTER_HELP: &str = "\
 Every flag (but --config) is also a key of the --config TOML file, with `_` for `-`:
   resp, timeout, requirepass, protected_mode, maxclients, data, fsync, spill_dir, maxmemory,
   redis (an array of URLs), redis_retry_for, http, loglevel, slowlog_log_slower_than,
-  slowlog_max_len
+  slowlog_max_len, recrawl_after (\"30d\"), recrawl_generations
 and the file alone sets shutdown_grace, max_namespace_bytes, [rename_command], [limits] and
 [defaults]. Flags override the file. An annotated example with every key and its default:
 urlseen.toml at the root of the urlseen repository.";
@@ -273,6 +281,9 @@ struct FileConfig {
     loglevel: Option<LogLevel>,
     slowlog_log_slower_than: Option<i64>,
     slowlog_max_len: Option<usize>,
+    #[serde(default, deserialize_with = "parsed")]
+    recrawl_after: Option<crate::args::Window>,
+    recrawl_generations: Option<u32>,
     shutdown_grace: Option<u64>,
     max_namespace_bytes: Option<u64>,
     /// Redis' `rename-command`: `FLUSHALL = ""` disables it, `DEL = "del-9f3a"` renames it.
@@ -408,6 +419,10 @@ impl Settings {
         app.url_defaults.canon.sort_query = d.sort_query.unwrap_or(false);
         app.url_defaults.canon.strip_tracking = d.strip_tracking.unwrap_or(false);
         app.url_defaults.canon.keep_fragments = d.keep_fragments.unwrap_or(false);
+        app.url_defaults.recrawl_after = args.recrawl_after.or(file.recrawl_after).map(|w| w.0);
+        if let Some(g) = args.recrawl_generations.or(file.recrawl_generations) {
+            app.url_defaults.generations = g;
+        }
         app.url_defaults.validate().map_err(|e| invalid("defaults", e.to_string()))?;
         if let Some(bytes) = file.max_namespace_bytes {
             app.max_namespace_bytes = bytes;

@@ -52,11 +52,13 @@ pub struct ImportArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    recrawl: crate::args::RecrawlArgs,
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<()> {
     let db = super::open_data_dir(&args.data, args.fsync, false)?;
-    let options = NamespaceOptions {
+    let mut options = NamespaceOptions {
         capacity: args.capacity,
         fpr: args.fpr,
         canon: args.canon.options(),
@@ -64,6 +66,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         counting: args.counting,
         ..NamespaceOptions::default()
     };
+    args.recrawl.apply(&mut options);
     if db.namespace(&args.ns).is_none() {
         super::check_fits_in_ram(&options)?;
     }
@@ -218,6 +221,26 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
                     "  counting        {} generations, {} saturated counters; active m = {} counters, k = {}",
                     c.generations, c.saturated_counters, s.leaf_bits, s.leaf_hashes
                 )?,
+            }
+            if let Some(r) = &s.recrawl {
+                writeln!(
+                    out,
+                    "  recrawl         after {}, {} generations (each under FPR {:.3e}), {} live",
+                    crate::args::format_duration(r.window_secs),
+                    r.generations,
+                    r.generation_fpr,
+                    r.live.len()
+                )?;
+                for g in &r.live {
+                    writeln!(
+                        out,
+                        "    generation    age {}, {} URLs, {:.2} MiB, worst leaf FPR {:.6}",
+                        crate::args::format_duration(g.age_secs),
+                        g.count,
+                        g.memory_bytes as f64 / 1048576.0,
+                        g.worst_leaf_fpr
+                    )?;
+                }
             }
             if s.kept > 0 {
                 writeln!(

@@ -497,49 +497,79 @@ impl CountingSet {
     /// # Panics
     /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
     pub fn seen_many_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
+        self.seen_many_then(fps, hosts, out, |_| Ok::<(), std::convert::Infallible>(()))?
+            .map_err(|e| match e {})
+    }
+
+    /// [`seen_many_hosts`](Self::seen_many_hosts) that hands the answers to `then` before
+    /// anything of the batch is written (the set is locked meanwhile): `urlseen filter` prints
+    /// the new URLs there, so a crash between the print and the write reprints them, and none
+    /// is ever recorded unprinted. If `then` fails, nothing of the batch is recorded:
+    /// `Ok(Err(_))`.
+    ///
+    /// # Errors
+    /// As [`seen_many`](Self::seen_many).
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
+    pub fn seen_many_then<E>(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        then: impl FnOnce(&[bool]) -> std::result::Result<(), E>,
+    ) -> Result<std::result::Result<(), E>> {
         assert_eq!(fps.len(), out.len(), "seen_many: out must have one slot per fingerprint");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
         let mut gens = self.generations.lock();
-        let mut pending = Vec::new();
-        let mut pending_hosts = Vec::new();
-        let mut pending_set: HashSet<u64, FpBuildHasher> = HashSet::default();
-        let mut i = 0;
-        while i < fps.len() {
-            let g = gens.len() - 1;
-            let room = self.room(&gens);
-            pending.clear();
-            pending_hosts.clear();
-            pending_set.clear();
-            while i < fps.len() && (pending.len() as u64) < room {
-                let fp = fps[i];
-                let seen = if pending_set.contains(&fp) {
-                    true
-                } else if gens.iter().any(|f| f.contains(fp)) {
-                    bump(&self.counters.filter_positives, 1);
-                    let found = self.exact.confirm(fp)?;
-                    bump(&self.counters.false_positives, u64::from(!found));
-                    found
-                } else {
-                    bump(&self.counters.definitely_new, 1);
-                    false
-                };
-                if !seen {
-                    pending.push(fp);
-                    if let Some(&host) = hosts.get(i) {
-                        pending_hosts.push(host);
-                    }
-                    pending_set.insert(fp);
+        // Decide the whole batch first: what is recorded, or new earlier in the batch, is seen.
+        let mut new = Vec::new();
+        let mut new_hosts = Vec::new();
+        let mut new_set: HashSet<u64, FpBuildHasher> = HashSet::default();
+        for (i, (&fp, slot)) in fps.iter().zip(out.iter_mut()).enumerate() {
+            *slot = if new_set.contains(&fp) {
+                true
+            } else if gens.iter().any(|f| f.contains(fp)) {
+                bump(&self.counters.filter_positives, 1);
+                let found = self.exact.confirm(fp)?;
+                bump(&self.counters.false_positives, u64::from(!found));
+                found
+            } else {
+                bump(&self.counters.definitely_new, 1);
+                false
+            };
+            if !*slot {
+                new.push(fp);
+                if let Some(&host) = hosts.get(i) {
+                    new_hosts.push(host);
                 }
-                out[i] = seen;
-                i += 1;
+                new_set.insert(fp);
             }
-            self.exact.record_new_many_hosts_in(&pending, &pending_hosts, g as u32)?;
-            for &fp in &pending {
+        }
+        if let Err(e) = then(out) {
+            return Ok(Err(e));
+        }
+        // Then record the new ones, filling the active generation and opening the next.
+        let mut rest = new.as_slice();
+        let mut rest_hosts = new_hosts.as_slice();
+        while !rest.is_empty() {
+            let g = gens.len() - 1;
+            let room = usize::try_from(self.room(&gens)).unwrap_or(usize::MAX);
+            let (chunk, tail) = rest.split_at(room.min(rest.len()));
+            let (chunk_hosts, hosts_tail) = if rest_hosts.is_empty() {
+                (rest_hosts, rest_hosts)
+            } else {
+                rest_hosts.split_at(chunk.len())
+            };
+            self.exact.record_new_many_hosts_in(chunk, chunk_hosts, g as u32)?;
+            for &fp in chunk {
                 gens[g].add(fp);
             }
             self.grow_if_full(&mut gens);
+            rest = tail;
+            rest_hosts = hosts_tail;
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Whether `fp` is recorded, changing nothing.

@@ -431,6 +431,13 @@ impl RedisDb {
             )));
         }
         options.validate()?;
+        if options.recrawl_after.is_some() {
+            // Not yet: a window in Redis needs a key prefix per generation (docs/recrawl.md).
+            return Err(Error::Engine(crate::Error::InvalidOption {
+                name: "recrawl_after",
+                reason: "recrawl windows are not supported with the Redis backend yet".into(),
+            }));
+        }
         let params = TreeParams::new(
             options.capacity,
             options.fpr,

@@ -23,6 +23,9 @@
 //!     … "exact" … "counting" … "seed" … "leaves_per_depth" (array, index = depth)
 //!     … "persistence" (null in memory; else a map: fsync, log_bytes, fsyncs, fsync_micros,
 //!     snapshot_offset)
+//!     … "recrawl_after" (null without a recrawl window; else its seconds)
+//!     … "generations" (an array, oldest first, of maps: start_ms, age_secs, count,
+//!     memory_bytes, disk_bytes, worst_leaf_fpr; empty without a window)
 //! > URL.INFO nope
 //! -ERR not found
 //! ```
@@ -125,6 +128,25 @@ pub fn info(ns: &Namespace) -> Frame {
                     (Frame::bulk("snapshot_offset"), int(p.snapshot_offset)),
                 ])
             }),
+        ),
+        ("recrawl_after", s.recrawl.as_ref().map_or(Frame::Null, |r| Frame::Double(r.window_secs))),
+        (
+            "generations",
+            Frame::Array(s.recrawl.as_ref().map_or_else(Vec::new, |r| {
+                r.live
+                    .iter()
+                    .map(|g| {
+                        Frame::Map(vec![
+                            (Frame::bulk("start_ms"), int(g.start_ms)),
+                            (Frame::bulk("age_secs"), Frame::Double(g.age_secs)),
+                            (Frame::bulk("count"), int(g.count)),
+                            (Frame::bulk("memory_bytes"), int(g.memory_bytes)),
+                            (Frame::bulk("disk_bytes"), int(g.disk_bytes)),
+                            (Frame::bulk("worst_leaf_fpr"), Frame::Double(g.worst_leaf_fpr)),
+                        ])
+                    })
+                    .collect()
+            })),
         ),
     ];
     Frame::Map(fields.into_iter().map(|(k, v)| (Frame::bulk(k), v)).collect())

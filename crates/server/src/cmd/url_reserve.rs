@@ -1,8 +1,10 @@
-//! `URL.RESERVE ns [CAPACITY n] [ERROR p] [PROFILE name] [EXACT] [COUNTING]`: creates a URL
-//! namespace.
+//! `URL.RESERVE ns [CAPACITY n] [ERROR p] [PROFILE name] [EXACT] [COUNTING] [RECRAWL seconds
+//! [GENERATIONS g]]`: creates a URL namespace.
 //!
 //! ```text
 //! > URL.RESERVE jobs CAPACITY 10000000 ERROR 0.001 PROFILE w3lib
+//! +OK
+//! > URL.RESERVE news RECRAWL 2592000
 //! +OK
 //! > URL.RESERVE jobs
 //! -ERR item exists
@@ -18,15 +20,22 @@
 //! picks the canonicalization (`crawler`, `w3lib`, `safebrowsing`, `none`: raw bytes, which
 //! makes the key a RedisBloom-compatible filter). `EXACT` confirms every positive against a
 //! fingerprint store (no false positives beyond 64-bit fingerprint collisions); `COUNTING`
-//! (implies `EXACT`) lets `URL.FORGET` work.
+//! (implies `EXACT`) lets `URL.FORGET` work. `RECRAWL seconds` gives the namespace a recrawl
+//! window: a URL recorded more than that long ago is new again, with a precision of
+//! `seconds / g` (`GENERATIONS g`, default 8; see docs/recrawl.md). `CAPACITY` is then the
+//! URLs expected per window.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use urlseen_engine::Profile;
 
 use crate::app::App;
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
-use crate::error::{CommandError, UNKNOWN_PROFILE, URL_BAD_CAPACITY, URL_BAD_ERROR_RATE};
+use crate::error::{
+    CommandError, UNKNOWN_PROFILE, URL_BAD_CAPACITY, URL_BAD_ERROR_RATE, URL_BAD_GENERATIONS,
+    URL_BAD_RECRAWL,
+};
 use crate::frame::Frame;
 use crate::parse::Parse;
 
@@ -45,6 +54,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("url.reserve", -2)
         ArgSpec::new("profile", ArgKind::String).token("PROFILE").optional(),
         ArgSpec::new("exact", ArgKind::PureToken).token("EXACT").optional(),
         ArgSpec::new("counting", ArgKind::PureToken).token("COUNTING").optional(),
+        ArgSpec::new("recrawl", ArgKind::Integer).token("RECRAWL").optional(),
+        ArgSpec::new("generations", ArgKind::Integer).token("GENERATIONS").optional(),
     ]);
 
 /// The `URL.RESERVE` command.
@@ -76,6 +87,19 @@ fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         } else if is("COUNTING") {
             options.counting = true;
             options.exact = true;
+        } else if is("RECRAWL") {
+            let secs = args.next_int().map_err(|_| CommandError::custom(URL_BAD_RECRAWL))?;
+            let secs = u64::try_from(secs)
+                .ok()
+                .filter(|&s| s > 0)
+                .ok_or(CommandError::custom(URL_BAD_RECRAWL))?;
+            options.recrawl_after = Some(Duration::from_secs(secs));
+        } else if is("GENERATIONS") {
+            let g = args.next_int().map_err(|_| CommandError::custom(URL_BAD_GENERATIONS))?;
+            options.generations = u32::try_from(g)
+                .ok()
+                .filter(|&g| g > 0)
+                .ok_or(CommandError::custom(URL_BAD_GENERATIONS))?;
         } else {
             return Err(CommandError::Syntax);
         }
