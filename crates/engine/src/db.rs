@@ -180,7 +180,7 @@ impl Db {
             {
                 let upgraded =
                     r.durable.as_ref().is_some_and(|d| d.recovery.upgraded_from.is_some());
-                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable);
+                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable)?;
                 if upgraded {
                     // Written in this build's format now, so the old one is never read again.
                     ns.checkpoint()?;
@@ -246,7 +246,7 @@ impl Db {
             let dir = ns_root.join(entry);
             match persist::recover(&dir, &options, &workers, Access::ReadOnly)? {
                 persist::Opened::Namespace(r) => {
-                    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable);
+                    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable)?;
                     namespaces.insert(r.name, Arc::new(ns));
                 }
                 persist::Opened::Unfinished => {}
@@ -332,7 +332,7 @@ impl Db {
                 };
                 let clock = Arc::clone(&inner.options.clock);
                 let gens = Generations::new(name, &options, clock, home)?;
-                Namespace::from_parts(name.to_owned(), options, Set::Recrawl(gens), None)
+                Namespace::from_parts(name.to_owned(), options, Set::Recrawl(gens), None)?
             }
             None => {
                 let leaves = match &inner.spill {
@@ -350,7 +350,7 @@ impl Db {
                 let dir = dir.unwrap_or_else(|| persist::namespace_dir(root, name));
                 let (durable, set) =
                     persist::create_at(dir, name, &options, &inner.options, &inner.workers)?;
-                Namespace::from_parts(name.to_owned(), options, set, durable)
+                Namespace::from_parts(name.to_owned(), options, set, durable)?
             }
         };
         Ok(ns)
@@ -530,7 +530,7 @@ impl Db {
                 sync_dir(&root.join("ns"))?;
                 match persist::recover(&dir, &inner.options, &inner.workers, Access::ReadWrite)? {
                     persist::Opened::Namespace(r) => {
-                        Namespace::from_parts(r.name, r.options, r.set, r.durable)
+                        Namespace::from_parts(r.name, r.options, r.set, r.durable)?
                     }
                     persist::Opened::Unfinished => {
                         return Err(Error::corrupt(&dir, "the restored namespace has no meta"));

@@ -63,6 +63,43 @@ pub enum Error {
         /// Records with no host.
         records: u64,
     },
+    /// Forgetting a host whose 32-bit host hash other hosts recorded in the namespace share:
+    /// forgetting the hash would forget their URLs too (false negatives). Nothing was
+    /// forgotten. See `docs/forget.md`, "The collision guard".
+    #[error(
+        "namespace {name:?}: host {host:?} has host hash {hash:#010x}, which the recorded \
+         hosts {hosts:?} share: forgetting it would forget their URLs too, so nothing was \
+         forgotten"
+    )]
+    HostHashShared {
+        /// The namespace.
+        name: String,
+        /// The host asked for, canonical.
+        host: String,
+        /// Its 32-bit host hash.
+        hash: u32,
+        /// Every host recorded under that hash (the host asked for among them if recorded).
+        hosts: Vec<String>,
+    },
+    /// Forgetting a host whose hash some records carry while the namespace's host dictionary
+    /// lists no host under it (records made with host hashes given by the caller, through
+    /// `seen_fingerprints_hosts`, or by a build without the dictionary): they may be another
+    /// host's URLs. Nothing was forgotten.
+    #[error(
+        "namespace {name:?} holds {records} records under host hash {hash:#010x} (that of \
+         {host:?}) but lists no host recorded under it: they may be another host's URLs, so \
+         nothing was forgotten"
+    )]
+    HostHashUnlisted {
+        /// The namespace.
+        name: String,
+        /// The host asked for, canonical.
+        host: String,
+        /// Its 32-bit host hash.
+        hash: u32,
+        /// Records carrying that hash.
+        records: u64,
+    },
     /// Forgetting by host or prefix is not possible here.
     #[error("namespace {name:?} cannot forget {what}: {reason}")]
     ForgetByUnsupported {

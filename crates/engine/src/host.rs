@@ -8,9 +8,10 @@
 //! before hosts were kept, or as a raw item or fingerprint).
 //!
 //! # Collisions
-//! Two different hosts share a hash with probability 2⁻³² per pair. Forgetting host `h` in a
-//! namespace that holds `H` other hosts also forgets the URLs of one of them with probability
-//! about `H / 2³²` (1,000 hosts: 2.3 × 10⁻⁷; a million: 2.3 × 10⁻⁴). See `docs/forget.md`.
+//! Two different hosts share a hash with probability 2⁻³² per pair. A forget of a host whose
+//! hash another recorded host shares would forget that host's URLs too: the namespace's host
+//! dictionary (`crate::host_dict`) detects it and the forget refuses instead. See
+//! `docs/forget.md`, "The collision guard".
 
 use urlseen_filter::hash;
 
@@ -44,6 +45,10 @@ pub fn host_of(url: &str) -> Option<&str> {
 
 /// The hash a leaf record keeps for `host`, under a namespace's `seed`: never 0.
 pub fn host_hash(host: &str, seed: u64) -> u32 {
+    #[cfg(feature = "testing")]
+    if let Some(forced) = testing::forced(host, seed) {
+        return forced;
+    }
     let h = hash::fingerprint(host.as_bytes(), seed ^ HOST_SEED);
     let folded = (h ^ (h >> 32)) as u32;
     if folded == 0 { 1 } else { folded }
@@ -55,6 +60,31 @@ const HOST_SEED: u64 = 0x686f_7374_2d68_6173;
 /// [`host_hash`] of the host of `url` (canonical), or 0 (unknown) if it has none.
 pub fn url_host_hash(url: &str, seed: u64) -> u32 {
     host_of(url).map_or(0, |h| host_hash(h, seed))
+}
+
+/// Test hooks: make two hosts collide on purpose.
+#[cfg(feature = "testing")]
+pub mod testing {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use parking_lot::Mutex;
+
+    static ANY: AtomicBool = AtomicBool::new(false);
+    static FORCED: Mutex<Vec<(u64, String, u32)>> = Mutex::new(Vec::new());
+
+    /// From now on, [`super::host_hash`] of `host` under `seed` is `hash` (never 0: use 1 or
+    /// more). Tests give their namespaces a seed of their own, so other tests are not affected.
+    pub fn force_host_hash(seed: u64, host: &str, hash: u32) {
+        FORCED.lock().push((seed, host.to_owned(), hash.max(1)));
+        ANY.store(true, Ordering::Release);
+    }
+
+    pub(super) fn forced(host: &str, seed: u64) -> Option<u32> {
+        if !ANY.load(Ordering::Acquire) {
+            return None;
+        }
+        FORCED.lock().iter().find(|(s, h, _)| *s == seed && h == host).map(|f| f.2)
+    }
 }
 
 #[cfg(test)]

@@ -92,6 +92,7 @@ pub mod dump;
 mod error;
 pub mod exact;
 pub mod host;
+mod host_dict;
 pub mod leaf_index;
 pub mod leaf_log;
 pub mod log;

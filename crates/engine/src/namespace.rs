@@ -10,6 +10,7 @@ use urlseen_filter::hash;
 
 use crate::error::{Error, Result};
 use crate::exact::{CountingOptions, CountingSet, ExactOptions, ExactStats, RecentCache};
+use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_index::IndexStore;
 use crate::leaf_log::LeafStore;
 use crate::log::Fsync;
@@ -37,6 +38,8 @@ pub struct Namespace {
     durable: Option<Durable>,
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
     in_flight: InFlight,
+    /// The hosts recorded under each host hash: the collision guard of a forget by host.
+    hosts: HostDict,
 }
 
 /// What decides "seen" in a namespace.
@@ -130,7 +133,7 @@ impl Namespace {
             };
             Set::Tree { tree, exact }
         };
-        Ok(Self::from_parts(name, options, set, None))
+        Self::from_parts(name, options, set, None)
     }
 
     pub(crate) fn from_parts(
@@ -138,9 +141,15 @@ impl Namespace {
         options: NamespaceOptions,
         set: Set,
         durable: Option<Durable>,
-    ) -> Self {
+    ) -> Result<Self> {
         let canon = Canonicalizer::new(options.canon.clone());
-        Namespace { name, options, canon, set, durable, in_flight: InFlight::default() }
+        let hosts = match (&durable, &set) {
+            (Some(d), Set::Tree { .. } | Set::Counting(_)) => {
+                HostDict::open(&d.storage, &d.dir, d.log.is_read_only())?
+            }
+            _ => HostDict::in_memory(),
+        };
+        Ok(Namespace { name, options, canon, set, durable, in_flight: InFlight::default(), hosts })
     }
 
     pub(crate) fn in_flight(&self) -> &InFlight {
@@ -187,7 +196,11 @@ impl Namespace {
         CANON_BUF.with_borrow_mut(|buf| {
             self.canon.canonicalize_into(url, buf)?;
             let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
-            Ok((fp, crate::host::url_host_hash(buf, self.options.seed)))
+            let Some(host) = crate::host::host_of(buf) else { return Ok((fp, 0)) };
+            let h = crate::host::host_hash(host, self.options.seed);
+            // Listed before any record can carry `h` (see `crate::host_dict`).
+            self.hosts.note(h, host)?;
+            Ok((fp, h))
         })
     }
 
@@ -792,6 +805,11 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidHost`].
     pub fn host_hash(&self, host: &str) -> Result<u32> {
+        Ok(crate::host::host_hash(&self.canonical_host(host)?, self.options.seed))
+    }
+
+    /// `host` as the namespace's profile writes it in a canonical URL.
+    fn canonical_host(&self, host: &str) -> Result<String> {
         let invalid = |reason: String| Error::InvalidHost { host: host.to_owned(), reason };
         if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) || host.contains("://") {
             return Err(invalid("give a host name alone, such as example.com".into()));
@@ -800,7 +818,7 @@ impl Namespace {
         let canonical = self.canon.canonicalize(&url).map_err(|e| invalid(e.to_string()))?;
         let found = crate::host::host_of(&canonical)
             .ok_or_else(|| invalid("it has no host once canonicalized".into()))?;
-        Ok(crate::host::host_hash(found, self.options.seed))
+        Ok(found.to_owned())
     }
 
     /// Forgets every URL of `host` (its canonical host, any scheme and port): afterwards each
@@ -830,8 +848,46 @@ impl Namespace {
     /// (then the namespace refuses writes until reopened, and reopening replays the forget);
     /// in a counting namespace, [`Error::Store`].
     pub fn forget_host(&self, host: &str) -> Result<u64> {
-        let h = self.host_hash(host)?;
-        self.forget_host_hash(h)
+        let host = self.canonical_host(host)?;
+        let h = crate::host::host_hash(&host, self.options.seed);
+        let shared = |hosts| Error::HostHashShared {
+            name: self.name.clone(),
+            host: host.clone(),
+            hash: h,
+            hosts,
+        };
+        match self.hosts.vouch(h, &host) {
+            Vouch::Only => {}
+            Vouch::Shared(hosts) => return Err(shared(hosts)),
+            Vouch::Absent => match self.count_host_records(h)? {
+                0 => {}
+                records => {
+                    return Err(Error::HostHashUnlisted {
+                        name: self.name.clone(),
+                        host: host.clone(),
+                        hash: h,
+                        records,
+                    });
+                }
+            },
+        }
+        // Checked again under the lock the forget holds, where nothing is recorded until it is
+        // done: a host listed under `h` since then makes it refuse (one listed later records
+        // after the forget).
+        let vouched = || match self.hosts.vouch(h, &host) {
+            Vouch::Shared(hosts) => Err(shared(hosts)),
+            Vouch::Only | Vouch::Absent => Ok(()),
+        };
+        self.forget_host_checked(h, &vouched)
+    }
+
+    /// Records that carry host hash `h`.
+    fn count_host_records(&self, h: u32) -> Result<u64> {
+        match &self.set {
+            Set::Tree { tree, .. } => tree.count_records(&|r| r.host == h),
+            Set::Counting(set) => Ok(set.count_host(h)?),
+            Set::Recrawl(_) => Ok(0),
+        }
     }
 
     /// [`Self::forget_host`] of a host hash ([`Self::host_hash`]).
@@ -839,6 +895,12 @@ impl Namespace {
     /// # Errors
     /// As [`Self::forget_host`].
     pub fn forget_host_hash(&self, h: u32) -> Result<u64> {
+        self.forget_host_checked(h, &|| Ok(()))
+    }
+
+    /// [`Self::forget_host_hash`] that calls `check` once nothing can be recorded any more
+    /// until the forget is done, and forgets nothing if it fails.
+    fn forget_host_checked(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
         let (tree, exact) = match &self.set {
             Set::Tree { tree, exact } => (tree, exact),
             // A window's generations record no hosts yet (their records carry host 0), so the
@@ -859,7 +921,10 @@ impl Namespace {
                 // The store is the source of truth, and each fingerprint leaves it before its
                 // counters go: a crash part-way leaves part of the host forgotten, and the
                 // forget not acknowledged (run it again).
-                let outcome = set.forget_host(h)?;
+                let outcome = set.forget_host(h, &|| check().is_ok())?;
+                if outcome == Err(u64::MAX) {
+                    check()?;
+                }
                 if let Some(d) = &self.durable {
                     set.sync().map_err(|e| {
                         d.log.poison_for(format!("namespace {:?}: {e}", self.name));
@@ -895,6 +960,7 @@ impl Namespace {
             d.snapshot_bytes.store(0, Ordering::Release);
         }
         let mut logged = || -> Result<()> {
+            check()?;
             let Some(d) = &self.durable else { return Ok(()) };
             // Under the tree's exclusive lock: every record before it in the log is in the
             // tree, and none after it.

@@ -282,7 +282,7 @@ impl Generations {
             }
             match persist::recover(&path, db, workers, access)? {
                 persist::Opened::Namespace(r) => {
-                    let ns = Namespace::from_parts(r.name, r.options, r.set, r.durable);
+                    let ns = Namespace::from_parts(r.name, r.options, r.set, r.durable)?;
                     live.push(Generation { start, ns: Arc::new(ns) });
                 }
                 persist::Opened::Unfinished => {}
@@ -373,7 +373,7 @@ impl Generations {
                 let (durable, set) = persist::create_at(at, &name, &options, db, workers)?;
                 // The generation directory is in place: make its name durable with it.
                 sync_dir(&dir.join(GENERATIONS_DIR));
-                Ok(Namespace::from_parts(name, options, set, durable))
+                Namespace::from_parts(name, options, set, durable)
             }
         }
     }

@@ -372,3 +372,150 @@ fn a_recrawl_window_refuses_a_forget_by_host() {
     assert!(out.iter().all(|&seen| seen), "recorded URLs reserve as seen");
     assert!(ns.forget_host("site3.example").is_err());
 }
+
+/// The collision guard (`docs/forget.md`): two hosts forced onto one host hash (a test hook of
+/// the `testing` feature) make a forget of either refuse with the hash named, forgetting
+/// nothing, in every mode, in a data directory and after a restart; a host asked for whose
+/// hash only another recorded host has is refused too; other hosts forget as before.
+#[test]
+fn a_host_hash_shared_by_two_hosts_makes_a_forget_refuse() {
+    use urlseen_engine::host::testing::force_host_hash;
+    const SEED: u64 = 0x5eed_c011_1de5;
+    for host in ["a.example", "b.example", "x.example"] {
+        force_host_hash(SEED, host, 0x4d);
+    }
+    force_host_hash(SEED, "d.example", 0x58);
+    force_host_hash(SEED, "e.example", 0x58);
+    let urls =
+        |host: &str| -> Vec<String> { (0..300).map(|i| format!("https://{host}/p/{i}")).collect() };
+    let (a, b, c, d) = (urls("a.example"), urls("b.example"), urls("c.example"), urls("d.example"));
+    for (exact, counting) in [(false, false), (true, false), (false, true)] {
+        let mode = format!("exact {exact}, counting {counting}");
+        let dir = tempfile::tempdir().unwrap();
+        let opts = NamespaceOptions {
+            seed: SEED,
+            exact,
+            counting,
+            capacity: 10_000,
+            ..NamespaceOptions::default()
+        };
+        let shared = |ns: &Namespace, host: &str, n: usize| {
+            let err = ns.forget_host(host).unwrap_err();
+            match &err {
+                Error::HostHashShared { hash, hosts, .. } => {
+                    assert_eq!(*hash, if n == 2 { 0x4d } else { 0x58 }, "{mode}: {err}");
+                    assert_eq!(hosts.len(), n, "{mode}: {err}");
+                }
+                other => panic!("{mode}: {host}: {other}"),
+            }
+            assert!(err.to_string().contains("0x0000004d") || n == 1, "{err}");
+        };
+        {
+            let db = Db::open(dir.path()).unwrap();
+            let ns = db.create_namespace("guarded", opts.clone()).unwrap();
+            record(&ns, &d);
+            // Only d.example is recorded under 0x58: e.example is refused, d.example is not.
+            shared(&ns, "e.example", 1);
+            check_none_new(&ns, &d);
+            let recorded_a = record(&ns, &a).iter().filter(|&&n| n).count();
+            assert!(recorded_a > 250, "{mode}");
+            record(&ns, &c);
+            record(&ns, &b);
+            for host in ["a.example", "b.example", "x.example"] {
+                shared(&ns, host, 2);
+            }
+            for urls in [&a, &b, &c, &d] {
+                check_none_new(&ns, urls);
+            }
+            let forgot = ns.forget_host("c.example").unwrap();
+            assert!(forgot > 250 && forgot <= 300, "{mode}: {forgot}");
+            drop(ns);
+            db.close().unwrap();
+        }
+        let db = Db::open(dir.path()).unwrap();
+        let ns = db.namespace("guarded").unwrap();
+        for host in ["a.example", "b.example", "x.example"] {
+            shared(&ns, host, 2);
+        }
+        shared(&ns, "e.example", 1);
+        for urls in [&a, &b, &d] {
+            check_none_new(&ns, urls);
+        }
+        let new = ns.contains_batch(&c).unwrap().iter().filter(|&&s| !s).count();
+        assert!(new >= 295, "{mode}: c.example's URLs are new after the restart: {new}");
+        // d.example is alone under its hash: it forgets, after the restart too.
+        let forgot = ns.forget_host("d.example").unwrap();
+        assert!(forgot > 250 && forgot <= 300, "{mode}: {forgot}");
+        let new = ns.contains_batch(&d).unwrap().iter().filter(|&&s| !s).count();
+        assert!(new >= 295, "{mode}: {new}");
+        for urls in [&a, &b] {
+            check_none_new(&ns, urls);
+        }
+    }
+}
+
+/// Records made with host hashes given by the caller (not listed) make a forget of a host
+/// with that hash refuse: they could be another host's URLs.
+#[test]
+fn records_of_an_unlisted_host_hash_make_a_forget_refuse() {
+    let db = Db::in_memory();
+    let ns = db.create_namespace("unlisted", NamespaceOptions::default()).unwrap();
+    let h = ns.host_hash("q.example").unwrap();
+    let fps: Vec<u64> =
+        (0..10).map(|i| ns.fingerprint(&format!("https://other.example/{i}")).unwrap()).collect();
+    let mut out = vec![false; fps.len()];
+    ns.seen_fingerprints_hosts(&fps, &vec![h; fps.len()], &mut out).unwrap();
+    let err = ns.forget_host("q.example").unwrap_err();
+    assert!(matches!(err, Error::HostHashUnlisted { records: 10, .. }), "{err}");
+    let mut seen = vec![false; fps.len()];
+    ns.contains_fingerprints(&fps, &mut seen).unwrap();
+    assert!(seen.iter().all(|&s| s), "nothing was forgotten");
+}
+
+/// The cost of the collision guard, for docs/forget.md (not a timed assertion: run by hand):
+/// `fingerprint` and `fingerprint_host` (which lists the host) per URL over 1M URLs of 1,000
+/// hosts, and the resident memory one million distinct hosts add.
+/// `cargo test --profile ci -p urlseen-engine --test forget_host -- --ignored --nocapture host_guard_cost`
+#[test]
+#[ignore = "measurement; prints figures"]
+fn host_guard_cost() {
+    let db = Db::in_memory();
+    let ns = db.create_namespace("cost", NamespaceOptions::default()).unwrap();
+    let urls = corpus(1_000_000);
+    for round in 0..3 {
+        let t = Instant::now();
+        let mut x = 0u64;
+        for u in &urls {
+            x ^= ns.fingerprint(u).unwrap();
+        }
+        let plain = t.elapsed().as_nanos() as f64 / urls.len() as f64;
+        let t = Instant::now();
+        for u in &urls {
+            let (fp, h) = ns.fingerprint_host(u).unwrap();
+            x ^= fp ^ u64::from(h);
+        }
+        let hosted = t.elapsed().as_nanos() as f64 / urls.len() as f64;
+        println!(
+            "round {round}: fingerprint {plain:.1} ns/URL, fingerprint_host (host listed) \
+             {hosted:.1} ns/URL ({x:x})"
+        );
+    }
+    let rss = || -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+    };
+    let hosts: Vec<String> =
+        (0..1_000_000).map(|i| format!("https://host{i}.example.org/")).collect();
+    let other = db.create_namespace("hosts", NamespaceOptions::default()).unwrap();
+    let before = rss();
+    for u in &hosts {
+        other.fingerprint_host(u).unwrap();
+    }
+    let after = rss();
+    println!(
+        "1000000 distinct hosts (host0.example.org .. host999999.example.org) listed: RSS +{} \
+         bytes, {:.1} bytes per host",
+        after - before,
+        (after - before) as f64 / 1e6
+    );
+}

@@ -645,8 +645,16 @@ impl CountingSet {
     ///
     /// # Errors
     /// The store's (the outer `Result`); the ones before a failure are forgotten.
-    pub fn forget_host(&self, host: u32) -> Result<std::result::Result<u64, u64>> {
+    pub fn forget_host(
+        &self,
+        host: u32,
+        still: &dyn Fn() -> bool,
+    ) -> Result<std::result::Result<u64, u64>> {
         let mut gens = self.generations.lock();
+        // Nothing is recorded from here until the forget is done.
+        if !still() {
+            return Ok(Err(u64::MAX));
+        }
         let (mut matched, mut unknown) = (Vec::new(), 0u64);
         self.exact.store().scan(&mut |fp, record| match record.host {
             0 => unknown += 1,
@@ -664,6 +672,17 @@ impl CountingSet {
             }
         }
         Ok(Ok(n))
+    }
+
+    /// How many records carry host hash `host`.
+    ///
+    /// # Errors
+    /// The store's.
+    pub fn count_host(&self, host: u32) -> Result<u64> {
+        let _gens = self.generations.lock();
+        let mut n = 0u64;
+        self.exact.store().scan(&mut |_, record| n += u64::from(record.host == host))?;
+        Ok(n)
     }
 
     /// Decrements the counters of `fp` (already removed from the store) in `generation`.

@@ -1,0 +1,329 @@
+//! The host dictionary: the host names a namespace has recorded under each 32-bit host hash, so
+//! that a forget by host refuses when two recorded hosts share a hash, instead of forgetting
+//! the other host's URLs too (see `docs/forget.md`, "The collision guard").
+//!
+//! Every URL recorded with a host passes [`HostDict::note`] first (in
+//! `Namespace::fingerprint_host`, before its record can be made): a host not yet listed under
+//! its hash is added, and in a data directory appended to the `hosts` file and synced before
+//! `note` returns, so that no record on disk ever carries a hash whose hosts the file does not
+//! list. A second, different host under the same hash makes the hash *shared*; a forget of
+//! either refuses ([`crate::Error::HostHashShared`]).
+//!
+//! ```text
+//! DIR/ns/<hex of name>/hosts   "URLSEENH", version u16, then entries:
+//!                              hash u32 | length u16 | host bytes | xxh3 of the three, u64
+//! ```
+//! A torn or corrupt entry ends the file: it was not synced, so `note` had not returned for it
+//! and no record carries it; the next append overwrites it.
+//!
+//! # Memory
+//! One map entry per distinct host (hash, boxed name): about 70 bytes per host with names
+//! of 15 to 25 bytes (see `docs/forget.md` for the measured figure).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::storage::{AppendFile, Storage};
+
+const MAGIC: &[u8; 8] = b"URLSEENH";
+const VERSION: u16 = 1;
+const HEADER: usize = 10;
+/// hash, length, checksum.
+const ENTRY_OVERHEAD: usize = 4 + 2 + 8;
+
+/// The hosts recorded under one hash: almost always one.
+#[derive(Debug)]
+enum Names {
+    One(Box<str>),
+    Shared(Vec<Box<str>>),
+}
+
+impl Names {
+    fn contains(&self, host: &str) -> bool {
+        match self {
+            Names::One(name) => &**name == host,
+            Names::Shared(names) => names.iter().any(|n| &**n == host),
+        }
+    }
+}
+
+/// What the dictionary says about a host and its hash, for a forget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Vouch {
+    /// The host is the only one recorded under the hash: forgetting the hash forgets it alone.
+    Only,
+    /// No host is listed under the hash.
+    Absent,
+    /// Other hosts are listed under the hash (and maybe this one): their names.
+    Shared(Vec<String>),
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct HostDict {
+    names: RwLock<HashMap<u32, Names>>,
+    /// The `hosts` file, in a writable data directory.
+    file: Option<Mutex<Writer>>,
+}
+
+/// The `hosts` file, opened at the first host listed (a namespace of raw items has none).
+struct Writer {
+    storage: Arc<dyn Storage>,
+    path: PathBuf,
+    file: Option<Box<dyn AppendFile>>,
+    /// Whether the file holds its header (when it is opened).
+    has_header: bool,
+    /// Why a write or sync failed: its tail is unknown, and an entry appended after it might
+    /// not be read back, so no host is listed (and no URL of a new host recorded) any more.
+    failed: Option<String>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    fn append_synced(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Some(reason) = &self.failed {
+            return Err(Error::Poisoned { reason: reason.clone() });
+        }
+        let result = self.append_synced_once(bytes);
+        if let Err(e) = &result {
+            self.failed = Some(format!("the hosts file could not be written ({e}); reopen"));
+        }
+        result
+    }
+
+    fn append_synced_once(&mut self, bytes: &[u8]) -> Result<()> {
+        let path = &self.path;
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => {
+                let mut file =
+                    self.storage.open_append(path).map_err(|e| Error::io("open", path, e))?;
+                if !self.has_header {
+                    let mut header = MAGIC.to_vec();
+                    header.extend_from_slice(&VERSION.to_le_bytes());
+                    file.append(&header).map_err(|e| Error::io("write", path, e))?;
+                    self.has_header = true;
+                }
+                self.file.insert(file)
+            }
+        };
+        file.append(bytes).map_err(|e| Error::io("write", path, e))?;
+        file.sync().map_err(|e| Error::io("fsync", path, e))
+    }
+}
+
+impl HostDict {
+    /// An empty dictionary that is not persisted (memory, spill, or a read-only open's extra).
+    pub(crate) fn in_memory() -> Self {
+        HostDict { names: RwLock::default(), file: None }
+    }
+
+    /// The dictionary of the data directory `dir`: its `hosts` file read (a torn tail cut
+    /// off), and opened for appending unless `read_only`.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a hosts file or of an unknown
+    /// version.
+    pub(crate) fn open(storage: &Arc<dyn Storage>, dir: &Path, read_only: bool) -> Result<Self> {
+        let path = dir.join("hosts");
+        let bytes = storage.read(&path).map_err(|e| Error::io("read", &path, e))?;
+        let mut names = HashMap::new();
+        let mut valid = 0;
+        if let Some(bytes) = &bytes {
+            valid = decode(&path, bytes, &mut |hash, host| add(&mut names, hash, host))?;
+        }
+        let file = match read_only {
+            true => None,
+            false => {
+                // A torn tail (never synced, so no record carries it) is cut off, and the next
+                // entry written where it began.
+                match &bytes {
+                    Some(b) if valid < b.len() => storage
+                        .truncate(&path, valid as u64)
+                        .map_err(|e| Error::io("truncate", &path, e))?,
+                    _ => {}
+                }
+                Some(Mutex::new(Writer {
+                    storage: Arc::clone(storage),
+                    path,
+                    file: None,
+                    has_header: valid > 0,
+                    failed: None,
+                }))
+            }
+        };
+        Ok(HostDict { names: RwLock::new(names), file })
+    }
+
+    /// Lists `host` under `hash` if it is not yet: durably, in a data directory, before it
+    /// returns. Called for every URL recorded with a host; costs a read lock and a compare
+    /// when the host is known.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the entry could not be written or synced: the URL must not be
+    /// recorded then (nothing lists its host).
+    pub(crate) fn note(&self, hash: u32, host: &str) -> Result<()> {
+        if self.names.read().get(&hash).is_some_and(|n| n.contains(host)) {
+            return Ok(());
+        }
+        let mut names = self.names.write();
+        if names.get(&hash).is_some_and(|n| n.contains(host)) {
+            return Ok(());
+        }
+        if let Some(file) = &self.file {
+            // Under the write lock: no record can carry the hash as this host's before the
+            // entry is durable.
+            let mut entry = Vec::with_capacity(ENTRY_OVERHEAD + host.len());
+            encode(&mut entry, hash, host)?;
+            file.lock().append_synced(&entry)?;
+        }
+        add(&mut names, hash, host);
+        Ok(())
+    }
+
+    /// What is listed under `hash`, for a forget of `host`.
+    pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
+        match self.names.read().get(&hash) {
+            None => Vouch::Absent,
+            Some(Names::One(name)) if &**name == host => Vouch::Only,
+            Some(Names::One(name)) => Vouch::Shared(vec![name.to_string()]),
+            Some(Names::Shared(names)) => {
+                Vouch::Shared(names.iter().map(|n| n.to_string()).collect())
+            }
+        }
+    }
+
+    /// Distinct hosts listed.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.names.read().values().map(|n| if let Names::Shared(v) = n { v.len() } else { 1 }).sum()
+    }
+}
+
+fn add(names: &mut HashMap<u32, Names>, hash: u32, host: &str) {
+    match names.get_mut(&hash) {
+        None => {
+            names.insert(hash, Names::One(host.into()));
+        }
+        Some(n) if n.contains(host) => {}
+        Some(n) => {
+            let old = std::mem::replace(n, Names::Shared(Vec::new()));
+            let mut all = match old {
+                Names::One(name) => vec![name],
+                Names::Shared(all) => all,
+            };
+            all.push(host.into());
+            *n = Names::Shared(all);
+        }
+    }
+}
+
+fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+fn encode(out: &mut Vec<u8>, hash: u32, host: &str) -> Result<()> {
+    let len = u16::try_from(host.len()).map_err(|_| Error::InvalidHost {
+        host: host.to_owned(),
+        reason: format!("a host is at most {} bytes", u16::MAX),
+    })?;
+    let start = out.len();
+    out.extend_from_slice(&hash.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(host.as_bytes());
+    let check = checksum(&out[start..]);
+    out.extend_from_slice(&check.to_le_bytes());
+    Ok(())
+}
+
+/// Reads the entries of a hosts file into `each`; returns the length of its valid part (the
+/// header and every whole, checked entry before the first torn or corrupt one).
+fn decode(path: &Path, bytes: &[u8], each: &mut dyn FnMut(u32, &str)) -> Result<usize> {
+    if bytes.len() < HEADER {
+        // A header not yet synced: nothing was listed.
+        return Ok(0);
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(Error::corrupt(path, "not a hosts file (bad magic)"));
+    }
+    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+    if version != VERSION {
+        return Err(Error::corrupt(
+            path,
+            &format!("hosts file version {version}, this build reads {VERSION}"),
+        ));
+    }
+    let mut at = HEADER;
+    loop {
+        let Some(head) = bytes.get(at..at + 6) else { return Ok(at) };
+        let hash = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let len = usize::from(u16::from_le_bytes([head[4], head[5]]));
+        let end = at + 6 + len;
+        let (Some(body), Some(stored)) = (bytes.get(at..end), bytes.get(end..end + 8)) else {
+            return Ok(at);
+        };
+        let mut check = [0u8; 8];
+        check.copy_from_slice(stored);
+        let Ok(host) = std::str::from_utf8(&body[6..]) else { return Ok(at) };
+        if checksum(body) != u64::from_le_bytes(check) {
+            return Ok(at);
+        }
+        each(hash, host);
+        at = end + 8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_host_under_a_hash_makes_it_shared() {
+        let d = HostDict::in_memory();
+        d.note(7, "a.example").unwrap();
+        d.note(7, "a.example").unwrap();
+        assert_eq!(d.vouch(7, "a.example"), Vouch::Only);
+        assert_eq!(d.vouch(7, "b.example"), Vouch::Shared(vec!["a.example".into()]));
+        assert_eq!(d.vouch(8, "a.example"), Vouch::Absent);
+        d.note(7, "b.example").unwrap();
+        let both = Vouch::Shared(vec!["a.example".into(), "b.example".into()]);
+        assert_eq!(d.vouch(7, "a.example"), both);
+        assert_eq!(d.vouch(7, "b.example"), both);
+        assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn entries_round_trip_and_a_torn_tail_ends_the_file() {
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        encode(&mut bytes, 1, "a.example").unwrap();
+        encode(&mut bytes, 1, "b.example").unwrap();
+        let whole = bytes.len();
+        encode(&mut bytes, 2, "c.example").unwrap();
+        let p = Path::new("hosts");
+        for cut in whole..bytes.len() {
+            let mut seen = Vec::new();
+            let valid = decode(p, &bytes[..cut], &mut |h, s| seen.push((h, s.to_owned()))).unwrap();
+            assert_eq!(valid, whole, "cut at {cut}");
+            assert_eq!(seen, [(1, "a.example".to_owned()), (1, "b.example".to_owned())]);
+        }
+        let mut flipped = bytes.clone();
+        flipped[whole + 7] ^= 1;
+        assert_eq!(decode(p, &flipped, &mut |_, _| {}).unwrap(), whole, "a bad checksum ends it");
+        let mut bad = bytes.clone();
+        bad[0] = b'X';
+        assert!(matches!(decode(p, &bad, &mut |_, _| {}), Err(Error::Corrupt { .. })));
+        let mut newer = bytes;
+        newer[8] = 9;
+        assert!(matches!(decode(p, &newer, &mut |_, _| {}), Err(Error::Corrupt { .. })));
+    }
+}
