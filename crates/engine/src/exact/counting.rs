@@ -485,8 +485,8 @@ impl CountingSet {
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn seen_many(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        self.seen_many_then(fps, out, |_| Ok::<(), std::convert::Infallible>(()))?
-            .map_err(|e| match e {})
+        let Ok(()) = self.seen_many_then(fps, out, |_| Ok::<(), std::convert::Infallible>(()))?;
+        Ok(())
     }
 
     /// [`seen_many`](Self::seen_many) that hands the answers to `then` before anything of the
