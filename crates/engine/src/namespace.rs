@@ -618,11 +618,10 @@ impl Namespace {
                 }
                 // The answers are handed on before the store is written: a crash between the
                 // two hands them on again (at-least-once), and nothing is recorded unprinted.
-                let handed = match then {
-                    Some(then) => set.seen_many_then(fps, hosts, out, then)?,
-                    None => set.seen_many_then(fps, hosts, out, |_| Ok(()))?,
-                };
-                handed.map_err(handed_on)?;
+                set.seen_many_then(fps, hosts, out, |answers| {
+                    then.map_or(Ok(()), |then| then(answers))
+                })?
+                .map_err(handed_on)?;
                 // Under `always` one sync per batch (the store writes buffered).
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always

@@ -119,9 +119,9 @@ impl ConnState {
     }
 
     /// Makes `work` count only once the reply of the command being run is delivered: the
-    /// connection calls [`OnReply::delivered`] after it wrote the replies, if the client is
-    /// still connected then, and drops `work` otherwise (the connection broke, the client left
-    /// before its replies were written).
+    /// connection calls [`OnReply::delivered`] after it wrote the replies, unless the client
+    /// had left, and drops `work` otherwise (the write failed, the client closed before its
+    /// replies were written or reset the connection after: see `server::deliver`).
     pub fn defer_until_replied(&mut self, work: Box<dyn OnReply>) {
         self.on_reply.push(work);
     }

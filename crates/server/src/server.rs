@@ -381,7 +381,7 @@ where
             return Ok(End::Close);
         }
         if read_ahead {
-            // The look for a client gone after the replies read requests: run them first.
+            // A look at the socket around the write read requests: run them first.
             continue;
         }
         let read = async {

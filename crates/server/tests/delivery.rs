@@ -52,6 +52,29 @@ async fn a_delivered_answer_is_recorded_and_survives_a_restart() {
     assert!(ns.contains_batch(&batch).unwrap().iter().all(|&s| s), "a delivered answer lost");
 }
 
+/// One-shot clients (`redis-cli URL.SEEN …`): each connects, asks once, reads its reply and
+/// closes at once. Every answer they read counts: all are recorded, after a restart too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shot_clients_have_what_they_read_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open_with(dir.path(), DbOptions { fsync: Fsync::Always, ..DbOptions::default() })
+        .unwrap();
+    let mut server =
+        TestServer::start_app(Config::default(), Arc::new(App::new(db, AppConfig::default())))
+            .await;
+    let batch = urls("oneshot", 200);
+    for url in &batch {
+        let mut c = server.connect().await;
+        c.expect(&["URL.SEEN", "ns", url], b"*1\r\n:0\r\n").await;
+        drop(c);
+    }
+    server.shutdown().await;
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("ns").unwrap();
+    let held = ns.contains_batch(&batch).unwrap().iter().filter(|&&s| s).count();
+    assert_eq!(held, batch.len(), "answers read by one-shot clients were not recorded");
+}
+
 #[tokio::test]
 async fn within_one_pipeline_a_url_answered_new_is_seen_and_counted() {
     let server = TestServer::start_app(Config::default(), Arc::new(App::in_memory())).await;

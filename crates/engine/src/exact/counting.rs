@@ -497,8 +497,9 @@ impl CountingSet {
     /// # Panics
     /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
     pub fn seen_many_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
-        self.seen_many_then(fps, hosts, out, |_| Ok::<(), std::convert::Infallible>(()))?
-            .map_err(|e| match e {})
+        let Ok(()) =
+            self.seen_many_then(fps, hosts, out, |_| Ok::<(), std::convert::Infallible>(()))?;
+        Ok(())
     }
 
     /// [`seen_many_hosts`](Self::seen_many_hosts) that hands the answers to `then` before
