@@ -48,6 +48,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A prefix to forget (`forget --prefix`) that cannot be matched safely: not a URL with a
+    /// host, or with a part canonicalization could make broader (a query, a fragment, a dot
+    /// segment).
+    #[error("invalid prefix {prefix:?}: {reason}")]
+    InvalidPrefix {
+        /// The prefix given.
+        prefix: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Forgetting by host in a namespace whose records do not all know their host: those
     /// recorded before hosts were kept (urlseen 0.2 and earlier), and raw items and
     /// fingerprints (`BF.ADD`, `seen_bytes`, `seen_fingerprints`), may be URLs of that host,

@@ -205,6 +205,11 @@ impl LeafFiles {
         &self.dir
     }
 
+    /// Where the files are read and written.
+    pub(crate) fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
     /// The file of leaf `id`.
     pub fn path(&self, id: NodeId) -> PathBuf {
         self.dir.join(format!("{id}.leaf"))

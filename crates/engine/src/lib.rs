@@ -106,6 +106,7 @@ pub mod reserve;
 mod routing;
 pub mod storage;
 pub mod tree;
+mod url_journal;
 
 pub use backend::{SeenSet, SeenThenError};
 pub use db::{DEFAULT_NAMESPACE, Db, LoadStep, MAX_NAME_LEN};

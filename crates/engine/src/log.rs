@@ -112,6 +112,10 @@ pub enum RecordKind {
     /// Every record so far whose host hash is `hosts[0]` is forgotten (see
     /// `Namespace::forget_host`): replay drops them from the tree at this point.
     ForgetHost = 6,
+    /// Every record so far whose host hash is `hosts[0]` and whose fingerprint is one of
+    /// `fingerprints`, and every kept record of that host, is forgotten (see
+    /// `Namespace::forget_prefix`): replay drops them from the tree at this point.
+    ForgetUrls = 7,
 }
 
 /// One record read back from a log.
@@ -176,6 +180,18 @@ pub struct FingerprintLog {
     hold: Mutex<()>,
     /// Opened by [`Self::open_read_only`]: every write and sync is refused.
     read_only: bool,
+    /// Files whose entries records in this log rely on, synced before it is (see
+    /// [`Self::before_sync`]).
+    before_sync: parking_lot::RwLock<Vec<SyncHook>>,
+}
+
+/// What [`FingerprintLog::before_sync`] runs.
+struct SyncHook(Box<dyn Fn() -> Result<()> + Send + Sync>);
+
+impl std::fmt::Debug for SyncHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SyncHook")
+    }
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
@@ -344,6 +360,7 @@ impl FingerprintLog {
             syncs: AtomicU64::new(0),
             sync_micros: AtomicU64::new(0),
             hold: Mutex::new(()),
+            before_sync: parking_lot::RwLock::new(Vec::new()),
             read_only,
         }
     }
@@ -432,6 +449,18 @@ impl FingerprintLog {
             pending.end += (pending.bytes.len() - start) as u64;
             return Ok(pending.end);
         }
+        if kind == RecordKind::ForgetUrls {
+            // One host for the whole record; a long list goes in several records, each with
+            // the host (replaying them one after the other forgets the union).
+            assert_eq!(hosts.len(), 1, "a forget of URLs names one host");
+            let step = (MAX_PAYLOAD as usize - 8) / 8;
+            for chunk in fingerprints.chunks(step.max(1)) {
+                let start = pending.bytes.len();
+                encode_record(&mut pending.bytes, kind, chunk, hosts);
+                pending.end += (pending.bytes.len() - start) as u64;
+            }
+            return Ok(pending.end);
+        }
         let per = if hosts.is_empty() { 8 } else { 12 };
         if !hosts.is_empty() {
             assert_eq!(hosts.len(), fingerprints.len(), "one host per fingerprint");
@@ -501,6 +530,17 @@ impl FingerprintLog {
         }
         if sync && self.synced_to.load(Ordering::Acquire) < written {
             let started = Instant::now();
+            for hook in self.before_sync.read().iter() {
+                if let Err(e) = (hook.0)() {
+                    let reason = format!(
+                        "a file the records of {} rely on could not be synced ({e}); refusing \
+                         further writes",
+                        self.path.display()
+                    );
+                    self.poison_for(reason);
+                    return Err(e);
+                }
+            }
             if let Err(e) = file.sync() {
                 return Err(self.poison("fsync", e));
             }
@@ -509,6 +549,13 @@ impl FingerprintLog {
             self.synced_to.store(written, Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Runs `hook` before every sync of this log, under its I/O lock, and fails the sync (and
+    /// poisons the log) if it fails: a file whose entries the log's records rely on (a
+    /// namespace's URL journal) is durable before they are.
+    pub(crate) fn before_sync(&self, hook: Box<dyn Fn() -> Result<()> + Send + Sync>) {
+        self.before_sync.write().push(SyncHook(hook));
     }
 
     /// Refuses every later write with [`Error::Poisoned`] for `reason`: a write that failed
@@ -687,6 +734,7 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, Vec<u32>, usize)>
         4 => RecordKind::RecordedHosts,
         5 => RecordKind::KeptHosts,
         6 => RecordKind::ForgetHost,
+        7 => RecordKind::ForgetUrls,
         _ => return None,
     };
     let payload = &body[8..];
@@ -703,6 +751,14 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, Vec<u32>, usize)>
                 return None;
             }
             (0, 0, 1)
+        }
+        RecordKind::ForgetUrls => {
+            // The fingerprints, then the host and 4 bytes of padding.
+            let n = payload.len().checked_sub(8)? / 8;
+            if payload.len() != 8 * n + 8 || payload[8 * n + 4..] != [0, 0, 0, 0] {
+                return None;
+            }
+            (n, 8 * n, 1)
         }
         _ => (payload.len() / 8, payload.len(), 0),
     };

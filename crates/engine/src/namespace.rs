@@ -19,6 +19,7 @@ use crate::persist::{Durable, RecoveryReport};
 use crate::recrawl::{Generations, RecrawlReport};
 use crate::reserve::{InFlight, Reservation};
 use crate::tree::{Dsbf, ExactHooks, LeafStats, Logged, Mode, SplitWorkers};
+use crate::url_journal::UrlJournal;
 
 thread_local! {
     /// One canonicalization buffer per thread: no allocation per URL on the hot path.
@@ -40,6 +41,8 @@ pub struct Namespace {
     in_flight: InFlight,
     /// The hosts recorded under each host hash: the collision guard of a forget by host.
     hosts: HostDict,
+    /// The canonical URLs recorded, for a forget by prefix ([`NamespaceOptions::keep_urls`]).
+    urls: Option<Arc<UrlJournal>>,
 }
 
 /// What decides "seen" in a namespace.
@@ -149,7 +152,42 @@ impl Namespace {
             }
             _ => HostDict::in_memory(),
         };
-        Ok(Namespace { name, options, canon, set, durable, in_flight: InFlight::default(), hosts })
+        let urls = match options.keep_urls {
+            true => Some(Arc::new(Self::open_url_journal(&set, durable.as_ref())?)),
+            false => None,
+        };
+        if let (Some(urls), Some(d)) = (&urls, &durable) {
+            // Every entry is on disk before the records that rely on it are.
+            let urls = Arc::clone(urls);
+            d.log.before_sync(Box::new(move || urls.sync()));
+        }
+        Ok(Namespace {
+            name,
+            options,
+            canon,
+            set,
+            durable,
+            in_flight: InFlight::default(),
+            hosts,
+            urls,
+        })
+    }
+
+    /// The URL journal of a namespace that keeps its URLs: in its data directory, beside its
+    /// leaf files in a spill directory, or on the heap with the leaves.
+    fn open_url_journal(set: &Set, durable: Option<&Durable>) -> Result<UrlJournal> {
+        if let Some(d) = durable {
+            return UrlJournal::open(&d.storage, &d.dir.join("urls"), d.log.is_read_only());
+        }
+        match set {
+            Set::Tree { tree, .. } => match tree.leaf_store() {
+                LeafStore::Files(files) => {
+                    UrlJournal::open(files.storage(), &files.dir().with_file_name("urls"), false)
+                }
+                LeafStore::Memory => Ok(UrlJournal::in_memory()),
+            },
+            _ => Ok(UrlJournal::in_memory()),
+        }
     }
 
     pub(crate) fn in_flight(&self) -> &InFlight {
@@ -200,6 +238,17 @@ impl Namespace {
             let h = crate::host::host_hash(host, self.options.seed);
             // Listed before any record can carry `h` (see `crate::host_dict`).
             self.hosts.note(h, host)?;
+            // Journaled before any record of it can be made, unless it is known to be there
+            // (see `crate::url_journal`).
+            if let Some(urls) = &self.urls {
+                let journaled = match self.options.is_exact() {
+                    true => self.contains_fingerprint(fp)?,
+                    false => urls.journaled_lately(fp),
+                };
+                if !journaled {
+                    urls.append(fp, h, buf)?;
+                }
+            }
             Ok((fp, h))
         })
     }
@@ -611,6 +660,14 @@ impl Namespace {
             path: "-".into(),
             source: e,
         };
+        if let Some(urls) = &self.urls {
+            // The URLs of this batch reach the OS before any of its records can.
+            urls.write_out().inspect_err(|e| {
+                if let Some(d) = &self.durable {
+                    d.log.poison_for(format!("namespace {:?}: {e}", self.name));
+                }
+            })?;
+        }
         let tree = match &self.set {
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
@@ -626,6 +683,9 @@ impl Namespace {
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always
                 {
+                    if let Some(urls) = &self.urls {
+                        urls.sync()?;
+                    }
                     set.sync()?;
                 }
                 return Ok(());
@@ -936,13 +996,43 @@ impl Namespace {
                 });
             }
         };
+        if h == 0 {
+            return Ok(0);
+        }
+        let mut logged = || -> Result<()> {
+            check()?;
+            if let Some(d) = &self.durable {
+                d.log.append_with_hosts(crate::log::RecordKind::ForgetHost, &[], &[h])?;
+            }
+            Ok(())
+        };
+        let count =
+            self.forget_in_tree(tree, exact.as_ref(), "by host", &|r| r.host == h, &mut logged)?;
+        Ok(count.recorded)
+    }
+
+    /// Forgets the records of `tree` that `drop` matches, durably, in the order
+    /// `docs/forget.md` gives: no checkpoint until it is done, the snapshot removed, then under
+    /// the tree's exclusive lock `logged` (which appends the forget's log record, and may
+    /// refuse) and a sync of the log, then the leaves rewritten, then a new snapshot. `what`
+    /// names the forget in the reason a failure half-way poisons the namespace with.
+    ///
+    /// # Errors
+    /// [`Error::ForgetHostUnknown`] if records of unknown host are held (they might be URLs
+    /// the forget is for); `logged`'s; those of [`Dsbf::forget_where`], after which the
+    /// namespace refuses writes until reopened (recovery replays the forget from the log).
+    fn forget_in_tree(
+        &self,
+        tree: &Dsbf,
+        exact: Option<&TreeExact>,
+        what: &str,
+        drop: &dyn Fn(&crate::leaf_log::LeafRecord) -> bool,
+        logged: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<crate::tree::ForgetCount> {
         if let Some(d) = &self.durable {
             d.log.check()?;
         }
         tree.check()?;
-        if h == 0 {
-            return Ok(0);
-        }
         // No checkpoint from here until the leaves are rewritten: a snapshot of a tree half
         // rewritten, or one taken before the forget record, must never be on disk with them.
         let one = self.durable.as_ref().map(|d| d.checkpointing.lock());
@@ -958,15 +1048,13 @@ impl Namespace {
             d.snapshot_end.store(0, Ordering::Release);
             d.snapshot_bytes.store(0, Ordering::Release);
         }
-        let mut logged = || -> Result<()> {
-            check()?;
-            let Some(d) = &self.durable else { return Ok(()) };
+        let mut before = || -> Result<()> {
             // Under the tree's exclusive lock: every record before it in the log is in the
             // tree, and none after it.
-            d.log.append_with_hosts(crate::log::RecordKind::ForgetHost, &[], &[h])?;
-            d.log.sync_all()
+            logged()?;
+            self.durable.as_ref().map_or(Ok(()), |d| d.log.sync_all())
         };
-        let result = tree.forget_where(&|r| r.host == h, &mut logged);
+        let result = tree.forget_where(drop, &mut before);
         if let Some(exact) = exact {
             exact.recent.clear();
         }
@@ -975,7 +1063,7 @@ impl Namespace {
             Err(e) => {
                 if let Some(d) = &self.durable {
                     d.log.poison_for(format!(
-                        "namespace {:?}: a forget by host failed half-way ({e}); reopen to \
+                        "namespace {:?}: a forget {what} failed half-way ({e}); reopen to \
                          finish it from the log",
                         self.name
                     ));
@@ -983,31 +1071,116 @@ impl Namespace {
                 return Err(e);
             }
         };
-        drop(one);
+        std::mem::drop(one);
         if let Some(d) = &self.durable {
             d.checkpoint(tree, &|| Ok(()))?;
         }
-        Ok(count.recorded)
+        Ok(count)
     }
 
-    /// Forgets every URL that starts with `prefix`: not possible yet, in any mode. A leaf
-    /// record keeps a hash of its host, which cannot tell which of a host's URLs start with a
-    /// path; `docs/forget.md` describes the design that would (a second hash per record, of
-    /// the URL cut at a fixed path depth) and what it costs. A prefix that is a whole host's
-    /// is refused too: the records do not keep the scheme or port, so `https://example.com/`
-    /// would also forget `http://example.com/`. Use [`Self::forget_host`].
+    /// Forgets every URL that starts with `prefix` (compared as canonical URLs): afterwards
+    /// each answers "new", every other URL recorded still answers "seen", and the result is how
+    /// many recorded URLs were forgotten. The namespace must keep its URLs
+    /// ([`NamespaceOptions::keep_urls`]); see `docs/forget.md`, "Forgetting a prefix".
+    ///
+    /// The prefix is canonicalized with the namespace's profile, as a URL (so
+    /// `HTTPS://Example.com` is `https://example.com/`, every URL of that origin). It must have
+    /// a host, and no query, fragment or dot segment: canonicalizing those can drop or reorder
+    /// parts, which would make the prefix broader than asked.
+    ///
+    /// How: the URL journal is read for the entries of the prefix's host that start with it;
+    /// then, under the tree's exclusive lock (nothing is recorded meanwhile), the entries
+    /// appended since are read too, a forget record listing their fingerprints is logged, and
+    /// the leaves holding them are rewritten without them, as [`Self::forget_host`] does. The
+    /// host's kept records (URLs answered "seen" on a Bloom false positive, never recorded)
+    /// go too. In a counting namespace the fingerprints are forgotten one by one.
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`] for a prefix that is not a URL; [`Error::ForgetByUnsupported`].
+    /// [`Error::InvalidUrl`], [`Error::InvalidPrefix`]; [`Error::ForgetByUnsupported`] when
+    /// the namespace does not keep its URLs; [`Error::ForgetHostUnknown`]; then as
+    /// [`Self::forget_host`].
     pub fn forget_prefix(&self, prefix: &str) -> Result<u64> {
-        self.canon.canonicalize(prefix)?;
-        Err(Error::ForgetByUnsupported {
-            name: self.name.clone(),
-            what: "by prefix",
-            reason: "records keep a hash of their host, not of their path, so a prefix cannot \
-                     be matched without forgetting other URLs of the host; forget the whole \
-                     host (--host, URL.FORGET ns HOST h) instead",
-        })
+        let invalid = |reason: &str| Error::InvalidPrefix {
+            prefix: prefix.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if prefix.contains(['?', '#']) {
+            return Err(invalid("a prefix ends before the query and fragment"));
+        }
+        let path = prefix.split_once("://").map_or(prefix, |(_, rest)| rest);
+        let dot = |seg: &str| {
+            let seg = seg.to_ascii_lowercase().replace("%2e", ".");
+            seg == "." || seg == ".."
+        };
+        if path.split(['/', '\\']).skip(1).any(dot) {
+            return Err(invalid("a dot segment (. or ..) would be resolved away"));
+        }
+        let canonical = self.canon.canonicalize(prefix)?;
+        let Some(host) = crate::host::host_of(&canonical) else {
+            return Err(invalid("it has no host once canonicalized"));
+        };
+        let h = crate::host::host_hash(host, self.options.seed);
+        let Some(urls) = &self.urls else {
+            return Err(Error::ForgetByUnsupported {
+                name: self.name.clone(),
+                what: "by prefix",
+                reason: "it does not keep its URLs, and records keep a hash of their host, not \
+                         their path; create the namespace with --keep-urls (URL.RESERVE … \
+                         KEEPURLS, NamespaceOptions::keep_urls), or forget the whole host",
+            });
+        };
+        // The journal up to now, read without stopping writers.
+        let found = std::cell::RefCell::new(std::collections::HashSet::new());
+        let scan = |from: u64, to: u64| {
+            urls.scan(from, to, &mut |fp, host, url| {
+                if host == h && url.starts_with(canonical.as_bytes()) {
+                    found.borrow_mut().insert(fp);
+                }
+            })
+        };
+        let scanned = urls.end()?;
+        scan(0, scanned)?;
+        match &self.set {
+            Set::Tree { tree, exact } => {
+                let mut logged = || -> Result<()> {
+                    // Nothing is recorded from here until the forget is done: what was
+                    // journaled meanwhile is read too.
+                    scan(scanned, urls.end()?)?;
+                    if let Some(d) = &self.durable {
+                        let fps: Vec<u64> = found.borrow().iter().copied().collect();
+                        d.log.append_with_hosts(crate::log::RecordKind::ForgetUrls, &fps, &[h])?;
+                    }
+                    Ok(())
+                };
+                let drop = |r: &crate::leaf_log::LeafRecord| {
+                    r.host == h && (r.kept || found.borrow().contains(&r.fp))
+                };
+                let count =
+                    self.forget_in_tree(tree, exact.as_ref(), "by prefix", &drop, &mut logged)?;
+                Ok(count.recorded)
+            }
+            Set::Counting(set) => {
+                if let Some(d) = &self.durable {
+                    d.log.check()?;
+                }
+                scan(scanned, urls.end()?)?;
+                let fps: Vec<u64> = found.into_inner().into_iter().collect();
+                let mut out = vec![false; fps.len()];
+                let result = set.forget_many(&fps, &mut out);
+                if let Some(d) = &self.durable {
+                    set.sync().inspect_err(|e| {
+                        d.log.poison_for(format!("namespace {:?}: {e}", self.name));
+                    })?;
+                }
+                result?;
+                Ok(out.iter().filter(|&&forgotten| forgotten).count() as u64)
+            }
+            Set::Recrawl(_) => Err(Error::ForgetByUnsupported {
+                name: self.name.clone(),
+                what: "by prefix",
+                reason: "it has a recrawl window, whose URLs are not kept",
+            }),
+        }
     }
 
     /// One chunk of a dump of this namespace, in RedisBloom's `BF.SCANDUMP` protocol:
@@ -1228,6 +1401,12 @@ impl Namespace {
             Set::Counting(set) => self.counting_stats(set),
             Set::Recrawl(gens) => return self.recrawl_stats(gens),
         };
+        if let Some(urls) = &self.urls {
+            let (memory, disk) = urls.sizes();
+            stats.memory_bytes += memory;
+            stats.disk_bytes += disk;
+            stats.kept_urls = Some(urls.entries());
+        }
         stats.persistence = self.durable.as_ref().map(|d| {
             let l = d.log.stats();
             stats.disk_bytes +=
@@ -1273,6 +1452,7 @@ impl Namespace {
             memory_bytes: t.memory_bytes,
             filter_reserved_bytes: t.filter_reserved_bytes,
             disk_bytes: t.disk_bytes,
+            kept_urls: None,
             fpr_bound: p.fpr,
             worst_leaf_fpr: t.worst_leaf_fpr,
             mean_leaf_fpr: if t.leaves.is_empty() {
@@ -1329,6 +1509,7 @@ impl Namespace {
             memory_bytes: sum(&|s| s.memory_bytes),
             filter_reserved_bytes: sum(&|s| s.filter_reserved_bytes),
             disk_bytes: sum(&|s| s.disk_bytes),
+            kept_urls: None,
             fpr_bound: self.options.fpr,
             worst_leaf_fpr: union(&|s| s.worst_leaf_fpr),
             mean_leaf_fpr: union(&|s| s.mean_leaf_fpr),
@@ -1365,6 +1546,7 @@ impl Namespace {
             memory_bytes: c.memory_bytes,
             filter_reserved_bytes: c.filter_memory_bytes,
             disk_bytes: 0,
+            kept_urls: None,
             fpr_bound: self.options.fpr,
             worst_leaf_fpr: c.generations.iter().map(|g| g.estimated_fpr).fold(0.0, f64::max),
             mean_leaf_fpr: c.filter_fpr,
@@ -1421,8 +1603,14 @@ pub struct NamespaceStats {
     /// What the filters take once every leaf has recorded something (`memory_bytes` grows
     /// toward it as leaves are first used; splits add new leaves), in bytes.
     pub filter_reserved_bytes: u64,
-    /// Disk held: leaf files, and in a data directory the log and the snapshot, in bytes.
+    /// Disk held: leaf files, in a data directory the log and the snapshot, and the URL
+    /// journal, in bytes.
     pub disk_bytes: u64,
+    /// Entries in the URL journal of a namespace that keeps its URLs
+    /// ([`NamespaceOptions::keep_urls`]): about one per distinct URL recorded. `None`
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_urls: Option<u64>,
     /// The configured bound `f_max`.
     pub fpr_bound: f64,
     /// The worst leaf's estimated FPR (formula 7): the namespace's FPR bound in effect. In

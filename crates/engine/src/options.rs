@@ -54,6 +54,11 @@ pub struct NamespaceOptions {
     /// Generations of a recrawl window (`g`): a URL is new again between `W − W/g` and `W`
     /// after it was recorded. Ignored without [`Self::recrawl_after`].
     pub generations: u32,
+    /// Keep every recorded URL's canonical text in a journal on disk (about the URL's length
+    /// plus 14 bytes per distinct URL; nothing more in RAM than a 64 KiB buffer), so that
+    /// [`Namespace::forget_prefix`](crate::Namespace::forget_prefix) can forget the URLs that
+    /// start with a prefix. Fixed when the namespace is created. See `docs/forget.md`.
+    pub keep_urls: bool,
 }
 
 /// Generations of a recrawl window unless asked: precision `W/8`.
@@ -72,6 +77,7 @@ impl Default for NamespaceOptions {
             counting: false,
             recrawl_after: None,
             generations: DEFAULT_GENERATIONS,
+            keep_urls: false,
         }
     }
 }
@@ -98,6 +104,14 @@ impl NamespaceOptions {
             return bad("leaf_bits", format!("must be in {MIN_LEAF_BITS}..=2^40, got {m}"));
         }
         self.split.validate()?;
+        if self.keep_urls && self.recrawl_after.is_some() {
+            return bad(
+                "keep_urls",
+                "a namespace with a recrawl window cannot keep its URLs yet (its URLs expire \
+                 with their generations)"
+                    .into(),
+            );
+        }
         self.validate_recrawl()
     }
 

@@ -49,8 +49,9 @@ const META_MAGIC: &[u8; 8] = b"URLSEENM";
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
 /// leaves it was made with. Version 3 added the recrawl window; it is written only for a
 /// namespace that has one, so that a directory without any stays readable by older builds, and
-/// versions 1 and 2 read as "no window".
-const META_VERSION: u16 = 3;
+/// versions 1 and 2 read as "no window". Version 4 added `keep_urls` (written only for a
+/// namespace that keeps its URLs, the same way).
+const META_VERSION: u16 = 4;
 
 /// How a data directory is opened.
 #[derive(Debug, Clone)]
@@ -373,6 +374,19 @@ fn replay(
             }
             report.replayed_forgets += 1;
         }
+        RecordKind::ForgetUrls => {
+            // The same forget as when it was made: those fingerprints of that host, and the
+            // host's kept records.
+            let host = hosts.first().copied().unwrap_or(0);
+            let fps: std::collections::HashSet<u64> = fps.iter().copied().collect();
+            let drop = |r: &crate::leaf_log::LeafRecord| {
+                host != 0 && r.host == host && (r.kept || fps.contains(&r.fp))
+            };
+            if let Err(e) = tree.forget_where(&drop, &mut || Ok(())) {
+                report.forget_error.get_or_insert_with(|| e.to_string());
+            }
+            report.replayed_forgets += 1;
+        }
         RecordKind::Forgotten => {}
     }
     report.replayed_records += 1;
@@ -380,6 +394,7 @@ fn replay(
         RecordKind::Kept | RecordKind::KeptHosts => {
             report.replayed_kept += record.fingerprints.len() as u64;
         }
+        RecordKind::ForgetUrls => {}
         _ => report.replayed_fingerprints += record.fingerprints.len() as u64,
     }
 }
@@ -738,13 +753,21 @@ impl DirLock {
 /// capacity u64 | fpr f64 | leaf bits u64 (effective) | seed u64
 /// profile len u8 | profile | canon flags u8 | fanout u32 | threshold f64 | step u64 | mode u8
 /// exact u8 | counting u8 | growth u32 (version 2)
-/// recrawl window ms u64 | generations u32 (version 3, only for a namespace with a window)
+/// recrawl window ms u64 | generations u32 (version 3, only for a namespace with a window;
+/// version 4: always, window 0 for none)
+/// flags u8: bit 0 keep_urls (version 4, only for a namespace that keeps its URLs)
 /// xxh3_64 of everything before
 /// ```
 pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(META_MAGIC);
-    let version: u16 = if o.recrawl_after.is_some() { META_VERSION } else { 2 };
+    // The oldest version that can say it: a build that predates a field can still read a
+    // namespace that does not use it.
+    let version: u16 = match (o.keep_urls, o.recrawl_after.is_some()) {
+        (true, _) => 4,
+        (false, true) => 3,
+        (false, false) => 2,
+    };
     out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&[0; 6]);
     out.extend_from_slice(&CANON_VERSION.to_le_bytes());
@@ -775,9 +798,13 @@ pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     out.push(u8::from(o.exact));
     out.push(u8::from(o.counting));
     out.extend_from_slice(&o.split.growth.to_le_bytes());
-    if let Some(window) = o.recrawl_after {
-        out.extend_from_slice(&(window.as_millis() as u64).to_le_bytes());
+    if version >= 3 {
+        let window = o.recrawl_after.map_or(0, |w| w.as_millis() as u64);
+        out.extend_from_slice(&window.to_le_bytes());
         out.extend_from_slice(&o.generations.to_le_bytes());
+    }
+    if version >= 4 {
+        out.push(u8::from(o.keep_urls));
     }
     let check = xxhash_rust::xxh3::xxh3_64(&out);
     out.extend_from_slice(&check.to_le_bytes());
@@ -840,9 +867,19 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
     let (recrawl_after, generations) = if version >= 3 {
         let ms = r.u64().map_err(err)?;
         let g = r.u32().map_err(err)?;
-        (Some(std::time::Duration::from_millis(ms)), g)
+        let window = (version == 3 || ms != 0).then(|| std::time::Duration::from_millis(ms));
+        (window, g)
     } else {
         (None, DEFAULT_GENERATIONS)
+    };
+    let keep_urls = if version >= 4 {
+        let flags = r.u8().map_err(err)?;
+        if flags & !1 != 0 {
+            return Err(bad("unknown option flags"));
+        }
+        flags & 1 != 0
+    } else {
+        false
     };
     if r.pos != body.len() {
         return Err(bad("trailing bytes"));
@@ -858,6 +895,7 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
         counting,
         recrawl_after,
         generations,
+        keep_urls,
     };
     options.validate().map_err(|e| bad(&format!("stored options are invalid: {e}")))?;
     Ok((name, options, canon_version))
@@ -890,6 +928,24 @@ mod tests {
         }
         for cut in 0..bytes.len() {
             assert!(decode_meta(path, &bytes[..cut]).is_err());
+        }
+    }
+
+    #[test]
+    fn meta_keeps_keep_urls_in_version_4_and_older_versions_stay() {
+        let path = Path::new("meta");
+        let plain = NamespaceOptions::default();
+        let keep = NamespaceOptions { keep_urls: true, ..NamespaceOptions::default() };
+        let window = NamespaceOptions {
+            recrawl_after: Some(std::time::Duration::from_secs(80)),
+            ..NamespaceOptions::default()
+        };
+        for (o, version) in [(&plain, 2u16), (&window, 3), (&keep, 4)] {
+            let bytes = encode_meta("n", o);
+            assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), version);
+            let (_, back, _) = decode_meta(path, &bytes).unwrap();
+            assert_eq!(back.keep_urls, o.keep_urls);
+            assert_eq!(back.recrawl_after, o.recrawl_after);
         }
     }
 }
