@@ -313,6 +313,48 @@ fn forget_host_makes_that_hosts_urls_new_again() {
 }
 
 #[test]
+fn forget_prefix_makes_the_urls_under_it_new_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let urls: Vec<String> = (0..6_000)
+        .map(|i| match i % 3 {
+            0 => format!("https://h{}.example/blog/{i}", i % 30),
+            1 => format!("https://h{}.example/blogroll/{i}", i % 30),
+            _ => format!("http://h{}.example/blog/{i}", i % 30),
+        })
+        .collect();
+    let (first, rest) = urls.split_at(3_000);
+    let (out, err, ok) =
+        run(&["filter", "--data", data, "--exact", "--keep-urls"], &lines_of(first));
+    assert!(ok && out.len() == first.len(), "{err}");
+    // import into the same namespace: it keeps its URLs (no flag needed now).
+    let file = dir.path().join("rest.txt");
+    std::fs::write(&file, lines_of(rest)).unwrap();
+    let (_, err, ok) = run(&["import", file.to_str().unwrap(), "--data", data, "-q"], b"");
+    assert!(ok, "{err}");
+
+    let under = |u: &String| u.starts_with("https://h7.example/blog/");
+    let expected = urls.iter().filter(|u| under(u)).count();
+    let (out, err, ok) =
+        run(&["forget", "--data", data, "--prefix", "HTTPS://h7.example/blog/"], b"");
+    assert!(ok, "{err}");
+    assert_eq!(out, [format!("forgot {expected} URLs of prefix HTTPS://h7.example/blog/")]);
+    let (out, err, ok) = run(&["filter", "--data", data], &lines_of(&urls));
+    assert!(ok, "{err}");
+    let new: Vec<String> = urls.iter().filter(|u| under(u)).cloned().collect();
+    assert_eq!(out, new, "exactly the URLs under the prefix are new again");
+
+    let (_, err, ok) = run(&["forget", "--data", data, "--prefix", "https://h7.example/?a"], b"");
+    assert!(!ok && err.contains("invalid prefix"), "{err}");
+    // A namespace that does not keep its URLs says how to make one that does.
+    let (_, err, ok) = run(&["filter", "--data", data, "--ns", "plain"], b"https://a.example/\n");
+    assert!(ok, "{err}");
+    let (_, err, ok) =
+        run(&["forget", "--data", data, "--ns", "plain", "--prefix", "https://a.example/"], b"");
+    assert!(!ok && err.contains("--keep-urls"), "{err}");
+}
+
+#[test]
 fn exact_filter_in_memory_prints_every_distinct_url() {
     // At a 30 % FPR a Bloom-only filter drops about a third of new URLs; exact mode none.
     let urls = urlseen_corpus::distinct_urls(6, 20_000);

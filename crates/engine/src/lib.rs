@@ -123,4 +123,5 @@ pub use options::{
 pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir};
 pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};
 pub use reserve::Reservation;
+pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub use urlseen_canon::{Options as CanonOptions, Profile};

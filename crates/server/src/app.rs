@@ -690,13 +690,15 @@ impl App {
         blocking_call(|| ns.forget_host(host)).map_err(|e| write_error(&e))
     }
 
-    /// `URL.FORGET ns PREFIX p` (see `Namespace::forget_prefix`: refused for now).
+    /// `URL.FORGET ns PREFIX p`: forgets every URL under prefix `p`, and returns how many,
+    /// holding the namespace as [`Self::forget_host`] does.
     ///
     /// # Errors
-    /// Always: an invalid URL, or why a prefix cannot be forgotten.
+    /// An invalid prefix, a namespace that does not keep its URLs or holds records with no
+    /// host, or a failed write (`MISCONF`).
     pub fn forget_prefix(&self, ns: &Namespace, prefix: &[u8]) -> Result<u64, CommandError> {
         let prefix = std::str::from_utf8(prefix).map_err(|_| CommandError::custom(URL_NOT_UTF8))?;
-        ns.forget_prefix(prefix).map_err(|e| engine_error(&e))
+        blocking_call(|| ns.forget_prefix(prefix)).map_err(|e| write_error(&e))
     }
 
     /// Drops the namespace `key` (`DEL`); whether it existed.

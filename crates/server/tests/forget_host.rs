@@ -1,6 +1,6 @@
 //! `URL.FORGET ns HOST h` (issue 15 item 2): every URL of the host answers new afterwards,
 //! every other one still seen, with the count in the reply; it holds after a restart. And the
-//! forms' edges: PREFIX refused, a host in a namespace with records of unknown host refused,
+//! forms' edges: PREFIX refused where URLs are not kept, a host in a namespace with records of unknown host refused,
 //! a namespace that does not exist.
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
@@ -141,6 +141,7 @@ async fn the_forms_edges() {
     .await;
     let e = error(&mut c, &["URL.FORGET", "ns", "HOST", "https://a.example/"]).await;
     assert!(e.starts_with("ERR invalid host"), "{e}");
+    // A prefix needs a namespace that keeps its URLs (tests/forget_prefix.rs).
     let e = error(&mut c, &["URL.FORGET", "ns", "PREFIX", "https://b.example/blog/"]).await;
     assert!(e.starts_with("ERR namespace \"ns\" cannot forget by prefix"), "{e}");
     // Three arguments: URLs, as before (a Bloom namespace cannot forget single URLs).

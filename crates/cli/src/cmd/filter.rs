@@ -88,6 +88,11 @@ pub struct Args {
     /// with `urlseen forget`.
     #[arg(long)]
     counting: bool,
+    /// Keep every recorded URL in a journal on disk, for a new namespace (about the URL's
+    /// length plus 14 bytes each), so that `urlseen forget --prefix` can forget the URLs
+    /// under a prefix. Not with --recrawl-after.
+    #[arg(long)]
+    keep_urls: bool,
     #[command(flatten)]
     recrawl: crate::args::RecrawlArgs,
 }
@@ -117,6 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         split: SplitPolicy::default(),
         exact: args.exact || args.counting,
         counting: args.counting,
+        keep_urls: args.keep_urls,
         ..NamespaceOptions::default()
     };
     let mut options = options;

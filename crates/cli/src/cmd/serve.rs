@@ -106,6 +106,10 @@ pub struct Args {
     /// With --recrawl-after: generations of the window (default 8).
     #[arg(long, value_name = "G")]
     recrawl_generations: Option<u32>,
+    /// The URL namespaces the server creates keep their URLs in a journal on disk, so that
+    /// `URL.FORGET ns PREFIX p` works (URL.RESERVE … KEEPURLS asks it for one namespace).
+    #[arg(long)]
+    keep_urls: bool,
     /// A TOML file of settings; flags override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -115,7 +119,7 @@ const AFTER_HELP: &str = "\
 Every flag (but --config) is also a key of the --config TOML file, with `_` for `-`:
   resp, timeout, requirepass, protected_mode, maxclients, data, fsync, spill_dir, maxmemory,
   redis (an array of URLs), redis_retry_for, http, loglevel, slowlog_log_slower_than,
-  slowlog_max_len, recrawl_after (\"30d\"), recrawl_generations
+  slowlog_max_len, recrawl_after (\"30d\"), recrawl_generations, keep_urls
 and the file alone sets shutdown_grace, max_namespace_bytes, [rename_command], [limits] and
 [defaults]. Flags override the file. An annotated example with every key and its default:
 urlseen.toml at the root of the urlseen repository.";
@@ -284,6 +288,7 @@ struct FileConfig {
     #[serde(default, deserialize_with = "parsed")]
     recrawl_after: Option<crate::args::Window>,
     recrawl_generations: Option<u32>,
+    keep_urls: Option<bool>,
     shutdown_grace: Option<u64>,
     max_namespace_bytes: Option<u64>,
     /// Redis' `rename-command`: `FLUSHALL = ""` disables it, `DEL = "del-9f3a"` renames it.
@@ -423,6 +428,7 @@ impl Settings {
         if let Some(g) = args.recrawl_generations.or(file.recrawl_generations) {
             app.url_defaults.generations = g;
         }
+        app.url_defaults.keep_urls = args.keep_urls || file.keep_urls.unwrap_or(false);
         app.url_defaults.validate().map_err(|e| invalid("defaults", e.to_string()))?;
         if let Some(bytes) = file.max_namespace_bytes {
             app.max_namespace_bytes = bytes;

@@ -52,6 +52,11 @@ pub struct ImportArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Keep every recorded URL in a journal on disk, for a new namespace (about the URL's
+    /// length plus 14 bytes each), so that `urlseen forget --prefix` can forget the URLs
+    /// under a prefix. Not with --recrawl-after.
+    #[arg(long)]
+    keep_urls: bool,
     #[command(flatten)]
     recrawl: crate::args::RecrawlArgs,
 }
@@ -64,6 +69,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         canon: args.canon.options(),
         exact: args.exact || args.counting,
         counting: args.counting,
+        keep_urls: args.keep_urls,
         ..NamespaceOptions::default()
     };
     args.recrawl.apply(&mut options);
@@ -292,10 +298,12 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
 
 /// Forget URLs: afterwards they are new again, and every other URL stays seen. URLs one by one
 /// need a namespace with counting filters (created with --counting); a whole host (--host)
-/// works in any namespace that records URLs (see docs/forget.md).
+/// works in any namespace that records URLs; a prefix (--prefix) in one created with
+/// --keep-urls (see docs/forget.md).
 #[derive(Debug, clap::Args)]
 pub struct ForgetArgs {
-    /// URLs to forget (read from stdin, one per line, when none are given and no --host).
+    /// URLs to forget (read from stdin, one per line, when none are given and no --host or
+    /// --prefix).
     #[arg(conflicts_with_all = ["host", "prefix"])]
     urls: Vec<String>,
     /// The data directory.
@@ -308,8 +316,9 @@ pub struct ForgetArgs {
     /// many were forgotten.
     #[arg(long, value_name = "HOST", conflicts_with = "prefix")]
     host: Option<String>,
-    /// Forget every URL under this prefix: not possible yet (refused with the reason; see
-    /// docs/forget.md); use --host.
+    /// Forget every URL that starts with this prefix (compared as canonical URLs; no query,
+    /// fragment or dot segment), in a namespace created with --keep-urls, and print how many
+    /// were forgotten.
     #[arg(long, value_name = "URL")]
     prefix: Option<String>,
 }

@@ -431,6 +431,15 @@ impl RedisDb {
             )));
         }
         options.validate()?;
+        if options.keep_urls {
+            // A URL journal lives in a data directory; the Redis backend has none.
+            return Err(Error::Engine(crate::Error::InvalidOption {
+                name: "keep_urls",
+                reason: "keeping URLs (for a forget by prefix) is not supported with the Redis \
+                         backend"
+                    .into(),
+            }));
+        }
         if options.recrawl_after.is_some() {
             // Not yet: a window in Redis needs a key prefix per generation (docs/recrawl.md).
             return Err(Error::Engine(crate::Error::InvalidOption {

@@ -3,7 +3,9 @@
 //!
 //! `URL.FORGET ns HOST h`: forgets every URL of host `h` (its canonical host, any scheme and
 //! port), in any namespace that records URLs (Bloom, exact, counting); the reply is how many
-//! URLs were forgotten. `URL.FORGET ns PREFIX p` is refused for now (see `docs/forget.md`).
+//! URLs were forgotten. `URL.FORGET ns PREFIX p` forgets every URL that starts with `p`
+//! (compared as canonical URLs), in a namespace created with `URL.RESERVE … KEEPURLS`; the
+//! reply is how many (see `docs/forget.md`).
 //!
 //! ```text
 //! > URL.FORGET jobs https://a.example/x
@@ -13,6 +15,8 @@
 //! -ERR this namespace cannot forget URLs: create it with URL.RESERVE <ns> EXACT COUNTING
 //! > URL.FORGET plain HOST a.example
 //! :1337
+//! > URL.FORGET kept PREFIX https://a.example/blog/
+//! :42
 //! ```
 //!
 //! The forms are told apart by the arguments after `ns`: exactly two, the first of them the
@@ -40,8 +44,8 @@ pub const SPEC: CommandSpec = CommandSpec::new("url.forget", -3)
     .acl(&["@write", "@fast"])
     .group("url")
     .summary(
-        "Forgets URLs (namespaces with counting filters), or every URL of a host (HOST h, any \
-         namespace)",
+        "Forgets URLs (namespaces with counting filters), every URL of a host (HOST h, any \
+         namespace), or every URL under a prefix (PREFIX p, namespaces that keep their URLs)",
     )
     .since("0.1.0")
     .args(&[ArgSpec::new("ns", ArgKind::Key), ArgSpec::new("url", ArgKind::String).multiple()]);

@@ -1,5 +1,5 @@
 //! `URL.RESERVE ns [CAPACITY n] [ERROR p] [PROFILE name] [EXACT] [COUNTING] [RECRAWL seconds
-//! [GENERATIONS g]]`: creates a URL namespace.
+//! [GENERATIONS g]] [KEEPURLS]`: creates a URL namespace.
 //!
 //! ```text
 //! > URL.RESERVE jobs CAPACITY 10000000 ERROR 0.001 PROFILE w3lib
@@ -23,7 +23,9 @@
 //! (implies `EXACT`) lets `URL.FORGET` work. `RECRAWL seconds` gives the namespace a recrawl
 //! window: a URL recorded more than that long ago is new again, with a precision of
 //! `seconds / g` (`GENERATIONS g`, default 8; see docs/recrawl.md). `CAPACITY` is then the
-//! URLs expected per window.
+//! URLs expected per window. `KEEPURLS` keeps every recorded URL in a journal on disk (about
+//! the URL's length plus 14 bytes each), so that `URL.FORGET ns PREFIX p` works (see
+//! docs/forget.md); not with `RECRAWL`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +58,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("url.reserve", -2)
         ArgSpec::new("counting", ArgKind::PureToken).token("COUNTING").optional(),
         ArgSpec::new("recrawl", ArgKind::Integer).token("RECRAWL").optional(),
         ArgSpec::new("generations", ArgKind::Integer).token("GENERATIONS").optional(),
+        ArgSpec::new("keepurls", ArgKind::PureToken).token("KEEPURLS").optional(),
     ]);
 
 /// The `URL.RESERVE` command.
@@ -87,6 +90,8 @@ fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         } else if is("COUNTING") {
             options.counting = true;
             options.exact = true;
+        } else if is("KEEPURLS") {
+            options.keep_urls = true;
         } else if is("RECRAWL") {
             let secs = args.next_int().map_err(|_| CommandError::custom(URL_BAD_RECRAWL))?;
             let secs = u64::try_from(secs)
