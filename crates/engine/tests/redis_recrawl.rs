@@ -275,3 +275,21 @@ fn racing_clients_get_exactly_one_new_per_url() {
     });
     assert_eq!(new.iter().sum::<usize>(), all.len(), "news per client: {new:?}");
 }
+
+/// A clock behind Redis's by more than the margin is refused (Redis would expire, by its own
+/// clock, generations this client still reads); a long name cannot take a window.
+#[test]
+fn a_clock_behind_redis_and_a_name_too_long_are_refused() {
+    let server = Server::start();
+    let db = open(vec![server.url()], RedisMode::Single);
+    let behind = FakeClock::at(1_000_000_000_000);
+    let err = db.open_namespace_with("late", window_options(1_000, 8, 8), behind).unwrap_err();
+    assert!(err.to_string().contains("behind redis's"), "{err}");
+    let long = "n".repeat(110);
+    let err =
+        db.open_namespace_with(&long, window_options(1_000, 8, 8), start_clock(0)).unwrap_err();
+    assert!(err.to_string().contains("recrawl window takes at most"), "{err}");
+    // Nothing was stored for it: it can still be made without a window.
+    let plain = db.open_namespace_with(&long, NamespaceOptions::default(), start_clock(0)).unwrap();
+    assert!(matches!(plain, RedisSet::Plain(_)));
+}

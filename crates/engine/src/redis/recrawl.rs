@@ -157,6 +157,16 @@ impl RedisDb {
             )));
         }
         options.validate()?;
+        let too_long = || {
+            Error::Config(format!(
+                "namespace name {name:?}: a namespace with a recrawl window takes at most \
+                 {MAX_WINDOW_NAME} bytes"
+            ))
+        };
+        if options.recrawl_after.is_some() && name.len() > MAX_WINDOW_NAME {
+            // Before the decision is stored: a window refused leaves nothing behind.
+            return Err(too_long());
+        }
         let ours = match options.recrawl_after {
             Some(w) => {
                 format!("v1 window_ms={} generations={}", w.as_millis(), options.generations)
@@ -190,10 +200,7 @@ impl RedisDb {
             });
         };
         if name.len() > MAX_WINDOW_NAME {
-            return Err(Error::Config(format!(
-                "namespace name {name:?}: a namespace with a recrawl window takes at most \
-                 {MAX_WINDOW_NAME} bytes"
-            )));
+            return Err(too_long());
         }
         let options = NamespaceOptions {
             recrawl_after: Some(std::time::Duration::from_millis(window_ms)),
