@@ -293,3 +293,43 @@ fn a_clock_behind_redis_and_a_name_too_long_are_refused() {
     let plain = db.open_namespace_with(&long, NamespaceOptions::default(), start_clock(0)).unwrap();
     assert!(matches!(plain, RedisSet::Plain(_)));
 }
+
+/// In Redis Cluster (generations on other slots than the namespace's keys) and over
+/// independent servers (`nodes`): the window works, and every generation key, on whichever
+/// master, has its expiry.
+#[test]
+fn a_window_in_redis_cluster_and_over_independent_servers() {
+    let cluster = redis_support::Cluster::start(3);
+    let nodes = [Server::start(), Server::start()];
+    let layouts = [
+        (cluster.urls(), RedisMode::Cluster, cluster.nodes.iter().collect::<Vec<_>>()),
+        (nodes.iter().map(Server::url).collect(), RedisMode::Nodes, nodes.iter().collect()),
+    ];
+    for (urls, mode, servers) in layouts {
+        let clock = start_clock(0);
+        let db = open(urls, mode);
+        let w = window(&db, "spread", window_options(300, 8, 8), &clock);
+        let first = self::urls("c1", 1_000);
+        assert_eq!(count_new(&*w, &first), 1_000, "{mode:?}");
+        clock.advance(Duration::from_millis(1_000));
+        assert_eq!(count_new(&*w, &first), 0, "{mode:?}");
+        let second = self::urls("c2", 1_000);
+        let new = count_new(&*w, &second);
+        assert!(new >= 980, "{mode:?}: {new}");
+        assert_eq!(w.stats().unwrap().report.live.len(), 2, "{mode:?}");
+        let mut keys = 0;
+        for s in servers {
+            let mut conn = s.conn();
+            let found: Vec<String> =
+                redis::cmd("KEYS").arg("urlseen:{spread.gen-*").query(&mut conn).unwrap();
+            for k in &found {
+                let ttl: i64 = redis::cmd("PTTL").arg(k).query(&mut conn).unwrap();
+                assert!(ttl > 0, "{mode:?}: {k} has no expiry ({ttl})");
+            }
+            keys += found.len();
+        }
+        assert!(keys > 6, "{mode:?}: {keys} generation keys");
+        clock.advance(Duration::from_millis(8_000));
+        assert_eq!(count_new(&*w, &first), 1_000, "{mode:?}: new again after W");
+    }
+}

@@ -361,6 +361,9 @@ impl RedisWindow {
         if live.read_in != slot || !has_current {
             self.refresh(&mut live, now)?;
             if write && live.gens.last().is_none_or(|g| g.start != slot) {
+                if let Some(previous) = live.gens.last() {
+                    self.settle(previous)?;
+                }
                 let made = self.make(slot)?;
                 live.gens.push(made);
             }
@@ -389,6 +392,16 @@ impl RedisWindow {
         live.gens.sort_by_key(|g| g.start);
         live.read_in = self.slot(now);
         Ok(())
+    }
+
+    /// Brings a generation that takes no more writes under its FPR bound for good: a leaf in
+    /// Redis may pass its split point by up to one batch, and splits when a write next comes
+    /// to it, which never happens in an old generation. Then gives the keys of its split
+    /// children their expiry. Idempotent (every client that moves on to the next slot runs it;
+    /// the split locks make them share the work).
+    fn settle(&self, g: &Gen) -> Result<()> {
+        g.ns.complete_splits()?;
+        self.stamp(g, false)
     }
 
     /// Makes the generation of the slot at `start` (or opens it, if another client just did).
