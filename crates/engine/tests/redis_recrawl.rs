@@ -333,3 +333,49 @@ fn a_window_in_redis_cluster_and_over_independent_servers() {
         assert_eq!(count_new(&*w, &first), 1_000, "{mode:?}: new again after W");
     }
 }
+
+/// Clock skew between clients (docs/recrawl.md, "Clock skew"): a client whose clock is
+/// behind still records in the previous generation. A URL it records after one ahead did (in
+/// the next generation) is new for both: a duplicate, never a lost URL; in the other order the
+/// one ahead sees it. `drop_any_namespace` then deletes every key of the window.
+#[test]
+fn a_client_behind_by_less_than_the_margin_gives_duplicates_never_losses() {
+    let server = Server::start();
+    let ahead = start_clock(0);
+    let behind = FakeClock::at(ahead.now_millis() + 900);
+    ahead.set(behind.now_millis() + 200); // the next slot for `ahead`, 200 ms later
+    let a = window(
+        &open(vec![server.url()], RedisMode::Single),
+        "skew",
+        window_options(8_000, 8, 8),
+        &ahead,
+    );
+    let b = window(
+        &open(vec![server.url()], RedisMode::Single),
+        "skew",
+        window_options(8_000, 8, 8),
+        &behind,
+    );
+    // Both have a generation for their slot.
+    assert_eq!(count_new(&*b, &urls("warm-b", 1)), 1);
+    assert_eq!(count_new(&*a, &urls("warm-a", 1)), 1);
+    let first = urls("ahead-first", 100);
+    assert_eq!(count_new(&*a, &first), 100);
+    assert_eq!(
+        count_new(&*b, &first),
+        100,
+        "the client behind does not look at the newer generation"
+    );
+    let second = urls("behind-first", 100);
+    assert_eq!(count_new(&*b, &second), 100);
+    assert_eq!(count_new(&*a, &second), 0, "the client ahead sees the previous generation");
+    for w in [&a, &b] {
+        assert_eq!(count_held(&**w, &first), 100);
+        assert_eq!(count_held(&**w, &second), 100);
+    }
+    let db = open(vec![server.url()], RedisMode::Single);
+    db.drop_any_namespace("skew").unwrap();
+    let left: Vec<String> =
+        redis::cmd("KEYS").arg("urlseen:{skew*").query(&mut server.conn()).unwrap();
+    assert!(left.is_empty(), "{left:?}");
+}
