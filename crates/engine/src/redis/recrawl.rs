@@ -21,9 +21,12 @@
 //! Redis, so clients that agree on the slot give "new" to exactly one of them). A generation
 //! whose slot started `W` ago is no longer looked at; `margin` later (`min(W/g, 60 s)`, the
 //! clock skew tolerated between clients) the first client that notices deletes its keys, and
-//! Redis deletes them anyway by their expiry (`PEXPIRE` to the same time), set when the
+//! Redis deletes them anyway by their expiry (`PEXPIREAT` the same time), set when the
 //! generation is made, when a client opens it, and again on every key of it after any change of
-//! its shape (a split's new leaves). See docs/recrawl.md, "With --redis".
+//! its shape this client sees (a split's new leaves). When the window moves on to a new slot,
+//! the previous generation's splits are finished first ([`RedisWindow`]'s `settle`), since an
+//! old generation takes no writes that would trigger them. A clock behind Redis's by more than
+//! the margin is refused at open. See docs/recrawl.md, "With --redis", for clock skew.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
