@@ -624,3 +624,44 @@ fn serve_on_redis_waits_for_a_restarted_redis() {
     assert!(seen(&urls[..200]).iter().all(|r| r == ":1"), "a recorded URL lost");
     assert!(seen(&urls[200..]).iter().all(|r| r == ":1"), "a URL answered new was not recorded");
 }
+
+/// One `urlseen filter --redis` run over `input` with `extra` options: its stdout lines and
+/// stderr.
+fn filter_with(port: u16, extra: &[&str], input: &str) -> (Vec<String>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["filter", "--redis", &format!("redis://127.0.0.1:{port}/"), "--stats"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "urlseen filter --redis failed: {err}");
+    (String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect(), err)
+}
+
+/// `filter --redis --recrawl-after`: the window is kept in Redis (a run with another window
+/// uses it), and a URL is printed again once it is over (real clock: a 4 s window of 2
+/// generations: seen for at least 2 s, new again at 4 s).
+#[test]
+fn filter_on_redis_with_a_recrawl_window() {
+    let redis = Redis::start();
+    let urls: Vec<String> = Generator::distinct(7).take(500).collect();
+    let input = urls.join("\n") + "\n";
+    let window = ["--ns", "news", "--recrawl-after", "4s", "--recrawl-generations", "2"];
+    let (first, err) = filter_with(redis.port, &window, &input);
+    assert_eq!(first.len(), 500, "{err}");
+    assert!(err.contains("recrawl window of 4 s"), "{err}");
+    let started = std::time::Instant::now();
+    // Another window asked: the namespace keeps its own (4 s, 2 generations).
+    let (second, err) = filter_with(redis.port, &["--ns", "news", "--recrawl-after", "1h"], &input);
+    assert!(second.is_empty(), "printed again within the window: {}", second.len());
+    assert!(err.contains("recrawl window of 4 s"), "{err}");
+    // Past the window (4 s after the first run recorded them, at most): new again.
+    std::thread::sleep(Duration::from_millis(4_100).saturating_sub(started.elapsed()));
+    let (third, err) = filter_with(redis.port, &window, &input);
+    assert_eq!(third.len(), 500, "{err}");
+}

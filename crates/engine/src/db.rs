@@ -273,6 +273,12 @@ impl Db {
         self.inner.read_only
     }
 
+    /// The clock recrawl windows read ([`DbOptions::clock`]); a server with its namespaces in
+    /// Redis reads it too.
+    pub fn clock(&self) -> Arc<dyn crate::recrawl::Clock> {
+        Arc::clone(&self.inner.options.clock)
+    }
+
     /// The data directory, for a persistent `Db`.
     pub fn path(&self) -> Option<&Path> {
         self.inner.root.as_ref().map(|(p, _)| p.as_path())

@@ -214,8 +214,9 @@ impl App {
 
     /// The same app, with its URL namespaces in Redis (see [`crate::remote`]).
     #[must_use]
+    /// Recrawl windows in Redis read the `Db`'s clock ([`urlseen_engine::DbOptions::clock`]).
     pub fn with_redis(mut self, redis: RedisDb) -> App {
-        self.remote = Some(Remote::new(redis));
+        self.remote = Some(Remote::new(redis, self.db.clock()));
         self
     }
 
@@ -248,6 +249,16 @@ impl App {
     ) -> Result<(), CommandError> {
         let remote = self.remote.as_ref().ok_or(CommandError::custom(NOT_WITH_REDIS))?;
         blocking_call(|| remote.reserve(key, options)).map(|_| ())
+    }
+
+    /// `URL.INFO` under `--redis`: `None` without it; `Some(Ok(None))` if Redis does not hold
+    /// namespace `key`.
+    pub fn remote_info(
+        &self,
+        key: &[u8],
+    ) -> Option<Result<Option<crate::remote::RemoteInfo>, CommandError>> {
+        let remote = self.remote.as_ref()?;
+        Some(blocking_call(|| remote.info(key, &self.config.url_defaults)))
     }
 
     /// Fails with [`NOT_WITH_REDIS`] under `--redis` (for commands that need a namespace in

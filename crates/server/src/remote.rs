@@ -2,29 +2,51 @@
 //! distributed backend, [`urlseen_engine::redis`]), shared with every other `urlseen serve
 //! --redis` and `urlseen filter --redis` process on the same servers.
 //!
-//! `URL.RESERVE`, `URL.SEEN` and `URL.CHECK` go to Redis. The commands that need a namespace
-//! in this process (`BF.*`, `URL.FORGET`, `URL.INFO`) answer [`NOT_WITH_REDIS`]; the keyspace
-//! commands see this process's (empty) local keyspace.
+//! `URL.RESERVE` (with `RECRAWL`: a recrawl window in Redis, docs/recrawl.md), `URL.SEEN`,
+//! `URL.CHECK` and `URL.INFO` go to Redis. The commands that need a namespace in this process
+//! (`BF.*`, `URL.FORGET`) answer [`NOT_WITH_REDIS`]; the keyspace commands see this process's
+//! (empty) local keyspace.
+//!
+//! Recrawl windows read the time from the [`Clock`] given to [`Remote::new`]: the server's
+//! `Db`'s (`DbOptions::clock`), so tests run them on a fake clock.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use urlseen_engine::redis::{RedisDb, RedisNamespace};
-use urlseen_engine::{NamespaceOptions, SeenSet};
+use urlseen_engine::redis::{RedisDb, RedisSet};
+use urlseen_engine::{Clock, NamespaceOptions, RecrawlReport, SeenSet};
 
 use crate::error::{CommandError, URL_NOT_UTF8};
 
 /// The reply of a command that needs a namespace in this process, on a server whose namespaces
 /// are in Redis.
 pub const NOT_WITH_REDIS: &str = "ERR this command is not available when the server keeps its namespaces in Redis (--redis); \
-     URL.RESERVE, URL.SEEN and URL.CHECK are";
+     URL.RESERVE, URL.SEEN, URL.CHECK and URL.INFO are";
 
 /// The Redis side of an [`App`](crate::App): the connection and the namespaces opened so far.
 #[derive(Debug)]
 pub struct Remote {
     db: RedisDb,
-    namespaces: Mutex<HashMap<Vec<u8>, Arc<RedisNamespace>>>,
+    clock: Arc<dyn Clock>,
+    namespaces: Mutex<HashMap<Vec<u8>, RedisSet>>,
+}
+
+/// What `URL.INFO` shows of a namespace in Redis.
+#[derive(Debug, Clone)]
+pub struct RemoteInfo {
+    /// Its name.
+    pub name: String,
+    /// Its options (with its window, if it has one).
+    pub options: NamespaceOptions,
+    /// URLs recorded (in the live generations, with a window).
+    pub count: u64,
+    /// Leaves (of every live generation).
+    pub leaves: u64,
+    /// Depth of the deepest leaf.
+    pub height: u32,
+    /// Its window and live generations, if it has one.
+    pub recrawl: Option<RecrawlReport>,
 }
 
 fn redis_error(e: &urlseen_engine::redis::Error) -> CommandError {
@@ -37,13 +59,14 @@ fn redis_error(e: &urlseen_engine::redis::Error) -> CommandError {
 }
 
 impl Remote {
-    /// Namespaces in `db`.
-    pub fn new(db: RedisDb) -> Remote {
-        Remote { db, namespaces: Mutex::new(HashMap::new()) }
+    /// Namespaces in `db`; recrawl windows read `clock`.
+    pub fn new(db: RedisDb, clock: Arc<dyn Clock>) -> Remote {
+        Remote { db, clock, namespaces: Mutex::new(HashMap::new()) }
     }
 
     /// Opens (creating it in Redis if it is new) namespace `key` with `options`; an existing
-    /// one must have been created with the same options.
+    /// one keeps its recrawl window (or its lack of one), and must have been created with the
+    /// same other options.
     ///
     /// # Errors
     /// A name Redis cannot hold, other options than the namespace's, or a Redis failure.
@@ -51,9 +74,9 @@ impl Remote {
         &self,
         key: &[u8],
         options: &NamespaceOptions,
-    ) -> Result<Arc<RedisNamespace>, CommandError> {
+    ) -> Result<RedisSet, CommandError> {
         if let Some(ns) = self.namespaces.lock().get(key) {
-            return Ok(Arc::clone(ns));
+            return Ok(ns.clone());
         }
         self.reserve(key, options)
     }
@@ -68,12 +91,64 @@ impl Remote {
         &self,
         key: &[u8],
         options: &NamespaceOptions,
-    ) -> Result<Arc<RedisNamespace>, CommandError> {
+    ) -> Result<RedisSet, CommandError> {
         let name = std::str::from_utf8(key)
             .map_err(|_| CommandError::custom(crate::error::NAMESPACE_NOT_UTF8))?;
-        let ns = self.db.namespace(name, options.clone()).map_err(|e| redis_error(&e))?;
-        self.namespaces.lock().insert(key.to_vec(), Arc::clone(&ns));
+        let ns = self
+            .db
+            .open_namespace_with(name, options.clone(), Arc::clone(&self.clock))
+            .map_err(|e| redis_error(&e))?;
+        self.namespaces.lock().insert(key.to_vec(), ns.clone());
         Ok(ns)
+    }
+
+    /// `URL.INFO`: namespace `key`'s counts and shape, read from Redis now; `None` if Redis
+    /// does not hold it. One this process has not opened is opened with `options` (the
+    /// server's defaults), as `URL.SEEN` would.
+    ///
+    /// # Errors
+    /// As [`Remote::namespace`].
+    pub fn info(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+    ) -> Result<Option<RemoteInfo>, CommandError> {
+        let known = self.namespaces.lock().get(key).cloned();
+        let ns = match known {
+            Some(ns) => ns,
+            None => {
+                let Ok(name) = std::str::from_utf8(key) else { return Ok(None) };
+                if !self.db.namespace_exists(name).map_err(|e| redis_error(&e))? {
+                    return Ok(None);
+                }
+                self.namespace(key, options)?
+            }
+        };
+        let info = match &ns {
+            RedisSet::Plain(ns) => {
+                let s = ns.stats().map_err(|e| redis_error(&e))?;
+                RemoteInfo {
+                    name: ns.name().to_owned(),
+                    options: ns.options().clone(),
+                    count: s.count,
+                    leaves: s.leaves.len() as u64,
+                    height: s.height,
+                    recrawl: None,
+                }
+            }
+            RedisSet::Window(w) => {
+                let s = w.stats().map_err(|e| redis_error(&e))?;
+                RemoteInfo {
+                    name: w.name().to_owned(),
+                    options: w.options().clone(),
+                    count: s.count(),
+                    leaves: s.generations.iter().map(|g| g.leaves.len() as u64).sum(),
+                    height: s.generations.iter().map(|g| g.height).max().unwrap_or(0),
+                    recrawl: Some(s.report),
+                }
+            }
+        };
+        Ok(Some(info))
     }
 
     /// `URL.SEEN` (`write`) or `URL.CHECK` on namespace `key`: one answer per URL, or the error

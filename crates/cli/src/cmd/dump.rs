@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use urlseen_engine::dump::{Header, MAX_CHUNK_BYTES};
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
+use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 use urlseen_engine::{
     DumpChunk, DumpReader, DumpWriter, Fsync, LoadStep, NamespaceOptions, SplitPolicy,
 };
@@ -85,7 +85,15 @@ pub fn dump(args: DumpArgs) -> anyhow::Result<()> {
             split: SplitPolicy::default(),
             ..NamespaceOptions::default()
         };
-        let ns = redis.namespace(&args.ns, options)?;
+        // A namespace with a recrawl window is refused, as in a data directory: the dump
+        // format has no generations (docs/recrawl.md).
+        let ns = match redis.open_namespace(&args.ns, options)? {
+            RedisSet::Plain(ns) => ns,
+            RedisSet::Window(_) => anyhow::bail!(
+                "namespace {:?} has a recrawl window: dump does not support recrawl windows yet",
+                args.ns
+            ),
+        };
         let (chunks, bytes) =
             write_to(&args, &mut |iter| Ok(ns.dump_chunk(iter, MAX_CHUNK_BYTES)?))?;
         eprintln!(

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use urlseen_canon::Canonicalizer;
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
+use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr, parse_seconds};
@@ -280,22 +280,45 @@ fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyho
         ..RedisOptions::new(urls)
     })
     .context("connecting to redis")?;
-    let ns = db.namespace(&args.ns, options)?;
+    let ns = db.open_namespace(&args.ns, options)?;
     let canon = Canonicalizer::new(ns.options().canon.clone());
-    let (lines, new, invalid, started) = stream(&*ns, &canon, args)?;
+    let (lines, new, invalid, started) = stream(&ns, &canon, args)?;
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
-        let s = ns.stats()?;
+        let store = match &ns {
+            RedisSet::Plain(ns) => {
+                let s = ns.stats()?;
+                format!(
+                    "{} URLs in {} leaves, height {}, {} round trips",
+                    s.count,
+                    s.leaves.len(),
+                    s.height,
+                    s.round_trips
+                )
+            }
+            RedisSet::Window(w) => {
+                let s = w.stats()?;
+                let ages: Vec<String> = s
+                    .report
+                    .live
+                    .iter()
+                    .map(|g| format!("{:.0} s: {}", g.age_secs, g.count))
+                    .collect();
+                format!(
+                    "{} URLs in a recrawl window of {} s, {} generations live (age: URLs) [{}]",
+                    s.count(),
+                    s.report.window_secs,
+                    s.report.live.len(),
+                    ages.join(", ")
+                )
+            }
+        };
         eprintln!(
             "urlseen filter: {lines} lines, {new} new, {} repeats, {invalid} invalid in {elapsed:.2} s \
-             ({:.0} lines/s); redis {:?}: {} URLs in {} leaves, height {}, {} round trips",
+             ({:.0} lines/s); redis {:?}: {store}",
             lines - new - invalid,
             lines as f64 / elapsed.max(1e-9),
             db.mode(),
-            s.count,
-            s.leaves.len(),
-            s.height,
-            s.round_trips,
         );
     }
     Ok(())

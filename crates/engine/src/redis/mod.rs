@@ -42,6 +42,7 @@
 
 mod dump;
 mod meta;
+mod recrawl;
 mod router;
 mod scripts;
 
@@ -60,12 +61,17 @@ use crate::options::{NamespaceOptions, SplitMode};
 use crate::tree::{NodeId, TreeParams, level_seed, probe_seed};
 pub use dump::RedisRestore;
 use meta::{Meta, State};
+pub use recrawl::{MAX_MARGIN_MS, RedisSet, RedisWindow, RedisWindowStats};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
 
 thread_local! {
     static CANON_BUF: RefCell<String> = RefCell::new(String::with_capacity(256));
 }
+
+/// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes
+/// (and what a recrawl window's generation gives its expiry).
+const NODE_KEYS: [&str; 5] = ["log", "st", "mig", "lock", "id"];
 
 /// Rounds of re-routing (frozen leaves, stale metadata) one call may take.
 const MAX_ROUNDS: usize = 64;
@@ -441,10 +447,10 @@ impl RedisDb {
             }));
         }
         if options.recrawl_after.is_some() {
-            // Not yet: a window in Redis needs a key prefix per generation (docs/recrawl.md).
+            // A window is a tree per generation: `RedisDb::open_namespace` (redis/recrawl.rs).
             return Err(Error::Engine(crate::Error::InvalidOption {
                 name: "recrawl_after",
-                reason: "recrawl windows are not supported with the Redis backend yet".into(),
+                reason: "a recrawl window in Redis is opened with RedisDb::open_namespace".into(),
             }));
         }
         let params = TreeParams::new(
@@ -542,7 +548,7 @@ impl RedisDb {
         let Ok(meta) = Meta::parse(&reply) else { return Ok(()) };
         let mut reqs = Vec::new();
         for id in 1..meta.nodes.len() as NodeId {
-            let keys: Vec<Vec<u8>> = ["log", "st", "mig", "lock", "id"]
+            let keys: Vec<Vec<u8>> = NODE_KEYS
                 .iter()
                 .map(|s| format!("urlseen:{{{name}:{id}}}:{s}").into_bytes())
                 .collect();

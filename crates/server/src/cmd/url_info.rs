@@ -30,18 +30,25 @@
 //! -ERR not found
 //! ```
 //!
+//! Under `serve --redis` the namespace is read from Redis, and the reply has the fields that
+//! mean something there: `name`, `type`, `backend` (`"redis"`), `profile`, `count`,
+//! `capacity`, `fpr_bound`, `leaves`, `height`, `recrawl_after` and `generations` (for a
+//! window in Redis: `memory_bytes` is the filters this client holds for the generation,
+//! `disk_bytes` its fingerprint log's bytes in Redis).
+//!
 //! Doubles are RESP3 doubles (bulk strings in RESP2); `exact` and `counting` are booleans
 //! (`:1`/`:0` in RESP2).
 
 use std::sync::Arc;
 
-use urlseen_engine::{Namespace, SplitMode};
+use urlseen_engine::{Namespace, RecrawlReport, SplitMode};
 
 use crate::app::{App, KeyKind};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{CommandError, NO_SUCH_NAMESPACE};
 use crate::frame::Frame;
 use crate::parse::Parse;
+use crate::remote::RemoteInfo;
 
 /// The spec of `URL.INFO`.
 pub const SPEC: CommandSpec = CommandSpec::new("url.info", 2)
@@ -65,9 +72,53 @@ fn int(n: impl TryInto<i64>) -> Frame {
 fn url_info(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     args.finish()?;
-    ctx.app.local_only()?;
+    if let Some(remote) = ctx.app.remote_info(&key) {
+        let info = remote?.ok_or(CommandError::custom(NO_SUCH_NAMESPACE))?;
+        return Ok(remote_info(&info));
+    }
     let ns = ctx.app.namespace(&key).ok_or(CommandError::custom(NO_SUCH_NAMESPACE))?;
     Ok(info(&ns))
+}
+
+/// `URL.INFO`'s reply for a namespace in Redis (`serve --redis`).
+fn remote_info(i: &RemoteInfo) -> Frame {
+    let fields: Vec<(&'static str, Frame)> = vec![
+        ("name", Frame::bulk(i.name.clone())),
+        ("type", Frame::bulk("urlseen")),
+        ("backend", Frame::bulk("redis")),
+        ("profile", Frame::bulk(i.options.canon.profile.to_string())),
+        ("count", int(i.count)),
+        ("capacity", int(i.options.capacity)),
+        ("fpr_bound", Frame::Double(i.options.fpr)),
+        ("leaves", int(i.leaves)),
+        ("height", int(i.height)),
+        ("recrawl_after", recrawl_after(i.recrawl.as_ref())),
+        ("generations", generations(i.recrawl.as_ref())),
+    ];
+    Frame::Map(fields.into_iter().map(|(k, v)| (Frame::bulk(k), v)).collect())
+}
+
+fn recrawl_after(r: Option<&RecrawlReport>) -> Frame {
+    r.map_or(Frame::Null, |r| Frame::Double(r.window_secs))
+}
+
+/// The live generations, oldest first (empty without a window).
+fn generations(r: Option<&RecrawlReport>) -> Frame {
+    Frame::Array(r.map_or_else(Vec::new, |r| {
+        r.live
+            .iter()
+            .map(|g| {
+                Frame::Map(vec![
+                    (Frame::bulk("start_ms"), int(g.start_ms)),
+                    (Frame::bulk("age_secs"), Frame::Double(g.age_secs)),
+                    (Frame::bulk("count"), int(g.count)),
+                    (Frame::bulk("memory_bytes"), int(g.memory_bytes)),
+                    (Frame::bulk("disk_bytes"), int(g.disk_bytes)),
+                    (Frame::bulk("worst_leaf_fpr"), Frame::Double(g.worst_leaf_fpr)),
+                ])
+            })
+            .collect()
+    }))
 }
 
 /// `URL.INFO`'s reply for a namespace: the one list of its fields, which the Python bindings'
@@ -129,25 +180,8 @@ pub fn info(ns: &Namespace) -> Frame {
                 ])
             }),
         ),
-        ("recrawl_after", s.recrawl.as_ref().map_or(Frame::Null, |r| Frame::Double(r.window_secs))),
-        (
-            "generations",
-            Frame::Array(s.recrawl.as_ref().map_or_else(Vec::new, |r| {
-                r.live
-                    .iter()
-                    .map(|g| {
-                        Frame::Map(vec![
-                            (Frame::bulk("start_ms"), int(g.start_ms)),
-                            (Frame::bulk("age_secs"), Frame::Double(g.age_secs)),
-                            (Frame::bulk("count"), int(g.count)),
-                            (Frame::bulk("memory_bytes"), int(g.memory_bytes)),
-                            (Frame::bulk("disk_bytes"), int(g.disk_bytes)),
-                            (Frame::bulk("worst_leaf_fpr"), Frame::Double(g.worst_leaf_fpr)),
-                        ])
-                    })
-                    .collect()
-            })),
-        ),
+        ("recrawl_after", recrawl_after(s.recrawl.as_ref())),
+        ("generations", generations(s.recrawl.as_ref())),
     ];
     Frame::Map(fields.into_iter().map(|(k, v)| (Frame::bulk(k), v)).collect())
 }
