@@ -4,6 +4,8 @@
 //! `URL.FORGET ns HOST h`: forgets every URL of host `h` (its canonical host, any scheme and
 //! port), in any namespace that records URLs (Bloom, exact, counting); the reply is how many
 //! URLs were forgotten. `URL.FORGET ns PREFIX p` is refused for now (see `docs/forget.md`).
+//! Under `serve --redis`, `URL.FORGET ns HOST h` forgets in the namespace in Redis (the other
+//! forms are refused there: a Bloom leaf in Redis cannot forget one URL).
 //!
 //! ```text
 //! > URL.FORGET jobs https://a.example/x
@@ -55,6 +57,12 @@ fn url_forget(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     let rest = args.into_rest();
     let urls = rest.as_slice();
+    if let [word, host] = urls
+        && word.as_ref().eq_ignore_ascii_case(b"HOST")
+        && let Some(n) = ctx.app.remote_forget_host(&key, host.as_ref())
+    {
+        return Ok(Frame::Integer(i64::try_from(n?).unwrap_or(i64::MAX)));
+    }
     ctx.app.local_only()?;
     if let [word, arg] = urls {
         let word: &[u8] = word.as_ref();
