@@ -295,3 +295,58 @@ fn records_without_a_host_make_a_forget_refuse() {
         );
     }
 }
+
+/// The forgetting client dies part-way through a leaf (after freezing it; after migrating one
+/// chunk of its rebuild): other clients answer every recorded URL meanwhile, roll the leaf
+/// forward once its lock expires (a normal split, or the rebuild without the host), and a
+/// forget run again finishes the rest.
+#[test]
+fn a_forget_whose_client_dies_part_way_is_completed_by_others() {
+    use urlseen_engine::redis::SplitStop;
+    for (k, stop) in [SplitStop::AfterFreeze, SplitStop::AfterChunks(1)].into_iter().enumerate() {
+        let server = Server::start();
+        let urls = corpus(20_000, "crash");
+        let a = client(&server);
+        let name = format!("crash{k}");
+        let ns = a.namespace(&name, ns_options(20_000, 15)).unwrap();
+        let answers = record(&ns, &urls);
+        ns.complete_splits().unwrap();
+        let all = recorded(&urls, &answers);
+        let of_host: Vec<&String> =
+            all.iter().copied().filter(|u| u.contains("//site7.example")).collect();
+        let others: Vec<&String> =
+            all.iter().copied().filter(|u| !u.contains("//site7.example")).collect();
+        assert_eq!(ns.forget_host_until("site7.example", stop).unwrap(), 0);
+        drop(ns);
+        drop(a);
+        // Another client: correct while the leaf is stuck, then rolls it forward.
+        let b = client(&server);
+        let ns_b = b.namespace(&name, ns_options(20_000, 15)).unwrap();
+        assert_eq!(held(&ns_b, &others), others.len(), "{stop:?}: lost while stuck");
+        let fresh = corpus(2_000, "after");
+        let fresh_answers = record(&ns_b, &fresh);
+        ns_b.complete_splits().unwrap();
+        assert_eq!(ns_b.stats().unwrap().splitting, 0);
+        assert_eq!(held(&ns_b, &others), others.len(), "{stop:?}: lost by the roll-forward");
+        let rolled = of_host.len() - held(&ns_b, &of_host);
+        // The forget run again forgets the rest.
+        let rest = ns_b.forget_host("site7.example").unwrap();
+        let fresh_of_host = recorded(&fresh, &fresh_answers)
+            .into_iter()
+            .filter(|u| u.contains("//site7.example"))
+            .count();
+        println!(
+            "{stop:?}: {rolled} of the host's {} URLs forgotten by the roll-forward, {rest} by the \
+             second forget ({fresh_of_host} recorded since)",
+            of_host.len()
+        );
+        assert!(rolled as u64 + rest >= (of_host.len() + fresh_of_host) as u64 - 2);
+        assert!(held(&ns_b, &of_host) <= 1);
+        assert_eq!(held(&ns_b, &others), others.len());
+        let fresh_others: Vec<&String> = recorded(&fresh, &fresh_answers)
+            .into_iter()
+            .filter(|u| !u.contains("//site7.example"))
+            .collect();
+        assert_eq!(held(&ns_b, &fresh_others), fresh_others.len());
+    }
+}

@@ -14,7 +14,7 @@ use parking_lot::{Mutex, RwLock};
 use super::meta::{self, State};
 use super::router::{Place, Req};
 use super::scripts::Script;
-use super::{Error, RedisNamespace, Result, token};
+use super::{Error, RedisNamespace, Result, SplitStop, token};
 use crate::tree::NodeId;
 
 /// The hosts a client listed in the namespace's host dictionary (`urlseen:{ns}:hosts`), and
@@ -50,11 +50,22 @@ impl Hosts {
         }
         let todo: Vec<(u32, Box<str>)> = self.pending.lock().clone();
         for chunk in todo.chunks(1_000) {
-            let mut cmd = ns.router.scripts.call(Script::NoteHosts, &[&ns.dict_key()]);
+            let mut cmd =
+                ns.router.scripts.call(Script::NoteHosts, &[&ns.dict_key(), &ns.meta_key()]);
+            cmd.arg(ns.epoch.as_str());
             for (h, name) in chunk {
                 cmd.arg(format!("{h:08x}")).arg(name.as_bytes());
             }
-            ns.retrying(|| ns.router.one(ns.dict_place(), cmd.clone()))?;
+            let reply = ns.retrying(|| ns.router.one(ns.dict_place(), cmd.clone()))?;
+            match &reply {
+                Value::Array(v) => match &v[..] {
+                    [Value::Int(0)] => {}
+                    [Value::Int(1)] => return Err(ns.lost(super::Lost::Namespace)),
+                    [Value::Int(2), Value::BulkString(e)] => return Err(ns.other_epoch(None, e)),
+                    _ => return Err(ns.protocol(0, "NOTE_HOSTS", &reply)),
+                },
+                _ => return Err(ns.protocol(0, "NOTE_HOSTS", &reply)),
+            }
         }
         let done: HashSet<(u32, Box<str>)> = todo.into_iter().collect();
         let mut listed = self.listed.write();
@@ -97,6 +108,8 @@ enum LeafForget {
     /// Not a leaf any more, or locked by a split: finish the splits, then look at its
     /// children.
     Moved,
+    /// Stopped on purpose ([`RedisNamespace::forget_host_until`]), lock kept.
+    Stopped,
 }
 
 impl RedisNamespace {
@@ -210,6 +223,21 @@ impl RedisNamespace {
     /// host listed meanwhile, leaves the leaves rebuilt so far forgotten); Redis failures (the
     /// leaves rebuilt so far stay forgotten, a leaf frozen is rebuilt whole by any client).
     pub fn forget_host(&self, host: &str) -> Result<u64> {
+        self.forget_host_as(host, None)
+    }
+
+    /// Runs a forget by host and stops in the first leaf it rebuilds where `stop` says,
+    /// keeping the leaf's lock as a client that died there would; returns what was forgotten
+    /// before. For tests of crash recovery.
+    ///
+    /// # Errors
+    /// As [`Self::forget_host`].
+    #[doc(hidden)]
+    pub fn forget_host_until(&self, host: &str, stop: SplitStop) -> Result<u64> {
+        self.forget_host_as(host, Some(stop))
+    }
+
+    fn forget_host_as(&self, host: &str, stop: Option<SplitStop>) -> Result<u64> {
         let host = crate::host::canonical_host(&self.canon, host)?;
         let h = crate::host::host_hash(&host, self.options.seed);
         self.complete_splits()?;
@@ -235,8 +263,9 @@ impl RedisNamespace {
             if rounds > 100_000 {
                 return Err(Error::TooManyRetries { rounds, why: "leaves kept moving".into() });
             }
-            match self.forget_leaf(id, h, &host)? {
+            match self.forget_leaf(id, h, &host, stop)? {
                 LeafForget::Done(n) => forgotten += n,
+                LeafForget::Stopped => return Ok(forgotten),
                 LeafForget::Moved => {
                     // A split took it (or holds its lock): finish the splits, then forget in
                     // the leaves that hold its entries now.
@@ -270,7 +299,13 @@ impl RedisNamespace {
     }
 
     /// Forgets host `h` in leaf `id`, under the leaf's split lock.
-    fn forget_leaf(&self, id: NodeId, h: u32, host: &str) -> Result<LeafForget> {
+    fn forget_leaf(
+        &self,
+        id: NodeId,
+        h: u32,
+        host: &str,
+        stop: Option<SplitStop>,
+    ) -> Result<LeafForget> {
         let token = format!("{:016x}", token());
         let mut lock = ::redis::cmd("SET");
         lock.arg(self.key(id, "lock"))
@@ -281,7 +316,10 @@ impl RedisNamespace {
         if self.router.one(self.place(id), lock)? == Value::Nil {
             return Ok(LeafForget::Moved);
         }
-        let result = self.forget_locked(id, h, host, &token);
+        let result = self.forget_locked(id, h, host, &token, stop);
+        if matches!(result, Ok(LeafForget::Stopped)) {
+            return result;
+        }
         let mut unlock = self.router.scripts.call(Script::Unlock, &[&self.key(id, "lock")]);
         unlock.arg(token.as_str());
         let unlocked = self.router.one(self.place(id), unlock);
@@ -291,7 +329,14 @@ impl RedisNamespace {
         result
     }
 
-    fn forget_locked(&self, id: NodeId, h: u32, host: &str, token: &str) -> Result<LeafForget> {
+    fn forget_locked(
+        &self,
+        id: NodeId,
+        h: u32,
+        host: &str,
+        token: &str,
+        stop: Option<SplitStop>,
+    ) -> Result<LeafForget> {
         let meta = self.refresh_meta()?;
         let Some(node) = meta.node(id).cloned() else {
             return Err(self.bad_meta(format!("no node {id}")));
@@ -308,6 +353,9 @@ impl RedisNamespace {
         let freeze =
             self.router.scripts.call(Script::Freeze, &[&self.key(id, "st"), &self.key(id, "log")]);
         self.router.one(self.place(id), freeze)?;
+        if stop == Some(SplitStop::AfterFreeze) {
+            return Ok(LeafForget::Stopped);
+        }
         let (st, len, hosts) = self.leaf_hosts(id)?;
         if st == "I" {
             return Ok(LeafForget::Moved);
@@ -317,17 +365,27 @@ impl RedisNamespace {
         // carries its hash, so every host whose records this leaf holds is listed by now.
         if let Some(refused) = self.refusal(host, h, s)? {
             // Frozen already: rebuilt whole (nothing dropped), so writes resume on the copy.
-            self.rebuild(id, node.depth, token, None)?;
+            self.rebuild(id, node.depth, token, None, None)?;
             return Err(refused);
         }
-        self.rebuild(id, node.depth, token, Some(h))?;
+        if !self.rebuild(id, node.depth, token, Some(h), stop)? {
+            return Ok(LeafForget::Stopped);
+        }
         Ok(LeafForget::Done(s.carried))
     }
 
     /// Rebuilds frozen leaf `id` as its one child, without the entries of host hash `drop`:
     /// the split protocol with a fan-out of 1, whose migration drops them (the hash is in the
-    /// metadata, `f<id>`, so any worker that rolls the split forward drops them too).
-    fn rebuild(&self, id: NodeId, depth: u32, token: &str, drop: Option<u32>) -> Result<()> {
+    /// metadata, `f<id>`, so any worker that rolls the split forward drops them too). `false`:
+    /// stopped by `stop`.
+    fn rebuild(
+        &self,
+        id: NodeId,
+        depth: u32,
+        token: &str,
+        drop: Option<u32>,
+        stop: Option<SplitStop>,
+    ) -> Result<bool> {
         let mut mark = self.router.scripts.call(Script::MarkSplitting, &[&self.meta_key()]);
         mark.arg(id).arg(1);
         if let Some(h) = drop {
@@ -339,17 +397,19 @@ impl RedisNamespace {
         };
         let children = match meta::parse_node(&rec).map_err(|r| self.bad_meta(r))?.state {
             State::Splitting(c) => c,
-            State::Inner(_) => return self.retire(id),
+            State::Inner(_) => return self.retire(id).map(|()| true),
             State::Leaf => return Err(self.bad_meta(format!("node {id} did not split"))),
         };
         self.refresh_meta()?;
-        self.migrate(id, depth, &children, token, None)?;
+        if !self.migrate(id, depth, &children, token, stop)? {
+            return Ok(false);
+        }
         let mut mark = self.router.scripts.call(Script::MarkInner, &[&self.meta_key()]);
         mark.arg(id);
         self.router.one(self.meta_place(), mark)?;
         self.retire(id)?;
         self.refresh_meta()?;
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -2027,7 +2027,9 @@ impl RedisNamespace {
 
     /// Refreshes the metadata if its version moved, at most every [`RedisOptions::meta_poll`]:
     /// replicas of leaves that a forget (or a split) retired are dropped, so their stale bits
-    /// answer nothing any more.
+    /// answer nothing any more. Best effort: a transient failure skips the poll (no answer
+    /// depends on it for correctness, only on how soon another client's forget shows), and
+    /// the call's own commands meet the failure as they would have.
     fn poll_meta(&self) -> Result<()> {
         let now = self.now_ms();
         let poll = self.config.meta_poll.as_millis() as u64;
@@ -2037,12 +2039,19 @@ impl RedisNamespace {
         self.meta_polled.store(now, Ordering::Relaxed);
         let mut get = ::redis::cmd("HGET");
         get.arg(self.meta_key()).arg("version");
-        let version = match self.retrying(|| self.router.one(self.meta_place(), get.clone()))? {
-            Value::BulkString(v) => std::str::from_utf8(&v).ok().and_then(|v| v.parse().ok()),
-            _ => None,
+        let version = match self.router.one(self.meta_place(), get) {
+            Ok(Value::BulkString(v)) => std::str::from_utf8(&v).ok().and_then(|v| v.parse().ok()),
+            Ok(_) => None,
+            Err(e) if e.is_transient() => return Ok(()),
+            Err(e) => return Err(e),
         };
         if version.is_none_or(|v: u64| v > self.meta().version) {
-            self.retrying(|| self.refresh_meta())?;
+            match self.refresh_meta() {
+                Err(e) if e.is_transient() => {}
+                other => {
+                    other?;
+                }
+            }
         }
         Ok(())
     }

@@ -270,9 +270,14 @@ return {st, math.floor(bytes / 8), redis.call('GET', KEYS[3]) or ''}
 
 /// Lists hosts in the namespace's host dictionary (the collision guard of a forget by host):
 /// field = host hash (8 hex digits), value = the hosts recorded under it, one per line.
-/// `KEYS`: dictionary. `ARGV`: hash, host, hash, host, … Reply: 1.
+/// `KEYS`: dictionary, metadata (same hash tag). `ARGV`: the namespace's epoch, then hash,
+/// host, hash, host, … Reply: `{0}` listed; `{1}` no metadata, `{2, epoch}` another
+/// incarnation: nothing written (a wiped namespace is not re-created by a dictionary).
 const NOTE_HOSTS: &str = r"
-for i = 1, #ARGV, 2 do
+local e = redis.call('HGET', KEYS[2], 'epoch')
+if not e then return {1} end
+if e ~= ARGV[1] then return {2, e} end
+for i = 2, #ARGV, 2 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   if not cur then
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
@@ -284,7 +289,7 @@ for i = 1, #ARGV, 2 do
     if not found then redis.call('HSET', KEYS[1], ARGV[i], cur .. '\n' .. ARGV[i + 1]) end
   end
 end
-return 1
+return {0}
 ";
 
 /// Releases a lock if the caller still holds it. `KEYS`: lock. `ARGV`: token.
