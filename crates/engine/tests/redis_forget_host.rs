@@ -350,3 +350,55 @@ fn a_forget_whose_client_dies_part_way_is_completed_by_others() {
         assert_eq!(held(&ns_b, &fresh_others), fresh_others.len());
     }
 }
+
+/// What keeping hosts costs on Redis: fingerprints alone against fingerprints with hosts, and
+/// recording the same URLs with and without their hosts (each into a fresh namespace), three
+/// rounds. Ignored: figures, not assertions (`docs/forget.md`, "On Redis").
+#[test]
+#[ignore = "measurement; run with --ignored --nocapture"]
+fn host_cost_on_redis() {
+    let server = Server::start();
+    let n = urls_count();
+    let urls = corpus(n, "cost");
+    let db = client(&server);
+    for round in 0..3 {
+        let ns = db.namespace(&format!("plain{round}"), ns_options(n, 16)).unwrap();
+        let with = db.namespace(&format!("hosts{round}"), ns_options(n, 16)).unwrap();
+        let t = Instant::now();
+        let fps: Vec<u64> = urls.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
+        let fp_time = t.elapsed();
+        let t = Instant::now();
+        let pairs: Vec<(u64, u32)> =
+            urls.iter().map(|u| with.fingerprint_host(u).unwrap()).collect();
+        let fph_time = t.elapsed();
+        let hosts: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        let t = Instant::now();
+        for chunk in fps.chunks(1_000) {
+            let mut out = vec![false; chunk.len()];
+            ns.seen_fingerprints(chunk, &mut out).unwrap();
+        }
+        let plain = t.elapsed();
+        let t = Instant::now();
+        for (chunk, h) in fps.chunks(1_000).zip(hosts.chunks(1_000)) {
+            let mut out = vec![false; chunk.len()];
+            with.seen_fingerprints_hosts(chunk, h, &mut out).unwrap();
+        }
+        let hosted = t.elapsed();
+        let per = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
+        println!(
+            "round {round}: fingerprint {:.1} ns/URL, fingerprint_host {:.1} ns/URL; recording \
+             {n} URLs in batches of 1,000 without hosts {plain:?} ({:.0} ns/URL), with hosts \
+             {hosted:?} ({:.0} ns/URL)",
+            per(fp_time),
+            per(fph_time),
+            per(plain),
+            per(hosted),
+        );
+    }
+    let bytes: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("urlseen:{hosts0}:hosts")
+        .query(&mut server.conn())
+        .unwrap_or(0);
+    println!("host dictionary of {HOSTS} hosts: {bytes} bytes in redis");
+}

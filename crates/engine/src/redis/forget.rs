@@ -23,7 +23,8 @@ use crate::tree::NodeId;
 #[derive(Debug, Default)]
 pub(crate) struct Hosts {
     listed: RwLock<HashMap<u32, Box<str>>>,
-    pending: Mutex<Vec<(u32, Box<str>)>>,
+    /// By hash (a lookup per URL recorded: a list made a batch of many new hosts quadratic).
+    pending: Mutex<HashMap<u32, Vec<Box<str>>>>,
     any_pending: AtomicBool,
 }
 
@@ -35,8 +36,9 @@ impl Hosts {
             return;
         }
         let mut pending = self.pending.lock();
-        if !pending.iter().any(|(p, n)| *p == h && **n == *host) {
-            pending.push((h, host.into()));
+        let names = pending.entry(h).or_default();
+        if !names.iter().any(|n| **n == *host) {
+            names.push(host.into());
         }
         self.any_pending.store(true, Ordering::Release);
     }
@@ -48,7 +50,12 @@ impl Hosts {
         if !self.any_pending.load(Ordering::Acquire) {
             return Ok(());
         }
-        let todo: Vec<(u32, Box<str>)> = self.pending.lock().clone();
+        let todo: Vec<(u32, Box<str>)> = self
+            .pending
+            .lock()
+            .iter()
+            .flat_map(|(h, names)| names.iter().map(|n| (*h, n.clone())))
+            .collect();
         for chunk in todo.chunks(1_000) {
             let mut cmd =
                 ns.router.scripts.call(Script::NoteHosts, &[&ns.dict_key(), &ns.meta_key()]);
@@ -70,7 +77,10 @@ impl Hosts {
         let done: HashSet<(u32, Box<str>)> = todo.into_iter().collect();
         let mut listed = self.listed.write();
         let mut pending = self.pending.lock();
-        pending.retain(|e| !done.contains(e));
+        for (h, names) in pending.iter_mut() {
+            names.retain(|n| !done.contains(&(*h, n.clone())));
+        }
+        pending.retain(|_, names| !names.is_empty());
         for (h, name) in done {
             listed.entry(h).or_insert(name);
         }

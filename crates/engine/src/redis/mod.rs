@@ -1982,12 +1982,12 @@ impl crate::SeenSet for RedisNamespace {
 
 impl RedisNamespace {
     /// Check-and-insert of fingerprints with their host hashes (from
-    /// [`SeenSet::fingerprint_host`] of this namespace, which lists each host in the
+    /// [`crate::SeenSet::fingerprint_host`] of this namespace, which lists each host in the
     /// namespace's host dictionary before a record carries its hash); `hosts` empty: every
     /// host unknown (a forget by host then refuses while such records exist).
     ///
     /// # Errors
-    /// As [`SeenSet::seen_fingerprints`].
+    /// As [`crate::SeenSet::seen_fingerprints`].
     ///
     /// # Panics
     /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long as `fps`.
