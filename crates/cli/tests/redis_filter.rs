@@ -700,3 +700,49 @@ fn forget_by_host_under_serve_redis_and_the_cli() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// `urlseen filter --redis` keeps each URL's host: `urlseen forget --redis --host` then makes
+/// exactly that host's URLs new, and `filter --redis` prints them (and only them) again.
+#[test]
+fn filter_on_redis_records_hosts_for_a_forget() {
+    let redis = Redis::start();
+    let url = format!("redis://127.0.0.1:{}/", redis.port);
+    let urls: String = (0..3_000).map(|i| format!("https://h{}.example/x/{i}\n", i % 30)).collect();
+    let filter = |input: &str| -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+            .args(["filter", "--redis", &url, "--ns", "crawl", "--capacity", "2000"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = filter(&urls);
+    let printed: HashSet<&str> = first.lines().collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["forget", "--redis", &url, "--ns", "crawl", "--capacity", "2000"])
+        .args(["--host", "h7.example"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let of_host: Vec<&str> =
+        printed.iter().copied().filter(|u| u.starts_with("https://h7.example/")).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("forgot {} URLs of host h7.example\n", of_host.len())
+    );
+    // Printed again: the host's URLs, and none printed before of another host (a URL not
+    // printed the first time, a false positive then, was never recorded and may be now).
+    let again = filter(&urls);
+    let again: HashSet<&str> = again.lines().collect();
+    let wrong: Vec<&&str> = again
+        .iter()
+        .filter(|u| printed.contains(**u) && !u.starts_with("https://h7.example/"))
+        .collect();
+    assert!(wrong.is_empty(), "recorded URLs of other hosts printed again: {wrong:?}");
+    let back = of_host.iter().filter(|u| again.contains(**u)).count();
+    assert!(back >= of_host.len() * 95 / 100, "{back} of {}", of_host.len());
+}
