@@ -1,8 +1,9 @@
 //! Forgetting a host on Redis: every record keeps its host hash in a parallel per-leaf string,
 //! a per-namespace host dictionary guards against shared hashes, and a leaf is never rewritten
 //! in place: it is frozen and rebuilt as a new leaf without the host's entries, through the
-//! split machinery (a split into one child whose migration drops them). See `docs/forget.md`
-//! ("On Redis") and `docs/distributed.md` ("Forget by host").
+//! split machinery (a split into one child whose migration drops them); clients poll the
+//! metadata's version so that their replicas of retired leaves stop answering. See
+//! `docs/forget.md` ("On Redis") and `docs/distributed.md` ("Forget by host").
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -420,6 +421,83 @@ impl RedisNamespace {
         self.retire(id)?;
         self.refresh_meta()?;
         Ok(true)
+    }
+}
+
+impl RedisNamespace {
+    /// Check-and-insert of fingerprints with their host hashes (from
+    /// [`crate::SeenSet::fingerprint_host`] of this namespace, which lists each host in the
+    /// namespace's host dictionary before a record carries its hash); `hosts` empty: every
+    /// host unknown (a forget by host then refuses while such records exist).
+    ///
+    /// # Errors
+    /// As [`crate::SeenSet::seen_fingerprints`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long as `fps`.
+    pub fn seen_fingerprints_hosts(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<()> {
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host hash per fingerprint");
+        self.hosts.flush(self)?;
+        let redo = std::mem::take(&mut *self.unrecorded.lock());
+        if redo.is_empty() {
+            return self.insert_batch(fps, hosts, out);
+        }
+        // The candidates of a call whose outcome was unknown were answered new; record them
+        // now, ahead of the caller's own, and drop their answers: a repeat of one among the
+        // caller's is then a repeat within the batch, "seen" (it was answered new already).
+        let mut all = Vec::with_capacity(redo.len() + fps.len());
+        let mut all_hosts = Vec::with_capacity(redo.len() + fps.len());
+        all.extend(redo.iter().map(|r| r.0));
+        all.extend_from_slice(fps);
+        all_hosts.extend(redo.iter().map(|r| r.1));
+        all_hosts.extend((0..fps.len()).map(|i| hosts.get(i).copied().unwrap_or(0)));
+        let mut answers = vec![false; all.len()];
+        match self.insert_batch(&all, &all_hosts, &mut answers) {
+            Ok(()) => {
+                out.copy_from_slice(&answers[redo.len()..]);
+                Ok(())
+            }
+            Err(e) => {
+                self.unrecorded.lock().extend(redo);
+                Err(e)
+            }
+        }
+    }
+
+    /// Refreshes the metadata if its version moved, at most every [`RedisOptions::meta_poll`]:
+    /// replicas of leaves that a forget (or a split) retired are dropped, so their stale bits
+    /// answer nothing any more. Best effort: a transient failure skips the poll (no answer
+    /// depends on it for correctness, only on how soon another client's forget shows), and
+    /// the call's own commands meet the failure as they would have.
+    pub(super) fn poll_meta(&self) -> Result<()> {
+        let now = self.now_ms();
+        let poll = self.config.meta_poll.as_millis() as u64;
+        if poll > 0 && now < self.meta_polled.load(Ordering::Relaxed) + poll {
+            return Ok(());
+        }
+        self.meta_polled.store(now, Ordering::Relaxed);
+        let mut get = ::redis::cmd("HGET");
+        get.arg(self.meta_key()).arg("version");
+        let version = match self.router.one(self.meta_place(), get) {
+            Ok(Value::BulkString(v)) => std::str::from_utf8(&v).ok().and_then(|v| v.parse().ok()),
+            Ok(_) => None,
+            Err(e) if e.is_transient() => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if version.is_none_or(|v: u64| v > self.meta().version) {
+            match self.refresh_meta() {
+                Err(e) if e.is_transient() => {}
+                other => {
+                    other?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
