@@ -402,3 +402,74 @@ fn host_cost_on_redis() {
         .unwrap_or(0);
     println!("host dictionary of {HOSTS} hosts: {bytes} bytes in redis");
 }
+
+/// Three independent servers (seed 000's layout, leaf `id` on server `(id - 1) mod 3`), leaves
+/// that never split on their own: each rebuilt leaf is a new id, so its copy lands on another
+/// server than the old one, and the dictionary sits beside the metadata on the first.
+#[test]
+fn a_forget_on_three_servers_moves_leaves_between_them() {
+    let servers: Vec<Server> = (0..3).map(|_| Server::start()).collect();
+    let urls_of: Vec<String> = servers.iter().map(Server::url).collect();
+    let mut o = options(urls_of.clone(), RedisMode::Auto);
+    o.meta_poll = Duration::ZERO;
+    let db = RedisDb::open(o).unwrap();
+    assert_eq!(db.mode(), RedisMode::Nodes);
+    let opts = NamespaceOptions {
+        capacity: 30_000,
+        leaf_bits: Some(400_000),
+        split: urlseen_engine::SplitPolicy {
+            mode: urlseen_engine::SplitMode::Never,
+            ..urlseen_engine::SplitPolicy::default()
+        },
+        seed: 17,
+        ..NamespaceOptions::default()
+    };
+    let ns = db.namespace("fig9", opts.clone()).unwrap();
+    let urls = corpus(20_000, "n");
+    let answers = record(&ns, &urls);
+    let all = recorded(&urls, &answers);
+    let of_host: Vec<&String> =
+        all.iter().copied().filter(|u| u.contains("//site9.example")).collect();
+    let others: Vec<&String> =
+        all.iter().copied().filter(|u| !u.contains("//site9.example")).collect();
+    let before: Vec<u32> = ns.stats().unwrap().leaves.iter().map(|l| l.0).collect();
+    assert_eq!(ns.forget_host("site9.example").unwrap(), of_host.len() as u64);
+    let after: Vec<u32> = ns.stats().unwrap().leaves.iter().map(|l| l.0).collect();
+    assert!(after.iter().all(|l| !before.contains(l)), "{before:?} -> {after:?}");
+    let other_db = RedisDb::open(options(urls_of, RedisMode::Auto)).unwrap();
+    let ns_b = other_db.namespace("fig9", opts).unwrap();
+    for ns in [&ns, &ns_b] {
+        assert_eq!(held(ns, &others), others.len());
+        assert!(held(ns, &of_host) <= 1);
+    }
+    let mut first = servers[0].conn();
+    let listed: u64 = redis::cmd("HLEN").arg("urlseen:{fig9}:hosts").query(&mut first).unwrap();
+    assert_eq!(listed, HOSTS as u64);
+}
+
+/// On a 3-master Redis Cluster: the dictionary shares the metadata's slot, the leaves and
+/// their rebuilt copies spread over the masters; two clients agree afterwards.
+#[test]
+fn a_forget_on_a_cluster_loses_nothing() {
+    let cluster = redis_support::Cluster::start(3);
+    let mut o = options(cluster.urls(), RedisMode::Cluster);
+    o.meta_poll = Duration::ZERO;
+    o.retry_for = Duration::from_secs(5);
+    let a = RedisDb::open(o.clone()).unwrap();
+    let ns = a.namespace("c", ns_options(30_000, 18)).unwrap();
+    let urls = corpus(30_000, "c");
+    let answers = record(&ns, &urls);
+    let all = recorded(&urls, &answers);
+    let b = RedisDb::open(o).unwrap();
+    let ns_b = b.namespace("c", ns_options(30_000, 18)).unwrap();
+    assert_eq!(held(&ns_b, &all), all.len());
+    let of_host: Vec<&String> =
+        all.iter().copied().filter(|u| u.contains("//site21.example")).collect();
+    let others: Vec<&String> =
+        all.iter().copied().filter(|u| !u.contains("//site21.example")).collect();
+    assert_eq!(ns.forget_host("site21.example").unwrap(), of_host.len() as u64);
+    for ns in [&ns, &ns_b] {
+        assert_eq!(held(ns, &others), others.len());
+        assert!(held(ns, &of_host) <= 1);
+    }
+}
