@@ -39,6 +39,11 @@
 //!   would answer "seen"), and records them with the next call.
 //! - A call that fails with an error may have recorded part of its batch; a retry then answers
 //!   "seen" for those URLs. A crawler that must not lose URLs treats them as new.
+//! - [`RedisNamespace::forget_host`] rebuilds the leaves holding the host's URLs as new leaves
+//!   (never rewriting a log others index by offset); another client's answers show it at most
+//!   [`RedisOptions::meta_poll`] later. Records keep their host only when written with one
+//!   ([`crate::SeenSet::fingerprint_host`], `seen`, `seen_batch`): `seen_fingerprints` alone
+//!   records hosts as unknown, and a forget by host then refuses.
 
 mod dump;
 mod forget;
