@@ -665,3 +665,125 @@ fn filter_on_redis_with_a_recrawl_window() {
     let (third, err) = filter_with(redis.port, &window, &input);
     assert_eq!(third.len(), 500, "{err}");
 }
+
+/// `URL.FORGET ns HOST h` under `serve --redis`, and `urlseen forget --redis --host`: the count
+/// of the host's recorded URLs; afterwards they are new on every server (another server sees
+/// the forget within its metadata poll, 100 ms), and every other recorded URL stays seen.
+#[test]
+fn forget_by_host_under_serve_redis_and_the_cli() {
+    let redis = Redis::start();
+    let (a, b) = (Serve::start(redis.port), Serve::start(redis.port));
+    let (ca, cb) = (
+        TcpStream::connect(("127.0.0.1", a.port)).unwrap(),
+        TcpStream::connect(("127.0.0.1", b.port)).unwrap(),
+    );
+    for c in [&ca, &cb] {
+        assert_eq!(call(c, &[vec!["URL.RESERVE", "hosts", "CAPACITY", "5000"]]), ["+OK"]);
+    }
+    let urls: Vec<String> =
+        (0..6_000).map(|i| format!("https://site{}.example/p/{i}", i % 20)).collect();
+    let mut recorded: Vec<&str> = Vec::new();
+    for chunk in urls.chunks(500) {
+        let seen: Vec<Vec<&str>> =
+            chunk.iter().map(|u| vec!["URL.SEEN", "hosts", u.as_str()]).collect();
+        for (r, u) in call(&ca, &seen).iter().zip(chunk) {
+            if r == ":0" {
+                recorded.push(u);
+            }
+        }
+    }
+    let check = |c: &TcpStream, urls: &[&str]| -> usize {
+        let cmds: Vec<Vec<&str>> = urls.iter().map(|u| vec!["URL.CHECK", "hosts", u]).collect();
+        call(c, &cmds).iter().filter(|r| *r == ":1").count()
+    };
+    // Server b has read every leaf (its replicas are built).
+    assert_eq!(check(&cb, &recorded), recorded.len());
+    let of = |host: &str| -> Vec<&str> {
+        recorded.iter().copied().filter(|u| u.contains(&format!("//{host}/"))).collect()
+    };
+    let site3 = of("site3.example");
+    let reply = call(&ca, &[vec!["URL.FORGET", "hosts", "HOST", "Site3.example"]]);
+    assert_eq!(reply, [format!(":{}", site3.len())]);
+    std::thread::sleep(Duration::from_millis(200));
+    let others: Vec<&str> =
+        recorded.iter().copied().filter(|u| !u.contains("//site3.example/")).collect();
+    for c in [&ca, &cb] {
+        assert!(check(c, &site3) <= 1, "the host's URLs are still seen");
+        assert_eq!(check(c, &others), others.len(), "another URL was lost");
+    }
+    // The command-line tool, on the same namespace (same options as the server gave it).
+    let site4 = of("site4.example");
+    let out = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["forget", "--redis", &format!("redis://127.0.0.1:{}/", redis.port)])
+        .args(["--ns", "hosts", "--capacity", "5000", "--host", "site4.example"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("forgot {} URLs of host site4.example\n", site4.len())
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let others: Vec<&str> = others.into_iter().filter(|u| !u.contains("//site4.")).collect();
+    for c in [&ca, &cb] {
+        assert!(check(c, &site4) <= 1, "the host's URLs are still seen");
+        assert_eq!(check(c, &others), others.len(), "another URL was lost");
+    }
+    // Only by host under --redis; a URL given as the host is refused, as locally.
+    let urls_form = call(&ca, &[vec!["URL.FORGET", "hosts", "https://site1.example/p/1"]]);
+    assert!(urls_form[0].contains("--redis"), "{urls_form:?}");
+    let bad = call(&ca, &[vec!["URL.FORGET", "hosts", "HOST", "https://site1.example/"]]);
+    assert!(bad[0].starts_with("-ERR invalid host"), "{bad:?}");
+    let out = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["forget", "--redis", &format!("redis://127.0.0.1:{}/", redis.port)])
+        .args(["--ns", "hosts", "--capacity", "5000", "https://site1.example/p/1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+/// `urlseen filter --redis` keeps each URL's host: `urlseen forget --redis --host` then makes
+/// exactly that host's URLs new, and `filter --redis` prints them (and only them) again.
+#[test]
+fn filter_on_redis_records_hosts_for_a_forget() {
+    let redis = Redis::start();
+    let url = format!("redis://127.0.0.1:{}/", redis.port);
+    let urls: String = (0..3_000).map(|i| format!("https://h{}.example/x/{i}\n", i % 30)).collect();
+    let filter = |input: &str| -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+            .args(["filter", "--redis", &url, "--ns", "crawl", "--capacity", "2000"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = filter(&urls);
+    let printed: HashSet<&str> = first.lines().collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["forget", "--redis", &url, "--ns", "crawl", "--capacity", "2000"])
+        .args(["--host", "h7.example"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let of_host: Vec<&str> =
+        printed.iter().copied().filter(|u| u.starts_with("https://h7.example/")).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("forgot {} URLs of host h7.example\n", of_host.len())
+    );
+    // Printed again: the host's URLs, and none printed before of another host (a URL not
+    // printed the first time, a false positive then, was never recorded and may be now).
+    let again = filter(&urls);
+    let again: HashSet<&str> = again.lines().collect();
+    let wrong: Vec<&&str> = again
+        .iter()
+        .filter(|u| printed.contains(**u) && !u.starts_with("https://h7.example/"))
+        .collect();
+    assert!(wrong.is_empty(), "recorded URLs of other hosts printed again: {wrong:?}");
+    let back = of_host.iter().filter(|u| again.contains(**u)).count();
+    assert!(back >= of_host.len() * 95 / 100, "{back} of {}", of_host.len());
+}

@@ -57,6 +57,27 @@ pub fn host_hash(host: &str, seed: u64) -> u32 {
 /// Keeps host hashes apart from URL fingerprints made with the same seed.
 const HOST_SEED: u64 = 0x686f_7374_2d68_6173;
 
+/// The canonical form of a host given alone (`Example.COM` → `example.com`), as `canon` writes
+/// it in URLs.
+///
+/// # Errors
+/// [`crate::Error::InvalidHost`] for a URL, a path or anything that is not a host once
+/// canonicalized.
+pub(crate) fn canonical_host(
+    canon: &urlseen_canon::Canonicalizer,
+    host: &str,
+) -> Result<String, crate::Error> {
+    let invalid = |reason: String| crate::Error::InvalidHost { host: host.to_owned(), reason };
+    if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) || host.contains("://") {
+        return Err(invalid("give a host name alone, such as example.com".into()));
+    }
+    let url = format!("http://{host}/");
+    let canonical = canon.canonicalize(&url).map_err(|e| invalid(e.to_string()))?;
+    let found =
+        host_of(&canonical).ok_or_else(|| invalid("it has no host once canonicalized".into()))?;
+    Ok(found.to_owned())
+}
+
 /// [`host_hash`] of the host of `url` (canonical), or 0 (unknown) if it has none.
 pub fn url_host_hash(url: &str, seed: u64) -> u32 {
     host_of(url).map_or(0, |h| host_hash(h, seed))

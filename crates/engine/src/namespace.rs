@@ -869,15 +869,7 @@ impl Namespace {
 
     /// `host` as the namespace's profile writes it in a canonical URL.
     fn canonical_host(&self, host: &str) -> Result<String> {
-        let invalid = |reason: String| Error::InvalidHost { host: host.to_owned(), reason };
-        if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) || host.contains("://") {
-            return Err(invalid("give a host name alone, such as example.com".into()));
-        }
-        let url = format!("http://{host}/");
-        let canonical = self.canon.canonicalize(&url).map_err(|e| invalid(e.to_string()))?;
-        let found = crate::host::host_of(&canonical)
-            .ok_or_else(|| invalid("it has no host once canonicalized".into()))?;
-        Ok(found.to_owned())
+        crate::host::canonical_host(&self.canon, host)
     }
 
     /// Forgets every URL of `host` (its canonical host, any scheme and port): afterwards each

@@ -351,7 +351,13 @@ fn a_redis_that_comes_back_within_the_budget_is_waited_for() {
     assert!(new(&before) > 980 && new(&mid) > 980 && new(&after) > 980);
     let fresh = open(vec![server.url()], RedisMode::Single);
     let fresh = fresh.namespace("back", small(SplitMode::Never)).unwrap();
-    assert!(fresh.seen_batch(&urls).unwrap().iter().all(|&s| s), "a URL answered new is lost");
+    // Every URL answered new is recorded (one answered "seen" on a false positive of the
+    // replica is not, and the fresh client, comparing exactly, may call it new).
+    let answered: Vec<bool> = [before, mid, after].concat();
+    let again = fresh.seen_batch(&urls).unwrap();
+    let lost = urls.iter().zip(&answered).zip(&again).filter(|((_, a), g)| !**a && !**g).count();
+    let fps = answered.iter().filter(|&&s| s).count();
+    assert_eq!(lost, 0, "{lost} URLs answered new are lost ({fps} answered seen)");
 
     // Down for good: the budget (here 1 s) runs out with an error saying so.
     let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
@@ -692,6 +698,12 @@ fn an_insert_whose_reply_is_lost_is_answered_new() {
     let urls = distinct_urls(27, 3_000);
     let (a, b) = urls.split_at(1_000);
     assert!(ns.seen_batch(a).unwrap().iter().filter(|&&s| !s).count() > 990);
+    // The hosts of the URLs about to be sent are listed in the namespace's host dictionary
+    // first (an insert's records never carry a host hash the dictionary lacks): done here, so
+    // that the one call whose reply the proxy drops is the insert.
+    let fps: Vec<(u64, u32)> = b[..1_000].iter().map(|u| ns.fingerprint_host(u).unwrap()).collect();
+    ns.seen_fingerprints_hosts(&[], &[], &mut []).unwrap();
+    drop(fps);
     proxy.cut.store(true, Ordering::SeqCst);
     let answers = ns.seen_batch(&b[..1_000]).unwrap();
     proxy.cut.store(false, Ordering::SeqCst);

@@ -237,6 +237,13 @@ impl App {
         Some(blocking_call(|| remote.seen_urls(key, &self.config.url_defaults, urls, write)))
     }
 
+    /// `URL.FORGET ns HOST h` under `--redis`: `None` without it. Runs off the runtime's hot
+    /// path (it rebuilds leaves in Redis: many round trips).
+    pub fn remote_forget_host(&self, key: &[u8], host: &[u8]) -> Option<Result<u64, CommandError>> {
+        let remote = self.remote.as_ref()?;
+        Some(blocking_call(|| remote.forget_host(key, &self.config.url_defaults, host)))
+    }
+
     /// `URL.RESERVE` under `--redis`: creates the namespace in Redis, or checks that the one
     /// there has these options.
     ///

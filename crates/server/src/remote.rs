@@ -3,9 +3,9 @@
 //! --redis` and `urlseen filter --redis` process on the same servers.
 //!
 //! `URL.RESERVE` (with `RECRAWL`: a recrawl window in Redis, docs/recrawl.md), `URL.SEEN`,
-//! `URL.CHECK` and `URL.INFO` go to Redis. The commands that need a namespace in this process
-//! (`BF.*`, `URL.FORGET`) answer [`NOT_WITH_REDIS`]; the keyspace commands see this process's
-//! (empty) local keyspace.
+//! `URL.CHECK`, `URL.INFO` and `URL.FORGET ns HOST h` go to Redis. The commands that need a
+//! namespace in this process (`BF.*`, `URL.FORGET` of URLs or a prefix) answer
+//! [`NOT_WITH_REDIS`]; the keyspace commands see this process's (empty) local keyspace.
 //!
 //! Recrawl windows read the time from the [`Clock`] given to [`Remote::new`]: the server's
 //! `Db`'s (`DbOptions::clock`), so tests run them on a fake clock.
@@ -22,7 +22,7 @@ use crate::error::{CommandError, URL_NOT_UTF8};
 /// The reply of a command that needs a namespace in this process, on a server whose namespaces
 /// are in Redis.
 pub const NOT_WITH_REDIS: &str = "ERR this command is not available when the server keeps its namespaces in Redis (--redis); \
-     URL.RESERVE, URL.SEEN, URL.CHECK and URL.INFO are";
+     URL.RESERVE, URL.SEEN, URL.CHECK, URL.INFO and URL.FORGET ns HOST h are";
 
 /// The Redis side of an [`App`](crate::App): the connection and the namespaces opened so far.
 #[derive(Debug)]
@@ -173,13 +173,26 @@ impl Remote {
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
         let mut fps = Vec::with_capacity(urls.len());
         let mut positions = Vec::with_capacity(urls.len());
+        // Writes keep each URL's host with its record (a forget by host needs it); a host
+        // is listed in the namespace's host dictionary before the insert that carries it.
+        let mut hosts = Vec::with_capacity(if write { urls.len() } else { 0 });
         for (i, url) in urls.iter().enumerate() {
             let fp = std::str::from_utf8(url.as_ref())
                 .map_err(|_| CommandError::custom(URL_NOT_UTF8))
-                .and_then(|url| ns.fingerprint(url).map_err(|e| redis_error(&e)));
+                .and_then(|url| {
+                    if write {
+                        ns.fingerprint_host(url)
+                    } else {
+                        ns.fingerprint(url).map(|fp| (fp, 0))
+                    }
+                    .map_err(|e| redis_error(&e))
+                });
             match fp {
-                Ok(fp) => {
+                Ok((fp, host)) => {
                     fps.push(fp);
+                    if write {
+                        hosts.push(host);
+                    }
                     positions.push(i);
                     answers.push(Ok(false));
                 }
@@ -188,7 +201,7 @@ impl Remote {
         }
         let mut seen = vec![false; fps.len()];
         let done = if write {
-            ns.seen_fingerprints(&fps, &mut seen)
+            ns.seen_fingerprints_hosts(&fps, &hosts, &mut seen)
         } else {
             ns.contains_fingerprints(&fps, &mut seen)
         };
@@ -197,5 +210,23 @@ impl Remote {
             answers[i] = Ok(s);
         }
         Ok(answers)
+    }
+
+    /// `URL.FORGET ns HOST h` on namespace `key` in Redis: how many URLs of host `h` were
+    /// forgotten (see `RedisNamespace::forget_host`).
+    ///
+    /// # Errors
+    /// As [`Remote::namespace`]; an invalid host, records of unknown host, a host hash shared
+    /// with another host (the engine's replies), or a Redis failure.
+    pub fn forget_host(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+        host: &[u8],
+    ) -> Result<u64, CommandError> {
+        let host = std::str::from_utf8(host)
+            .map_err(|_| CommandError::custom(crate::error::HOST_NOT_UTF8))?;
+        let ns = self.namespace(key, options)?;
+        ns.forget_host(host).map_err(|e| redis_error(&e))
     }
 }

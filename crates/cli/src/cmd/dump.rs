@@ -31,7 +31,7 @@ pub struct RedisArgs {
 }
 
 impl RedisArgs {
-    fn open(&self) -> anyhow::Result<Option<RedisDb>> {
+    pub(crate) fn open(&self) -> anyhow::Result<Option<RedisDb>> {
         let Some(urls) = &self.redis else { return Ok(None) };
         let mode = if self.cluster { RedisMode::Cluster } else { RedisMode::Auto };
         let options = RedisOptions { mode, log_retries: true, ..RedisOptions::new(urls.clone()) };

@@ -298,8 +298,9 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
 
 /// Forget URLs: afterwards they are new again, and every other URL stays seen. URLs one by one
 /// need a namespace with counting filters (created with --counting); a whole host (--host)
-/// works in any namespace that records URLs; a prefix (--prefix) in one created with
-/// --keep-urls (see docs/forget.md).
+/// works in any namespace that records URLs, also in Redis (--redis, with the sizing and
+/// canonicalization options the namespace was made with, as to `urlseen filter --redis`); a
+/// prefix (--prefix) in one created with --keep-urls, not in Redis (see docs/forget.md).
 #[derive(Debug, clap::Args)]
 pub struct ForgetArgs {
     /// URLs to forget (read from stdin, one per line, when none are given and no --host or
@@ -307,8 +308,24 @@ pub struct ForgetArgs {
     #[arg(conflicts_with_all = ["host", "prefix"])]
     urls: Vec<String>,
     /// The data directory.
-    #[arg(long, value_name = "DIR")]
-    data: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "redis")]
+    data: Option<PathBuf>,
+    #[command(flatten)]
+    redis: super::dump::RedisArgs,
+    /// With --redis: the namespace's expected number of URLs.
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    capacity: u64,
+    /// With --redis: the namespace's false-positive bound.
+    #[arg(long, default_value = "0.01", value_parser = parse_fpr)]
+    fpr: f64,
+    /// With --redis: the namespace's bits per leaf filter.
+    #[arg(long, value_parser = parse_count)]
+    leaf_bits: Option<u64>,
+    /// With --redis: the namespace's seed.
+    #[arg(long, default_value_t = urlseen_engine::DEFAULT_SEED)]
+    seed: u64,
+    #[command(flatten)]
+    canon: CanonArgs,
     /// The namespace.
     #[arg(long, default_value = urlseen_engine::DEFAULT_NAMESPACE)]
     ns: String,
@@ -324,10 +341,29 @@ pub struct ForgetArgs {
 }
 
 pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
-    let db = super::open_data_dir(&args.data, Fsync::Always, true)?;
+    if let Some(redis) = args.redis.open()? {
+        let host = args.host.as_deref().context(
+            "with --redis only --host is possible: a Bloom leaf in Redis cannot forget one URL",
+        )?;
+        let options = NamespaceOptions {
+            capacity: args.capacity,
+            fpr: args.fpr,
+            leaf_bits: args.leaf_bits,
+            canon: args.canon.options(),
+            seed: args.seed,
+            ..NamespaceOptions::default()
+        };
+        // As Redis holds it: with its recrawl window, if it has one (which refuses).
+        let ns = redis.open_namespace(&args.ns, options)?;
+        let n = ns.forget_host(host)?;
+        println!("forgot {n} URLs of host {host}");
+        return Ok(());
+    }
+    let data = args.data.as_deref().context("--data or --redis is needed")?;
+    let db = super::open_data_dir(data, Fsync::Always, true)?;
     let ns = db
         .namespace(&args.ns)
-        .with_context(|| format!("no namespace {:?} in {}", args.ns, args.data.display()))?;
+        .with_context(|| format!("no namespace {:?} in {}", args.ns, data.display()))?;
     let by = match (&args.host, &args.prefix) {
         (Some(host), _) => Some(ns.forget_host(host).map(|n| (n, "host", host))),
         (None, Some(prefix)) => Some(ns.forget_prefix(prefix).map(|n| (n, "prefix", prefix))),

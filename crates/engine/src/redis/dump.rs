@@ -103,7 +103,7 @@ impl RedisNamespace {
         let step = usize::try_from(self.split_point / 2).unwrap_or(usize::MAX).max(1);
         let mut out = vec![false; step.min(fps.len())];
         for part in fps.chunks(step) {
-            self.insert_batch_as(part, &mut out[..part.len()], true)?;
+            self.insert_batch_as(part, &[], &mut out[..part.len()], true)?;
         }
         Ok(())
     }

@@ -10,6 +10,8 @@
 //! n0      I0:1,2,3                         (inner node at depth 0, children 1 2 3)
 //! n1      L1                               (leaf at depth 1)
 //! n2      S1:10,11                         (splitting: frozen parent, children 10 11)
+//! n7      S2:12                            (a forget by host: one child, ...)
+//! f7      3fa0c1d2                         (... which does not receive host hash 0x3fa0c1d2)
 //! ```
 //! Clients cache it and re-read it when a leaf refuses a write (frozen or retired); it only
 //! ever changes by the scripts `CREATE`, `MARK_SPLITTING` and `MARK_INNER`.
@@ -43,9 +45,16 @@ pub(crate) struct Meta {
     pub epoch: String,
     /// Indexed by node id; `None` for ids not (yet) in use.
     pub nodes: Vec<Option<Node>>,
+    /// Splits that are forgets by host: the node, and the host hash its children do not get.
+    pub forgets: Vec<(NodeId, u32)>,
 }
 
 impl Meta {
+    /// The host hash whose entries node `id`'s split drops (a forget by host), if it is one.
+    pub(crate) fn forget(&self, id: NodeId) -> Option<u32> {
+        self.forgets.iter().find(|(n, _)| *n == id).map(|(_, h)| *h)
+    }
+
     pub(crate) fn node(&self, id: NodeId) -> Option<&Node> {
         self.nodes.get(id as usize).and_then(Option::as_ref)
     }
@@ -106,8 +115,13 @@ impl Meta {
         // them), so a valid id is below the number of fields: a bigger one is corruption, and
         // must not size an allocation.
         let fields = pairs.len();
-        let mut meta =
-            Meta { version: 0, params: String::new(), epoch: String::new(), nodes: Vec::new() };
+        let mut meta = Meta {
+            version: 0,
+            params: String::new(),
+            epoch: String::new(),
+            nodes: Vec::new(),
+            forgets: Vec::new(),
+        };
         let text =
             |v: &[u8]| String::from_utf8(v.to_vec()).map_err(|_| "non-UTF-8 value".to_owned());
         for (k, v) in pairs {
@@ -129,6 +143,11 @@ impl Meta {
                         meta.nodes.resize(id + 1, None);
                     }
                     meta.nodes[id] = Some(parse_node(&text(v)?)?);
+                }
+                [b'f', id @ ..] => {
+                    let id: NodeId = text(id)?.parse().map_err(|_| "bad forget node id")?;
+                    let h = u32::from_str_radix(&text(v)?, 16).map_err(|_| "bad forget hash")?;
+                    meta.forgets.push((id, h));
                 }
                 _ => {}
             }
@@ -205,7 +224,7 @@ mod tests {
         let reply = Value::Array(
             [
                 "format", "1", "params", "p", "version", "3", "next", "6", "n0", "I0:1,2", "n1",
-                "L1", "n2", "S1:4,5", "n4", "L2", "n5", "L2",
+                "L1", "n2", "S1:4,5", "n4", "L2", "n5", "L2", "f2", "0000004d",
             ]
             .iter()
             .map(|s| bulk(s))
@@ -217,6 +236,7 @@ mod tests {
         assert_eq!(meta.parent(5), Some(2));
         assert_eq!(meta.leaves().collect::<Vec<_>>(), [1, 4, 5]);
         assert_eq!(meta.splitting().collect::<Vec<_>>(), [2]);
+        assert_eq!((meta.forget(2), meta.forget(1)), (Some(0x4d), None));
     }
 
     #[test]

@@ -39,8 +39,14 @@
 //!   would answer "seen"), and records them with the next call.
 //! - A call that fails with an error may have recorded part of its batch; a retry then answers
 //!   "seen" for those URLs. A crawler that must not lose URLs treats them as new.
+//! - [`RedisNamespace::forget_host`] rebuilds the leaves holding the host's URLs as new leaves
+//!   (never rewriting a log others index by offset); another client's answers show it at most
+//!   [`RedisOptions::meta_poll`] later. Records keep their host only when written with one
+//!   ([`crate::SeenSet::fingerprint_host`], `seen`, `seen_batch`): `seen_fingerprints` alone
+//!   records hosts as unknown, and a forget by host then refuses.
 
 mod dump;
+mod forget;
 mod meta;
 mod recrawl;
 mod router;
@@ -71,7 +77,7 @@ thread_local! {
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes
 /// (and what a recrawl window's generation gives its expiry).
-const NODE_KEYS: [&str; 5] = ["log", "st", "mig", "lock", "id"];
+const NODE_KEYS: [&str; 6] = ["log", "st", "mig", "lock", "id", "hosts"];
 
 /// Rounds of re-routing (frozen leaves, stale metadata) one call may take.
 const MAX_ROUNDS: usize = 64;
@@ -296,6 +302,11 @@ pub struct RedisOptions {
     pub retry_for: Duration,
     /// Print one line on stderr per retry (for command-line tools).
     pub log_retries: bool,
+    /// How often a call checks whether the tree's shape changed (one `HGET` of the metadata's
+    /// version, at most this often): a client answers "seen" from its replicas without asking
+    /// Redis, so a forget by host done by another client is seen by this one's answers at
+    /// most this long after it finished. Zero: every call checks (one more round trip).
+    pub meta_poll: Duration,
 }
 
 impl RedisOptions {
@@ -313,6 +324,7 @@ impl RedisOptions {
             inflight_per_leaf: 1,
             retry_for: Duration::from_secs(30),
             log_retries: false,
+            meta_poll: Duration::from_millis(100),
         }
     }
 }
@@ -493,7 +505,10 @@ impl RedisDb {
                 params: String::new(),
                 epoch: String::new(),
                 nodes: Vec::new(),
+                forgets: Vec::new(),
             })),
+            hosts: forget::Hosts::default(),
+            meta_polled: AtomicU64::new(0),
             leaves: RwLock::new(HashMap::new()),
             counters: Counters::default(),
             last_error: Mutex::new(None),
@@ -567,6 +582,9 @@ impl RedisDb {
             }
         }
         self.router.exec(reqs)?;
+        let mut del = ::redis::cmd("DEL");
+        del.arg(format!("urlseen:{{{name}}}:hosts").into_bytes());
+        self.router.one(place.clone(), del)?;
         let mut del = ::redis::cmd("DEL");
         del.arg(&meta_key[..]);
         self.router.one(place, del)?;
@@ -756,9 +774,15 @@ pub struct RedisNamespace {
     /// The incarnation of the namespace this process opened (`epoch` in its metadata and in
     /// every leaf's identity).
     epoch: String,
-    /// Fingerprints of insert calls whose outcome is unknown (sent, no reply): answered new,
-    /// maybe not recorded; sent again with the next call, their answers unused.
-    unrecorded: Mutex<Vec<u64>>,
+    /// Fingerprints (and their host hashes) of insert calls whose outcome is unknown (sent, no
+    /// reply): answered new, maybe not recorded; sent again with the next call, their answers
+    /// unused.
+    unrecorded: Mutex<Vec<(u64, u32)>>,
+    /// The hosts this client listed in the namespace's host dictionary, and those to list
+    /// before a record carries their hash.
+    hosts: forget::Hosts,
+    /// When (ms since `started`) a call last checked the metadata's version.
+    meta_polled: AtomicU64,
 }
 
 /// One leaf's share of a batch round.
@@ -769,6 +793,8 @@ struct Group {
     idx: Vec<u32>,
     /// Distinct candidates sent, and the batch position that owns each.
     cands: Vec<u64>,
+    /// The candidates' host hashes, 4 bytes little-endian each.
+    hosts: Vec<u8>,
     owner: Vec<u32>,
     /// Later positions with a fingerprint already among `cands`: seen.
     dups: Vec<u32>,
@@ -1153,16 +1179,26 @@ impl RedisNamespace {
     }
 
     /// Check-and-insert of many fingerprints; see [`SeenSet::seen_fingerprints`].
-    fn insert_batch(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        self.insert_batch_as(fps, out, false)
+    fn insert_batch(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
+        self.insert_batch_as(fps, hosts, out, false)
     }
 
     /// [`Self::insert_batch`]; `record`: every fingerprint is appended to its leaf's log unless
     /// the log already holds it (compared exactly, as for any candidate), even when a replica's
     /// filter (falsely) holds it, so that the splits that rebuild filters from the logs keep it
     /// (a restore of fingerprints known to be distinct). An unknown outcome is then an error.
-    fn insert_batch_as(&self, fps: &[u64], out: &mut [bool], record: bool) -> Result<()> {
+    /// `hosts`: each fingerprint's host hash (listed in the host dictionary already), or empty
+    /// (every host unknown).
+    fn insert_batch_as(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        record: bool,
+    ) -> Result<()> {
         assert_eq!(fps.len(), out.len(), "seen_fingerprints: output slice length must match input");
+        let host = |i: u32| hosts.get(i as usize).copied().unwrap_or(0);
+        self.poll_meta()?;
         let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
         let mut full: Vec<NodeId> = Vec::new();
         let mut parents = Vec::new();
@@ -1206,6 +1242,7 @@ impl RedisNamespace {
                         cell,
                         idx,
                         cands: Vec::new(),
+                        hosts: Vec::new(),
                         owner: Vec::new(),
                         dups: Vec::new(),
                     });
@@ -1232,6 +1269,7 @@ impl RedisNamespace {
                         g.dups.push(i);
                     } else {
                         g.cands.push(fp);
+                        g.hosts.extend_from_slice(&host(i).to_le_bytes());
                         g.owner.push(i);
                     }
                 }
@@ -1241,57 +1279,66 @@ impl RedisNamespace {
                 }
                 let mut cmd = self.router.scripts.call(
                     Script::Insert,
-                    &[&self.key(g.leaf, "log"), &self.key(g.leaf, "st"), &self.key(g.leaf, "id")],
+                    &[
+                        &self.key(g.leaf, "log"),
+                        &self.key(g.leaf, "st"),
+                        &self.key(g.leaf, "id"),
+                        &self.key(g.leaf, "hosts"),
+                    ],
                 );
                 cmd.arg(r.synced)
                     .arg(blob)
                     .arg(self.config.max_delta)
                     .arg(r.last_covered())
-                    .arg(self.epoch.as_str());
+                    .arg(self.epoch.as_str())
+                    .arg(&g.hosts[..]);
                 drop(r);
                 reqs.push(Req { place: self.place(g.leaf), cmd });
             }
             self.counters.round_trips.fetch_add(reqs.len() as u64, Ordering::Relaxed);
-            let replies = match self.router.try_exec(reqs) {
-                Ok(replies) => replies,
-                Err(Failed { error, maybe_ran: false }) => {
-                    // Nothing of the round ran (no connection, or refused unrun): wait, then
-                    // the same round again. Rounds before it stay decided.
-                    drop(guards);
-                    backoff.wait(error)?;
-                    rounds -= 1;
-                    for g in &groups {
-                        pending.extend(&g.owner);
-                        pending.extend(&g.dups);
-                    }
-                    continue;
-                }
-                Err(Failed { error, maybe_ran: true }) if error.is_transient() && !record => {
-                    // Sent, and no reply: Redis may or may not have recorded the candidates.
-                    // Sending them again would answer "seen" for those it did, and the caller
-                    // would never fetch them: they are new (at least once, never lost). They
-                    // are recorded by the next call; the replicas stay where they were (the
-                    // next round trip's delta brings what did land).
-                    let n: usize = groups.iter().map(|g| g.cands.len()).sum();
-                    for g in &groups {
-                        for &i in &g.owner {
-                            out[i as usize] = false;
+            let replies =
+                match self.router.try_exec(reqs) {
+                    Ok(replies) => replies,
+                    Err(Failed { error, maybe_ran: false }) => {
+                        // Nothing of the round ran (no connection, or refused unrun): wait, then
+                        // the same round again. Rounds before it stay decided.
+                        drop(guards);
+                        backoff.wait(error)?;
+                        rounds -= 1;
+                        for g in &groups {
+                            pending.extend(&g.owner);
+                            pending.extend(&g.dups);
                         }
-                        for &i in &g.dups {
-                            out[i as usize] = true;
+                        continue;
+                    }
+                    Err(Failed { error, maybe_ran: true }) if error.is_transient() && !record => {
+                        // Sent, and no reply: Redis may or may not have recorded the candidates.
+                        // Sending them again would answer "seen" for those it did, and the caller
+                        // would never fetch them: they are new (at least once, never lost). They
+                        // are recorded by the next call; the replicas stay where they were (the
+                        // next round trip's delta brings what did land).
+                        let n: usize = groups.iter().map(|g| g.cands.len()).sum();
+                        for g in &groups {
+                            for &i in &g.owner {
+                                out[i as usize] = false;
+                            }
+                            for &i in &g.dups {
+                                out[i as usize] = true;
+                            }
                         }
+                        self.unrecorded.lock().extend(groups.iter().flat_map(|g| {
+                            g.cands.iter().zip(&g.owner).map(|(&fp, &i)| (fp, host(i)))
+                        }));
+                        self.counters.unknown.fetch_add(n as u64, Ordering::Relaxed);
+                        if self.config.log_retries {
+                            eprintln!(
+                                "urlseen: {error}; the outcome of {n} URLs is unknown: answered new"
+                            );
+                        }
+                        return Ok(());
                     }
-                    self.unrecorded.lock().extend(groups.iter().flat_map(|g| g.cands.clone()));
-                    self.counters.unknown.fetch_add(n as u64, Ordering::Relaxed);
-                    if self.config.log_retries {
-                        eprintln!(
-                            "urlseen: {error}; the outcome of {n} URLs is unknown: answered new"
-                        );
-                    }
-                    return Ok(());
-                }
-                Err(f) => return Err(f.error),
-            };
+                    Err(f) => return Err(f.error),
+                };
             let mut refresh = false;
             let mut stuck: Vec<NodeId> = Vec::new();
             let mut behind: Vec<NodeId> = Vec::new();
@@ -1429,6 +1476,7 @@ impl RedisNamespace {
             out.len(),
             "contains_fingerprints: output slice length must match input"
         );
+        self.poll_meta()?;
         let mut pending: Vec<u32> = (0..fps.len() as u32).collect();
         let mut parents = Vec::new();
         let mut rounds = 0;
@@ -1701,7 +1749,12 @@ impl RedisNamespace {
     fn retire(&self, id: NodeId) -> Result<()> {
         let retire = self.router.scripts.call(
             Script::Retire,
-            &[&self.key(id, "st"), &self.key(id, "log"), &self.key(id, "mig")],
+            &[
+                &self.key(id, "st"),
+                &self.key(id, "log"),
+                &self.key(id, "mig"),
+                &self.key(id, "hosts"),
+            ],
         );
         self.router.one(self.place(id), retire)?;
         Ok(())
@@ -1744,6 +1797,12 @@ impl RedisNamespace {
             .collect::<Option<_>>()
             .ok_or_else(|| self.bad_meta(format!("bad migration cursor under node {id}")))?;
         let seed = level_seed(self.params.seed, depth);
+        // The parent's hosts (frozen too), carried to the children; a forget by host drops the
+        // entries of its host. Unknown hosts (a short hosts string) stay unknown in the
+        // children, and drop nothing.
+        let (_, _, hosts) = self.leaf_hosts(id)?;
+        let hosts = (hosts.len() as u64 == total * 4).then_some(hosts);
+        let drop_host = hosts.as_ref().and(self.meta().forget(id));
         let mut start = cursors.iter().copied().min().unwrap_or(total);
         let mut chunks = 0;
         let cell = self.cell(id);
@@ -1761,14 +1820,19 @@ impl RedisNamespace {
                 )));
             }
             let mut shares: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
+            let mut share_hosts: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
             {
                 // The parent's replica, made final on the way: readers of this process need it.
                 let mut r = cell.replica.write();
                 for (pos, c) in data.chunks_exact(8).enumerate() {
                     let fp = u64_le(c);
                     let at = hash::reduce(hash::mix64(fp ^ seed), children.len() as u64) as usize;
-                    if start + pos as u64 >= cursors[at] {
+                    let entry = (start + pos as u64) as usize;
+                    let host = hosts.as_ref().and_then(|h| h.get(entry * 4..entry * 4 + 4));
+                    let dropped = drop_host.is_some_and(|d| host == Some(&d.to_le_bytes()[..]));
+                    if start + pos as u64 >= cursors[at] && !dropped {
                         shares[at].extend_from_slice(c);
+                        share_hosts[at].extend_from_slice(host.unwrap_or_default());
                     }
                     if start + pos as u64 >= r.synced {
                         r.filter.insert(fp);
@@ -1793,9 +1857,13 @@ impl RedisNamespace {
                         &self.key(child, "mig"),
                         &self.key(child, "st"),
                         &self.key(child, "id"),
+                        &self.key(child, "hosts"),
                     ],
                 );
-                m.arg(cursors[k].max(start)).arg(end).arg(std::mem::take(&mut shares[k]));
+                m.arg(cursors[k].max(start))
+                    .arg(end)
+                    .arg(std::mem::take(&mut shares[k]))
+                    .arg(std::mem::take(&mut share_hosts[k]));
                 reqs.push(Req { place: self.place(child), cmd: m });
                 which.push(k);
             }
@@ -1879,28 +1947,51 @@ impl crate::SeenSet for RedisNamespace {
         })
     }
 
+    fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
+        CANON_BUF.with_borrow_mut(|buf| {
+            self.canon.canonicalize_into(url, buf).map_err(crate::Error::from)?;
+            let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
+            let Some(host) = crate::host::host_of(buf) else { return Ok((fp, 0)) };
+            let h = crate::host::host_hash(host, self.options.seed);
+            // Listed in Redis before any record carries `h`: by the insert that sends it.
+            self.hosts.note(h, host);
+            Ok((fp, h))
+        })
+    }
+
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        let redo = std::mem::take(&mut *self.unrecorded.lock());
-        if redo.is_empty() {
-            return self.insert_batch(fps, out);
+        self.seen_fingerprints_hosts(fps, &[], out)
+    }
+
+    fn seen_fingerprints_hosts_then(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
+    ) -> Result<(), crate::SeenThenError<Error>> {
+        self.seen_fingerprints_hosts(fps, hosts, out).map_err(crate::SeenThenError::Backend)?;
+        then(out).map_err(crate::SeenThenError::Then)
+    }
+
+    fn seen(&self, url: &str) -> Result<bool> {
+        let (fp, host) = self.fingerprint_host(url)?;
+        let mut out = [false];
+        self.seen_fingerprints_hosts(&[fp], &[host], &mut out)?;
+        Ok(out[0])
+    }
+
+    fn seen_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>> {
+        let mut fps = Vec::with_capacity(urls.len());
+        let mut hosts = Vec::with_capacity(urls.len());
+        for u in urls {
+            let (fp, h) = self.fingerprint_host(u.as_ref())?;
+            fps.push(fp);
+            hosts.push(h);
         }
-        // The candidates of a call whose outcome was unknown were answered new; record them
-        // now, ahead of the caller's own, and drop their answers: a repeat of one among the
-        // caller's is then a repeat within the batch, "seen" (it was answered new already).
-        let mut all = Vec::with_capacity(redo.len() + fps.len());
-        all.extend_from_slice(&redo);
-        all.extend_from_slice(fps);
-        let mut answers = vec![false; all.len()];
-        match self.insert_batch(&all, &mut answers) {
-            Ok(()) => {
-                out.copy_from_slice(&answers[redo.len()..]);
-                Ok(())
-            }
-            Err(e) => {
-                self.unrecorded.lock().extend(redo);
-                Err(e)
-            }
-        }
+        let mut out = vec![false; fps.len()];
+        self.seen_fingerprints_hosts(&fps, &hosts, &mut out)?;
+        Ok(out)
     }
 
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {

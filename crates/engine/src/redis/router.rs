@@ -50,7 +50,7 @@ pub(crate) struct Place {
 }
 
 /// One command of a batch.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Req {
     pub place: Place,
     pub cmd: Cmd,

@@ -8,10 +8,15 @@ use ::redis::Cmd;
 
 /// Check-and-insert of a batch of candidate fingerprints into one leaf.
 ///
-/// `KEYS`: log, state, identity. `ARGV`: the entries the caller's replica covers, the
+/// `KEYS`: log, state, identity, hosts. `ARGV`: the entries the caller's replica covers, the
 /// candidates (8-byte little-endian fingerprints, distinct, none of them in the caller's
 /// replica), the most entries it may send back, the last entry the replica covers (empty when
-/// it covers none), and the namespace's epoch. Replies:
+/// it covers none), the namespace's epoch, and the candidates' host hashes (4 bytes
+/// little-endian each, 0 for unknown, in the candidates' order). The host hashes of the
+/// entries appended are appended to the hosts string, which stays parallel to the log (entry
+/// `i`'s host at bytes `4i..4i+4`) as long as it was before: a leaf written by a build that
+/// kept no hosts has a shorter hosts string, which stays shorter (its hosts are unknown, and
+/// a forget by host refuses there). Replies:
 /// - `{0, len, flags, delta}`: done. `len` was the log's length before the append; `delta` holds
 ///   the entries between the caller's replica and `len`; `flags` has one byte per candidate,
 ///   `'1'` if the candidate is among those entries (seen), `'0'` if it was appended (new), or is
@@ -47,9 +52,12 @@ if synced > 0 and #ARGV[4] == 8
 end
 if len - synced > tonumber(ARGV[3]) then return {2, len} end
 local cands = ARGV[2]
+local hosts = ARGV[6] or ''
+local aligned = #hosts * 2 == #cands and redis.call('STRLEN', KEYS[4]) == len * 4
 if len == synced then
   if #cands > 0 then
     redis.call('APPEND', KEYS[1], cands)
+    if aligned then redis.call('APPEND', KEYS[4], hosts) end
     redis.call('HSET', KEYS[3], 'len', len + #cands / 8)
   end
   return {0, len, '', ''}
@@ -59,6 +67,7 @@ local known = {}
 for i = 1, #delta, 8 do known[string.sub(delta, i, i + 7)] = true end
 local flags = {}
 local fresh = {}
+local fresh_hosts = {}
 for i = 1, #cands, 8 do
   local fp = string.sub(cands, i, i + 7)
   if known[fp] then
@@ -66,10 +75,15 @@ for i = 1, #cands, 8 do
   else
     flags[#flags + 1] = '0'
     fresh[#fresh + 1] = fp
+    if aligned then
+      local at = (i - 1) / 2 + 1
+      fresh_hosts[#fresh_hosts + 1] = string.sub(hosts, at, at + 3)
+    end
   end
 end
 if #fresh > 0 then
   redis.call('APPEND', KEYS[1], table.concat(fresh))
+  if aligned then redis.call('APPEND', KEYS[4], table.concat(fresh_hosts)) end
   redis.call('HSET', KEYS[3], 'len', len + #fresh)
 end
 return {0, len, table.concat(flags), delta}
@@ -154,9 +168,12 @@ return {st, redis.call('STRLEN', KEYS[2]) / 8}
 /// Appends one chunk of a splitting parent's log (the part that routes to this child) to the
 /// child, exactly once: the child's cursor records the parent-log offset it has received up to.
 ///
-/// `KEYS`: child log, child cursor, child state, child identity. `ARGV`: chunk start, chunk end
-/// (parent-log entries), fingerprints. The child's identity counts the entries too. Reply: 1 appended, 0 already there, -1 out of order, -2 the child is
-/// itself frozen (never, by the protocol).
+/// `KEYS`: child log, child cursor, child state, child identity, child hosts. `ARGV`: chunk
+/// start, chunk end (parent-log entries), fingerprints, and their host hashes (4 bytes each;
+/// empty when the parent's hosts are unknown, which leaves the child's hosts string short: its
+/// hosts are unknown from then on). The child's identity counts the entries too. Reply: 1
+/// appended, 0 already there, -1 out of order, -2 the child is itself frozen (never, by the
+/// protocol).
 const MIGRATE: &str = r"
 local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
 local s = tonumber(ARGV[1])
@@ -165,6 +182,11 @@ if cur >= e then return 0 end
 if cur ~= s then return -1 end
 if redis.call('EXISTS', KEYS[3]) == 1 then return -2 end
 if #ARGV[3] > 0 then
+  local hosts = ARGV[4] or ''
+  if #hosts * 2 == #ARGV[3]
+    and redis.call('STRLEN', KEYS[5]) * 2 == redis.call('STRLEN', KEYS[1]) then
+    redis.call('APPEND', KEYS[5], hosts)
+  end
   redis.call('APPEND', KEYS[1], ARGV[3])
   redis.call('HINCRBY', KEYS[4], 'len', #ARGV[3] / 8)
 end
@@ -194,7 +216,9 @@ return {ARGV[1], ARGV[3]}
 ";
 
 /// Marks leaf `ARGV[1]` splitting with `ARGV[2]` new children (idempotent: a node already
-/// splitting or inner is returned as it is). `KEYS`: meta. Reply: the node's record.
+/// splitting or inner is returned as it is). `KEYS`: meta. `ARGV[3]`, if given: the host hash
+/// (8 hex digits) whose entries the split drops, a forget by host (field `f<id>`, read by every
+/// worker that migrates the node). Reply: the node's record.
 const MARK_SPLITTING: &str = r"
 local f = 'n' .. ARGV[1]
 local rec = redis.call('HGET', KEYS[1], f)
@@ -209,6 +233,7 @@ for i = 0, fan - 1 do
   redis.call('HSET', KEYS[1], 'n' .. tostring(first + i), 'L' .. tostring(depth + 1))
 end
 rec = 'S' .. tostring(depth) .. ':' .. table.concat(kids, ',')
+if ARGV[3] then redis.call('HSET', KEYS[1], 'f' .. ARGV[1], ARGV[3]) end
 redis.call('HSET', KEYS[1], f, rec)
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return rec
@@ -228,11 +253,43 @@ return rec
 ";
 
 /// Retires a split parent: state `I` (writes and reads are refused), log deleted.
-/// `KEYS`: state, log, the parent's own migration cursor.
+/// `KEYS`: state, log, the parent's own migration cursor, its hosts.
 const RETIRE: &str = r"
 redis.call('SET', KEYS[1], 'I')
-redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 return 1
+";
+
+/// Reads a leaf's state, log length and hosts string, atomically. `KEYS`: state, log, hosts.
+/// Reply: `{state or '', len, hosts}`.
+const HOSTS: &str = r"
+local st = redis.call('GET', KEYS[1]) or ''
+local bytes = redis.call('STRLEN', KEYS[2])
+return {st, math.floor(bytes / 8), redis.call('GET', KEYS[3]) or ''}
+";
+
+/// Lists hosts in the namespace's host dictionary (the collision guard of a forget by host):
+/// field = host hash (8 hex digits), value = the hosts recorded under it, one per line.
+/// `KEYS`: dictionary, metadata (same hash tag). `ARGV`: the namespace's epoch, then hash,
+/// host, hash, host, … Reply: `{0}` listed; `{1}` no metadata, `{2, epoch}` another
+/// incarnation: nothing written (a wiped namespace is not re-created by a dictionary).
+const NOTE_HOSTS: &str = r"
+local e = redis.call('HGET', KEYS[2], 'epoch')
+if not e then return {1} end
+if e ~= ARGV[1] then return {2, e} end
+for i = 2, #ARGV, 2 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if not cur then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  else
+    local found = false
+    for h in string.gmatch(cur, '[^\n]+') do
+      if h == ARGV[i + 1] then found = true end
+    end
+    if not found then redis.call('HSET', KEYS[1], ARGV[i], cur .. '\n' .. ARGV[i + 1]) end
+  end
+end
+return {0}
 ";
 
 /// Releases a lock if the caller still holds it. `KEYS`: lock. `ARGV`: token.
@@ -262,9 +319,11 @@ pub(crate) enum Script {
     Retire,
     Unlock,
     Extend,
+    Hosts,
+    NoteHosts,
 }
 
-const ALL: [(Script, &str); 12] = [
+const ALL: [(Script, &str); 14] = [
     (Script::Insert, INSERT),
     (Script::Sync, SYNC),
     (Script::ClaimLeaf, CLAIM_LEAF),
@@ -277,6 +336,8 @@ const ALL: [(Script, &str); 12] = [
     (Script::Retire, RETIRE),
     (Script::Unlock, UNLOCK),
     (Script::Extend, EXTEND),
+    (Script::Hosts, HOSTS),
+    (Script::NoteHosts, NOTE_HOSTS),
 ];
 
 /// The scripts and their SHA1 digests.

@@ -5,7 +5,9 @@
 //! port), in any namespace that records URLs (Bloom, exact, counting); the reply is how many
 //! URLs were forgotten. `URL.FORGET ns PREFIX p` forgets every URL that starts with `p`
 //! (compared as canonical URLs), in a namespace created with `URL.RESERVE … KEEPURLS`; the
-//! reply is how many (see `docs/forget.md`).
+//! reply is how many (see `docs/forget.md`). Under `serve --redis`, `URL.FORGET ns HOST h`
+//! forgets in the namespace in Redis (the other forms are refused there: a Bloom leaf in Redis
+//! cannot forget one URL, and Redis keeps no URLs for a prefix).
 //!
 //! ```text
 //! > URL.FORGET jobs https://a.example/x
@@ -59,6 +61,12 @@ fn url_forget(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     let rest = args.into_rest();
     let urls = rest.as_slice();
+    if let [word, host] = urls
+        && word.as_ref().eq_ignore_ascii_case(b"HOST")
+        && let Some(n) = ctx.app.remote_forget_host(&key, host.as_ref())
+    {
+        return Ok(Frame::Integer(i64::try_from(n?).unwrap_or(i64::MAX)));
+    }
     ctx.app.local_only()?;
     if let [word, arg] = urls {
         let word: &[u8] = word.as_ref();
