@@ -454,7 +454,15 @@ impl FingerprintLog {
             // the host (replaying them one after the other forgets the union).
             assert_eq!(hosts.len(), 1, "a forget of URLs names one host");
             let step = (MAX_PAYLOAD as usize - 8) / 8;
-            for chunk in fingerprints.chunks(step.max(1)) {
+            // One record even when no fingerprint matched: the forget still drops the host's
+            // kept records, and replay must too.
+            let chunks = fingerprints.chunks(step.max(1));
+            let none: [&[u64]; 1] = [&[]];
+            let chunks: Box<dyn Iterator<Item = &[u64]>> = match fingerprints.is_empty() {
+                true => Box::new(none.into_iter()),
+                false => Box::new(chunks),
+            };
+            for chunk in chunks {
                 let start = pending.bytes.len();
                 encode_record(&mut pending.bytes, kind, chunk, hosts);
                 pending.end += (pending.bytes.len() - start) as u64;

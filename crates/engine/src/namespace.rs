@@ -177,13 +177,23 @@ impl Namespace {
     /// leaf files in a spill directory, or on the heap with the leaves.
     fn open_url_journal(set: &Set, durable: Option<&Durable>) -> Result<UrlJournal> {
         if let Some(d) = durable {
-            return UrlJournal::open(&d.storage, &d.dir.join("urls"), d.log.is_read_only());
+            // Only a namespace that holds nothing may start a journal: one whose journal is
+            // gone would forget none of the URLs recorded before by prefix, silently.
+            let empty = match set {
+                Set::Tree { tree, .. } => tree.is_empty(),
+                Set::Counting(set) => set.is_empty(),
+                Set::Recrawl(_) => true,
+            };
+            return UrlJournal::open(&d.storage, &d.dir.join("urls"), d.log.is_read_only(), empty);
         }
         match set {
             Set::Tree { tree, .. } => match tree.leaf_store() {
-                LeafStore::Files(files) => {
-                    UrlJournal::open(files.storage(), &files.dir().with_file_name("urls"), false)
-                }
+                LeafStore::Files(files) => UrlJournal::open(
+                    files.storage(),
+                    &files.dir().with_file_name("urls"),
+                    false,
+                    true,
+                ),
                 LeafStore::Memory => Ok(UrlJournal::in_memory()),
             },
             _ => Ok(UrlJournal::in_memory()),
@@ -1111,6 +1121,16 @@ impl Namespace {
         let Some(host) = crate::host::host_of(&canonical) else {
             return Err(invalid("it has no host once canonicalized"));
         };
+        // What parsing drops (tabs, newlines, surrounding spaces) or decodes (a profile that
+        // unescapes twice) can still hide a dot segment: one resolved away leaves fewer path
+        // separators in the canonical prefix than were given.
+        let separators = |path: &str| path.bytes().filter(|&b| b == b'/' || b == b'\\').count();
+        let given = path.split_once(['/', '\\']).map_or("", |(_, rest)| rest);
+        let kept = canonical.split_once("://").map_or("", |(_, rest)| rest);
+        let kept = kept.split_once('/').map_or("", |(_, rest)| rest);
+        if separators(kept) < separators(given) {
+            return Err(invalid("a dot segment (. or ..) would be resolved away"));
+        }
         let h = crate::host::host_hash(host, self.options.seed);
         let Some(urls) = &self.urls else {
             return Err(Error::ForgetByUnsupported {
@@ -1154,6 +1174,14 @@ impl Namespace {
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
+                }
+                // Records with no host have no entry: they might be URLs under the prefix.
+                let unknown = set.count_host(0)?;
+                if unknown > 0 {
+                    return Err(Error::ForgetHostUnknown {
+                        name: self.name.clone(),
+                        records: unknown,
+                    });
                 }
                 scan(scanned, urls.end()?)?;
                 let fps: Vec<u64> = found.into_inner().into_iter().collect();
@@ -1347,7 +1375,12 @@ impl Namespace {
         let Some(d) = &self.durable else { return Ok(()) };
         match &self.set {
             Set::Tree { tree, .. } => d.checkpoint(tree, &|| Ok(())),
-            Set::Counting(set) => Ok(set.sync()?),
+            Set::Counting(set) => {
+                if let Some(urls) = &self.urls {
+                    urls.sync()?;
+                }
+                Ok(set.sync()?)
+            }
             Set::Recrawl(_) => Ok(()),
         }
     }
@@ -1363,6 +1396,11 @@ impl Namespace {
         let Some(d) = &self.durable else { return Ok(()) };
         d.log.sync_all()?;
         if let Set::Counting(set) = &self.set {
+            // A counting namespace logs nothing, so the log's sync does not reach the journal:
+            // its entries are made durable before the store's records.
+            if let Some(urls) = &self.urls {
+                urls.sync()?;
+            }
             set.sync()?;
         }
         Ok(())

@@ -55,7 +55,9 @@ pub struct NamespaceOptions {
     /// after it was recorded. Ignored without [`Self::recrawl_after`].
     pub generations: u32,
     /// Keep every recorded URL's canonical text in a journal on disk (about the URL's length
-    /// plus 14 bytes per distinct URL; nothing more in RAM than a 64 KiB buffer), so that
+    /// plus 14 bytes per distinct URL; in RAM a fixed 5 MiB or so, except for a namespace
+    /// kept on the heap, `Db::in_memory` or counting without a data directory, whose journal
+    /// is on the heap too), so that
     /// [`Namespace::forget_prefix`](crate::Namespace::forget_prefix) can forget the URLs that
     /// start with a prefix. Fixed when the namespace is created. See `docs/forget.md`.
     pub keep_urls: bool,

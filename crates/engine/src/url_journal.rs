@@ -126,15 +126,29 @@ impl UrlJournal {
         }
     }
 
-    /// The journal at `path`: created if missing; unless `read_only`, a torn last block cut
-    /// off and the file opened for appending.
+    /// The journal at `path`: created if missing and `may_create` (the namespace holds
+    /// nothing yet); unless `read_only`, a torn last block cut off and the file opened for
+    /// appending.
     ///
     /// # Errors
-    /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a URL journal, or a damaged
-    /// block before the last; [`Error::UnsupportedVersion`].
-    pub(crate) fn open(storage: &Arc<dyn Storage>, path: &Path, read_only: bool) -> Result<Self> {
+    /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a URL journal, or one that is
+    /// missing when it may not be created; [`Error::UnsupportedVersion`].
+    pub(crate) fn open(
+        storage: &Arc<dyn Storage>,
+        path: &Path,
+        read_only: bool,
+        may_create: bool,
+    ) -> Result<Self> {
         let io = |what: &'static str| move |e| Error::io(what, path, e);
         let len = storage.file_len(path).map_err(io("stat"))?;
+        if len.is_none() && !may_create {
+            return Err(Error::corrupt(
+                path,
+                "the URL journal of a namespace that keeps its URLs and holds some is missing: \
+                 a forget by prefix would miss them (restore the file, or import the URLs into \
+                 a new namespace)",
+            ));
+        }
         if read_only {
             let sink = Sink::ReadOnly { storage: Arc::clone(storage), path: path.to_owned() };
             return Ok(Self::with_sink(sink, len.unwrap_or(0), 0));
@@ -166,9 +180,11 @@ impl UrlJournal {
     /// [`Error::Io`] of that write, or [`Error::Poisoned`] after an earlier one failed: the
     /// URL must not be recorded then.
     pub(crate) fn append(&self, fp: u64, host: u32, url: &str) -> Result<()> {
-        self.recent.insert(fp);
         let mut inner = self.inner.lock();
         inner.check()?;
+        // Known as journaled only once it is in the buffer, under the lock: a writer that
+        // finds it recent then writes out a buffer that holds it.
+        self.recent.insert(fp);
         let url = &url.as_bytes()[..url.len().min(MAX_KEPT_URL)];
         inner.buffer.extend_from_slice(&fp.to_le_bytes());
         inner.buffer.extend_from_slice(&host.to_le_bytes());
@@ -265,8 +281,11 @@ impl UrlJournal {
         let reader = {
             let inner = self.inner.lock();
             match &inner.sink {
-                // The heap's bytes are copied out (a namespace in memory is small).
-                Sink::Memory(bytes) => Reader::Bytes(bytes[..to as usize].to_vec()),
+                // The heap's bytes in range are copied out, so that appends go on meanwhile.
+                Sink::Memory(bytes) => {
+                    let range = from as usize..(to as usize).min(bytes.len());
+                    Reader::Bytes(from, bytes.get(range).unwrap_or_default().to_vec())
+                }
                 Sink::File { storage, path, .. } | Sink::ReadOnly { storage, path } => {
                     Reader::File(Arc::clone(storage), path.clone())
                 }
@@ -299,15 +318,16 @@ impl UrlJournal {
 
 /// Where a scan reads from.
 enum Reader {
-    Bytes(Vec<u8>),
+    /// Bytes of the journal from this offset on.
+    Bytes(u64, Vec<u8>),
     File(Arc<dyn Storage>, PathBuf),
 }
 
 impl Reader {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         match self {
-            Reader::Bytes(bytes) => {
-                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+            Reader::Bytes(base, bytes) => {
+                let start = usize::try_from(offset.saturating_sub(*base)).unwrap_or(usize::MAX);
                 let src = bytes.get(start..start.saturating_add(buf.len())).ok_or_else(|| {
                     Error::corrupt(Path::new("<memory>"), "a block runs past the end")
                 })?;
@@ -320,7 +340,7 @@ impl Reader {
 
     fn path(&self) -> PathBuf {
         match self {
-            Reader::Bytes(_) => PathBuf::from("<memory>"),
+            Reader::Bytes(..) => PathBuf::from("<memory>"),
             Reader::File(_, path) => path.clone(),
         }
     }
@@ -428,8 +448,10 @@ fn read_block(
 
 /// Checks the header and walks the block heads of a journal of `len` bytes: returns where
 /// its valid blocks end and how many entries they hold. Only the last block is read whole (a
-/// torn one is cut); an earlier block's length that runs past the end is corruption too, cut
-/// off with what follows (nothing after an unsynced block was synced before it).
+/// torn one is cut), and a length that runs past the end cuts the file there. An earlier block
+/// damaged inside (a power loss that kept later bytes and lost earlier ones of an unsynced
+/// tail) is not found here: a scan then fails with `Error::Corrupt`, and a forget by prefix
+/// refuses, forgetting nothing.
 fn walk(path: &Path, len: u64, read: &dyn Fn(u64, &mut [u8]) -> Result<()>) -> Result<(u64, u64)> {
     if len < HEADER_LEN {
         return Err(Error::corrupt(path, "shorter than its header (not a URL journal)"));
@@ -498,7 +520,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> = Arc::new(OsStorage);
         let path = dir.path().join("urls");
-        for j in [UrlJournal::in_memory(), UrlJournal::open(&storage, &path, false).unwrap()] {
+        for j in [UrlJournal::in_memory(), UrlJournal::open(&storage, &path, false, true).unwrap()]
+        {
             fill(&j, 1000);
             let got = all(&j);
             assert_eq!(got.len(), 1000);
@@ -506,11 +529,11 @@ mod tests {
             assert_eq!(j.entries(), 1000);
         }
         // Reopened: the same entries, and appends go on after them.
-        let j = UrlJournal::open(&storage, &path, false).unwrap();
+        let j = UrlJournal::open(&storage, &path, false, true).unwrap();
         assert_eq!(j.entries(), 1000);
         j.append(5000, 3, "https://x.example/").unwrap();
         assert_eq!(all(&j).len(), 1001);
-        let ro = UrlJournal::open(&storage, &path, true).unwrap();
+        let ro = UrlJournal::open(&storage, &path, true, true).unwrap();
         assert_eq!(all(&ro).len(), 1001);
     }
 
@@ -519,7 +542,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> = Arc::new(OsStorage);
         let path = dir.path().join("urls");
-        let j = UrlJournal::open(&storage, &path, false).unwrap();
+        let j = UrlJournal::open(&storage, &path, false, true).unwrap();
         fill(&j, 250);
         j.sync().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
@@ -527,7 +550,7 @@ mod tests {
             let copy = dir.path().join(format!("urls-{cut}"));
             std::fs::copy(&path, &copy).unwrap();
             std::fs::OpenOptions::new().write(true).open(&copy).unwrap().set_len(cut).unwrap();
-            let j = UrlJournal::open(&storage, &copy, false).unwrap();
+            let j = UrlJournal::open(&storage, &copy, false, true).unwrap();
             // The last block (entries 200..250) is gone; the rest stays.
             assert_eq!(all(&j).len(), 200, "cut at {cut}");
             j.append(9, 1, "https://after.example/").unwrap();
@@ -541,7 +564,7 @@ mod tests {
         let at = bytes.len() - 30;
         bytes[at] ^= 0xff;
         std::fs::write(&copy, &bytes).unwrap();
-        assert_eq!(all(&UrlJournal::open(&storage, &copy, false).unwrap()).len(), 200);
+        assert_eq!(all(&UrlJournal::open(&storage, &copy, false, true).unwrap()).len(), 200);
     }
 
     #[test]
@@ -550,14 +573,20 @@ mod tests {
         let storage: Arc<dyn Storage> = Arc::new(OsStorage);
         let path = dir.path().join("urls");
         std::fs::write(&path, b"URLSEENX\x01\x00\x00\x00\x00\x00\x00\x00").unwrap();
-        assert!(matches!(UrlJournal::open(&storage, &path, false), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            UrlJournal::open(&storage, &path, false, true),
+            Err(Error::Corrupt { .. })
+        ));
         std::fs::write(&path, b"URLSEENU\x09\x00\x00\x00\x00\x00\x00\x00").unwrap();
         assert!(matches!(
-            UrlJournal::open(&storage, &path, false),
+            UrlJournal::open(&storage, &path, false, true),
             Err(Error::UnsupportedVersion { .. })
         ));
         std::fs::write(&path, b"URLS").unwrap();
-        assert!(matches!(UrlJournal::open(&storage, &path, false), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            UrlJournal::open(&storage, &path, false, true),
+            Err(Error::Corrupt { .. })
+        ));
     }
 
     #[test]

@@ -270,6 +270,10 @@ fn prefixes_that_could_grow_broader_are_typed_errors() {
         "https://example.com/a/..",
         "https://example.com/a/%2E%2e/",
         "https://example.com/a/./b",
+        // Parsing drops tabs and newlines and trims spaces: the dots meet afterwards.
+        "https://example.com/a/.\t./",
+        "https://example.com/a/.\n.",
+        "https://example.com/a/.. ",
     ] {
         let err = ns.forget_prefix(bad).unwrap_err();
         assert!(matches!(err, Error::InvalidPrefix { .. }), "{bad:?}: {err}");
@@ -296,16 +300,33 @@ fn prefixes_that_could_grow_broader_are_typed_errors() {
 }
 
 /// Records with no host (raw items, fingerprints) might be URLs under the prefix: the forget
-/// refuses, as a forget by host does.
+/// refuses, as a forget by host does, in a counting namespace too.
 #[test]
 fn records_without_a_host_make_a_forget_by_prefix_refuse() {
     let db = Db::in_memory();
-    let ns = db
-        .create_namespace("n", NamespaceOptions { keep_urls: true, ..NamespaceOptions::default() })
-        .unwrap();
-    ns.seen("https://site7.example/blog/1").unwrap();
-    assert!(!ns.seen_bytes(b"an item").unwrap());
-    let err = ns.forget_prefix("https://site7.example/blog/").unwrap_err();
-    assert!(matches!(err, Error::ForgetHostUnknown { records: 1, .. }), "{err}");
-    assert!(ns.contains("https://site7.example/blog/1").unwrap());
+    for (name, counting) in [("n", false), ("c", true)] {
+        let options = NamespaceOptions { keep_urls: true, counting, ..NamespaceOptions::default() };
+        let ns = db.create_namespace(name, options).unwrap();
+        ns.seen("https://site7.example/blog/1").unwrap();
+        assert!(!ns.seen_bytes(b"an item").unwrap());
+        let err = ns.forget_prefix("https://site7.example/blog/").unwrap_err();
+        assert!(matches!(err, Error::ForgetHostUnknown { records: 1, .. }), "{name}: {err}");
+        assert!(ns.contains("https://site7.example/blog/1").unwrap());
+    }
+}
+
+/// A namespace that holds records and whose journal is gone is refused at open: a forget by
+/// prefix would miss every URL recorded before, silently.
+#[test]
+fn a_missing_journal_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let options = NamespaceOptions { keep_urls: true, ..NamespaceOptions::default() };
+    db.create_namespace("kept", options).unwrap().seen("https://a.example/blog/1").unwrap();
+    db.close().unwrap();
+    let ns_dir = dir.path().join("ns").read_dir().unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_file(ns_dir.join("urls")).unwrap();
+    let err = Db::open(dir.path()).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("URL journal"), "{err}");
 }

@@ -586,10 +586,18 @@ impl App {
         urls: &[U],
         mut lookup: Lookup<'_>,
     ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
+        // A lookup records nothing: no host to list, no URL to journal.
+        let check = matches!(lookup, Lookup::Check);
         let fingerprint = |url: &[u8]| {
-            std::str::from_utf8(url)
-                .map_err(|_| CommandError::custom(URL_NOT_UTF8))
-                .and_then(|url| ns.fingerprint_host(url).map_err(|e| engine_error(&e)))
+            std::str::from_utf8(url).map_err(|_| CommandError::custom(URL_NOT_UTF8)).and_then(
+                |url| {
+                    match check {
+                        true => ns.fingerprint(url).map(|fp| (fp, 0)),
+                        false => ns.fingerprint_host(url),
+                    }
+                    .map_err(|e| engine_error(&e))
+                },
+            )
         };
         if let [url] = urls {
             // One URL (the common pipelined `URL.SEEN ns url`): no batch bookkeeping.
