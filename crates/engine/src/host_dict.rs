@@ -4,17 +4,23 @@
 //!
 //! Every URL recorded with a host passes [`HostDict::note`] first (in
 //! `Namespace::fingerprint_host`, before its record can be made): a host not yet listed under
-//! its hash is added, and in a data directory appended to the `hosts` file and synced before
-//! `note` returns, so that no record on disk ever carries a hash whose hosts the file does not
-//! list. A second, different host under the same hash makes the hash *shared*; a forget of
-//! either refuses ([`crate::Error::HostHashShared`]).
+//! its hash is added, and in a data directory its entry is buffered for the `hosts` file. The
+//! file follows the namespace's fsync policy: the log ([`crate::log::Precedes`]) writes the
+//! buffered entries before each of its writes and syncs the file before each of its syncs (the
+//! commit under `always`, the every-second sync, a checkpoint's, close's), so every log record
+//! on disk has its host listed in the file on disk. A counting namespace, whose store has no
+//! log in front of it, does the same before each store write and sync. A second, different
+//! host under the same hash makes the hash *shared*; a forget of either refuses
+//! ([`crate::Error::HostHashShared`]).
 //!
 //! ```text
 //! DIR/ns/<hex of name>/hosts   "URLSEENH", version u16, then entries:
 //!                              hash u32 | length u16 | host bytes | xxh3 of the three, u64
 //! ```
-//! A torn or corrupt entry ends the file: it was not synced, so `note` had not returned for it
-//! and no record carries it; the next append overwrites it.
+//! A torn or corrupt entry ends the file: it was not synced, so no synced record relies on
+//! it; it is cut at the next open, and the next append goes where it began. A power loss can
+//! leave log records that were not synced either and whose host is not listed: a forget of
+//! their hash then refuses ([`crate::Error::HostHashUnlisted`]), which forgets nothing.
 //!
 //! # Memory
 //! One map entry per distinct host (hash, boxed name): about 70 bytes per host with names
@@ -32,8 +38,6 @@ use crate::storage::{AppendFile, Storage};
 const MAGIC: &[u8; 8] = b"URLSEENH";
 const VERSION: u16 = 1;
 const HEADER: usize = 10;
-/// hash, length, checksum.
-const ENTRY_OVERHEAD: usize = 4 + 2 + 8;
 
 /// The hosts recorded under one hash: almost always one.
 #[derive(Debug)]
@@ -67,18 +71,29 @@ pub(crate) enum Vouch {
 pub(crate) struct HostDict {
     names: RwLock<HashMap<u32, Names>>,
     /// The `hosts` file, in a writable data directory.
-    file: Option<Mutex<Writer>>,
+    file: Option<Arc<HostsFile>>,
 }
 
-/// The `hosts` file, opened at the first host listed (a namespace of raw items has none).
+/// The `hosts` file: entries buffered by [`HostDict::note`], written and synced when the log
+/// (or a counting store) is about to write or sync records that rely on them.
+#[derive(Debug)]
+pub(crate) struct HostsFile {
+    writer: Mutex<Writer>,
+}
+
+/// The `hosts` file, opened at its first write (a namespace of raw items has none).
 struct Writer {
     storage: Arc<dyn Storage>,
     path: PathBuf,
     file: Option<Box<dyn AppendFile>>,
     /// Whether the file holds its header (when it is opened).
     has_header: bool,
+    /// Entries listed and not written yet.
+    pending: Vec<u8>,
+    /// Whether bytes were written since the last sync.
+    unsynced: bool,
     /// Why a write or sync failed: its tail is unknown, and an entry appended after it might
-    /// not be read back, so no host is listed (and no URL of a new host recorded) any more.
+    /// not be read back, so nothing is written any more (the log that asked is poisoned).
     failed: Option<String>,
 }
 
@@ -89,18 +104,21 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    fn append_synced(&mut self, bytes: &[u8]) -> Result<()> {
+    fn flush(&mut self, sync: bool) -> Result<()> {
+        if self.pending.is_empty() && !(sync && self.unsynced) {
+            return Ok(());
+        }
         if let Some(reason) = &self.failed {
             return Err(Error::Poisoned { reason: reason.clone() });
         }
-        let result = self.append_synced_once(bytes);
+        let result = self.flush_once(sync);
         if let Err(e) = &result {
             self.failed = Some(format!("the hosts file could not be written ({e}); reopen"));
         }
         result
     }
 
-    fn append_synced_once(&mut self, bytes: &[u8]) -> Result<()> {
+    fn flush_once(&mut self, sync: bool) -> Result<()> {
         let path = &self.path;
         let file = match &mut self.file {
             Some(file) => file,
@@ -116,8 +134,22 @@ impl Writer {
                 self.file.insert(file)
             }
         };
-        file.append(bytes).map_err(|e| Error::io("write", path, e))?;
-        file.sync().map_err(|e| Error::io("fsync", path, e))
+        if !self.pending.is_empty() {
+            file.append(&self.pending).map_err(|e| Error::io("write", path, e))?;
+            self.pending.clear();
+            self.unsynced = true;
+        }
+        if sync && self.unsynced {
+            file.sync().map_err(|e| Error::io("fsync", path, e))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+}
+
+impl crate::log::Precedes for HostsFile {
+    fn flush(&self, sync: bool) -> Result<()> {
+        self.writer.lock().flush(sync)
     }
 }
 
@@ -152,25 +184,29 @@ impl HostDict {
                         .map_err(|e| Error::io("truncate", &path, e))?,
                     _ => {}
                 }
-                Some(Mutex::new(Writer {
-                    storage: Arc::clone(storage),
-                    path,
-                    file: None,
-                    has_header: valid > 0,
-                    failed: None,
+                Some(Arc::new(HostsFile {
+                    writer: Mutex::new(Writer {
+                        storage: Arc::clone(storage),
+                        path,
+                        file: None,
+                        has_header: valid > 0,
+                        pending: Vec::new(),
+                        unsynced: false,
+                        failed: None,
+                    }),
                 }))
             }
         };
         Ok(HostDict { names: RwLock::new(names), file })
     }
 
-    /// Lists `host` under `hash` if it is not yet: durably, in a data directory, before it
-    /// returns. Called for every URL recorded with a host; costs a read lock and a compare
-    /// when the host is known.
+    /// Lists `host` under `hash` if it is not yet (in a data directory, its entry buffered
+    /// for the `hosts` file, which the log writes before any record that carries `hash`).
+    /// Called for every URL recorded with a host; costs a read lock and a compare when the
+    /// host is known.
     ///
     /// # Errors
-    /// [`Error::Io`] when the entry could not be written or synced: the URL must not be
-    /// recorded then (nothing lists its host).
+    /// [`Error::InvalidHost`] for a host longer than an entry holds (65,535 bytes).
     pub(crate) fn note(&self, hash: u32, host: &str) -> Result<()> {
         if self.names.read().get(&hash).is_some_and(|n| n.contains(host)) {
             return Ok(());
@@ -180,14 +216,18 @@ impl HostDict {
             return Ok(());
         }
         if let Some(file) = &self.file {
-            // Under the write lock: no record can carry the hash as this host's before the
-            // entry is durable.
-            let mut entry = Vec::with_capacity(ENTRY_OVERHEAD + host.len());
-            encode(&mut entry, hash, host)?;
-            file.lock().append_synced(&entry)?;
+            // Under the write lock: buffered before anyone can see the host listed, so before
+            // any record carrying the hash can be appended to the log.
+            let mut writer = file.writer.lock();
+            encode(&mut writer.pending, hash, host)?;
         }
         add(&mut names, hash, host);
         Ok(())
+    }
+
+    /// The `hosts` file, to precede the log on disk (none in memory or read-only).
+    pub(crate) fn file(&self) -> Option<Arc<HostsFile>> {
+        self.file.clone()
     }
 
     /// What is listed under `hash`, for a forget of `host`.

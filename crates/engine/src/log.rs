@@ -28,8 +28,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -176,6 +176,23 @@ pub struct FingerprintLog {
     hold: Mutex<()>,
     /// Opened by [`Self::open_read_only`]: every write and sync is refused.
     read_only: bool,
+    /// A file whose bytes some records rely on (the namespace's `hosts` file): written before
+    /// every write of the log and synced before every sync of it (see [`Precedes`]).
+    first: OnceLock<Arc<dyn Precedes>>,
+}
+
+/// A file that must be on disk before the log records that rely on it: the namespace's
+/// `hosts` file, whose entries list the hosts of the hashes that records carry (see
+/// `crate::host_dict`). Its owner buffers bytes before the records that rely on them are
+/// appended to the log; the log writes them out before each of its own writes and syncs them
+/// before each of its own syncs, so a record written (synced) has them written (synced), under
+/// every fsync policy, at the cost of one more sync only when the file has new bytes.
+pub(crate) trait Precedes: Send + Sync + std::fmt::Debug {
+    /// Writes what is buffered; with `sync`, makes everything written durable.
+    ///
+    /// # Errors
+    /// The I/O error (the log is then poisoned, as for its own).
+    fn flush(&self, sync: bool) -> Result<()>;
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
@@ -345,7 +362,25 @@ impl FingerprintLog {
             sync_micros: AtomicU64::new(0),
             hold: Mutex::new(()),
             read_only,
+            first: OnceLock::new(),
         }
+    }
+
+    /// Makes `first` precede this log on disk (see [`Precedes`]). Set once, before any write.
+    pub(crate) fn precede_with(&self, first: Arc<dyn Precedes>) {
+        let _ = self.first.set(first);
+    }
+
+    /// [`Precedes::flush`] of the file that precedes this log, for a writer whose records go
+    /// elsewhere (a counting namespace's store): a failure poisons the log as its own would.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (the log is then poisoned) or [`Error::Poisoned`].
+    pub(crate) fn flush_first(&self, sync: bool) -> Result<()> {
+        // A read-only log has none.
+        let Some(first) = self.first.get() else { return Ok(()) };
+        self.check()?;
+        first.flush(sync).map_err(|e| self.poison_with(e))
     }
 
     /// Holds back everything appended from now on from the file: every other flush (commits,
@@ -488,18 +523,29 @@ impl FingerprintLog {
         }
         self.check()?;
         let mut written = self.written_to.load(Ordering::Acquire);
-        if written < lsn {
-            let bytes = {
+        let bytes = match written < lsn {
+            true => {
                 let mut pending = self.pending.lock();
                 written = pending.end;
-                std::mem::take(&mut pending.bytes)
-            };
+                Some(std::mem::take(&mut pending.bytes))
+            }
+            false => None,
+        };
+        let must_sync = sync && self.synced_to.load(Ordering::Acquire) < written;
+        if let Some(first) = self.first.get()
+            && (bytes.is_some() || must_sync)
+        {
+            // Taken after the records above: every entry they rely on was buffered before
+            // they were appended, so it goes out (and is synced) before them.
+            first.flush(must_sync).map_err(|e| self.poison_with(e))?;
+        }
+        if let Some(bytes) = bytes {
             if let Err(e) = file.append(&bytes) {
                 return Err(self.poison("write", e));
             }
             self.written_to.store(written, Ordering::Release);
         }
-        if sync && self.synced_to.load(Ordering::Acquire) < written {
+        if must_sync {
             let started = Instant::now();
             if let Err(e) = file.sync() {
                 return Err(self.poison("fsync", e));
@@ -518,6 +564,13 @@ impl FingerprintLog {
         if poisoned.is_none() {
             *poisoned = Some(reason);
         }
+    }
+
+    /// Poisons the log for the failure `e` of the file that precedes it, and returns `e`.
+    fn poison_with(&self, e: Error) -> Error {
+        let reason = format!("{e}; refusing further writes to {}", self.path.display());
+        *self.poisoned.lock() = Some(reason);
+        e
     }
 
     fn poison(&self, what: &str, e: std::io::Error) -> Error {

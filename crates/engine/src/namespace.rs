@@ -38,8 +38,9 @@ pub struct Namespace {
     durable: Option<Durable>,
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
     in_flight: InFlight,
-    /// The hosts recorded under each host hash: the collision guard of a forget by host.
-    hosts: HostDict,
+    /// The hosts recorded under each host hash: the collision guard of a forget by host. A
+    /// window's generations share their window's.
+    hosts: Arc<HostDict>,
 }
 
 /// What decides "seen" in a namespace.
@@ -142,14 +143,28 @@ impl Namespace {
         set: Set,
         durable: Option<Durable>,
     ) -> Result<Self> {
-        let canon = Canonicalizer::new(options.canon.clone());
         let hosts = match (&durable, &set) {
-            (Some(d), Set::Tree { .. } | Set::Counting(_)) => {
-                HostDict::open(&d.storage, &d.dir, d.log.is_read_only())?
-            }
-            _ => HostDict::in_memory(),
+            (Some(d), _) => Arc::new(HostDict::open(&d.storage, &d.dir, d.log.is_read_only())?),
+            (None, _) => Arc::new(HostDict::in_memory()),
         };
-        Ok(Namespace { name, options, canon, set, durable, in_flight: InFlight::default(), hosts })
+        Ok(Self::with_hosts(name, options, set, durable, hosts))
+    }
+
+    /// A namespace whose records' hosts are listed in `hosts`: its own, or for a generation
+    /// of a recrawl window, the window's. In a data directory the dictionary's file precedes
+    /// the log on disk (see `crate::host_dict`).
+    pub(crate) fn with_hosts(
+        name: String,
+        options: NamespaceOptions,
+        set: Set,
+        durable: Option<Durable>,
+        hosts: Arc<HostDict>,
+    ) -> Self {
+        if let (Some(d), Some(file)) = (&durable, hosts.file()) {
+            d.log.precede_with(file);
+        }
+        let canon = Canonicalizer::new(options.canon.clone());
+        Namespace { name, options, canon, set, durable, in_flight: InFlight::default(), hosts }
     }
 
     pub(crate) fn in_flight(&self) -> &InFlight {
@@ -615,6 +630,9 @@ impl Namespace {
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
+                    // The store has no log in front of it: the hosts its records carry are
+                    // written out before it is (see `crate::host_dict`).
+                    d.log.flush_first(false)?;
                 }
                 // The answers are handed on before the store is written: a crash between the
                 // two hands them on again (at-least-once), and nothing is recorded unprinted.
@@ -622,10 +640,12 @@ impl Namespace {
                     then.map_or(Ok(()), |then| then(answers))
                 })?
                 .map_err(handed_on)?;
-                // Under `always` one sync per batch (the store writes buffered).
+                // Under `always` one sync per batch (the store writes buffered), the hosts
+                // file's first.
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always
                 {
+                    d.log.flush_first(true)?;
                     set.sync()?;
                 }
                 return Ok(());
@@ -1182,7 +1202,10 @@ impl Namespace {
         let Some(d) = &self.durable else { return Ok(()) };
         match &self.set {
             Set::Tree { tree, .. } => d.checkpoint(tree, &|| Ok(())),
-            Set::Counting(set) => Ok(set.sync()?),
+            Set::Counting(set) => {
+                d.log.flush_first(true)?;
+                Ok(set.sync()?)
+            }
             Set::Recrawl(_) => Ok(()),
         }
     }
@@ -1198,6 +1221,7 @@ impl Namespace {
         let Some(d) = &self.durable else { return Ok(()) };
         d.log.sync_all()?;
         if let Set::Counting(set) = &self.set {
+            d.log.flush_first(true)?;
             set.sync()?;
         }
         Ok(())

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace, NamespaceOptions};
@@ -518,4 +519,154 @@ fn host_guard_cost() {
         after - before,
         (after - before) as f64 / 1e6
     );
+}
+
+/// The hosts file of the namespace log at `log` (`<ns>/log`, or a window generation's
+/// `<ns>/gen/<start>/log`, whose hosts are its window's).
+fn hosts_of(log: &Path) -> std::path::PathBuf {
+    let dir = log.parent().unwrap();
+    match dir.parent() {
+        Some(up) if up.file_name().is_some_and(|n| n == "gen") => {
+            up.parent().unwrap().join("hosts")
+        }
+        _ => dir.join("hosts"),
+    }
+}
+
+/// The hosts file follows the namespace's fsync policy, and precedes the log on disk: under
+/// `always`, `everysec` (its background sync) and `no`, with checkpoints and a close, no log
+/// is ever synced while its hosts file holds bytes written and not synced; the hosts file is
+/// synced at most once per log sync (not once per new host: 10,000 here); and after a reopen
+/// every host is listed (a forget of one finds its URL, instead of refusing). Bloom and exact
+/// namespaces.
+#[test]
+fn the_hosts_file_is_synced_before_the_log_under_every_policy() {
+    use std::collections::HashMap;
+    use urlseen_engine::storage::{FaultyStorage, FileOp};
+    // False positives too rare to show: every URL is new.
+    let sharp = NamespaceOptions { capacity: 10_000, fpr: 1e-7, ..NamespaceOptions::default() };
+    let names = ["bloom", "exact"];
+    for fsync in [Fsync::Always, Fsync::EverySec, Fsync::No] {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FaultyStorage::new();
+        storage.keep_journal(true);
+        let options =
+            DbOptions { fsync, storage: Arc::new(storage.clone()), ..DbOptions::default() };
+        let db = Db::open_with(dir.path(), options.clone()).unwrap();
+        let all = [
+            db.create_namespace("bloom", sharp.clone()).unwrap(),
+            db.create_namespace("exact", NamespaceOptions { exact: true, ..sharp.clone() })
+                .unwrap(),
+        ];
+        for b in 0..200 {
+            let urls: Vec<String> =
+                (0..50).map(|i| format!("https://n{b}-{i}.example/p")).collect();
+            for ns in &all {
+                assert!(ns.seen_batch(&urls).unwrap().iter().all(|&s| !s), "{fsync}");
+            }
+            if b == 100 {
+                for ns in &all {
+                    ns.checkpoint().unwrap();
+                }
+                if fsync == Fsync::EverySec {
+                    // The background sync runs meanwhile.
+                    std::thread::sleep(std::time::Duration::from_millis(1_300));
+                }
+            }
+        }
+        drop(all);
+        db.close().unwrap();
+        storage.keep_journal(false);
+
+        let mut dirty: HashMap<std::path::PathBuf, bool> = HashMap::new();
+        let (mut log_syncs, mut hosts_syncs) = (HashMap::new(), HashMap::new());
+        for (op, path) in storage.journal() {
+            let file = path.file_name().unwrap().to_str().unwrap().to_owned();
+            match (op, file.as_str()) {
+                (FileOp::Append, "hosts") => {
+                    dirty.insert(path, true);
+                }
+                (FileOp::Sync, "hosts") => {
+                    dirty.insert(path.clone(), false);
+                    *hosts_syncs.entry(path).or_insert(0u64) += 1;
+                }
+                (FileOp::Sync, "log") => {
+                    let hosts = hosts_of(&path);
+                    assert!(
+                        !dirty.get(&hosts).copied().unwrap_or(false),
+                        "{fsync}: {} synced before {}",
+                        path.display(),
+                        hosts.display()
+                    );
+                    *log_syncs.entry(hosts).or_insert(0u64) += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(hosts_syncs.len(), 2, "{fsync}: one hosts file per namespace");
+        for (hosts, &n) in &hosts_syncs {
+            let logs = log_syncs.get(hosts).copied().unwrap_or(0);
+            assert!(n <= logs, "{fsync}: {} synced {n} times, its logs {logs}", hosts.display());
+            if fsync != Fsync::Always {
+                assert!(n < 20, "{fsync}: {} synced {n} times", hosts.display());
+            }
+        }
+        let db = Db::open_with(dir.path(), options).unwrap();
+        for name in names {
+            let ns = db.namespace(name).unwrap();
+            for host in ["n0-0.example", "n150-49.example", "n199-7.example"] {
+                assert_eq!(ns.forget_host(host).unwrap(), 1, "{fsync}, {name}: {host}");
+            }
+        }
+    }
+}
+
+/// A hosts file that cannot be written (a failed fsync under `always`, a full disk under
+/// `everysec`) makes the namespace refuse as a failed log write does: the batch whose records
+/// needed it fails with the I/O error, every later write is refused (`Error::Poisoned`, the
+/// server's `MISCONF`), and after a reopen everything acknowledged before is seen and the
+/// failed batch was not recorded.
+#[test]
+fn a_failed_hosts_file_write_refuses_like_a_failed_log_write() {
+    use urlseen_engine::storage::FaultyStorage;
+    for (fsync, full) in [(Fsync::Always, false), (Fsync::EverySec, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FaultyStorage::new();
+        {
+            let options =
+                DbOptions { fsync, storage: Arc::new(storage.clone()), ..DbOptions::default() };
+            let db = Db::open_with(dir.path(), options).unwrap();
+            let ns = db.create_namespace("h", options_for(false)).unwrap();
+            assert!(!ns.seen("https://a.example/").unwrap());
+            ns.sync().unwrap();
+            match full {
+                true => storage.disk_full_after(0),
+                false => storage.fail_syncs(true),
+            }
+            let err = ns.seen_batch(&["https://a.example/2", "https://b.example/"]).unwrap_err();
+            assert!(matches!(&err, Error::Io { path, .. } if path.ends_with("hosts")), "{err}");
+            storage.fail_syncs(false);
+            storage.disk_full_after(u64::MAX);
+            for url in ["https://a.example/3", "https://c.example/"] {
+                let err = ns.seen(url).unwrap_err();
+                assert!(matches!(&err, Error::Poisoned { reason } if reason.contains("hosts")));
+            }
+            // `urlseen filter`'s path stops the same way.
+            let (fp, host) = ns.fingerprint_host("https://d.example/").unwrap();
+            let mut out = [false];
+            let err = ns
+                .seen_fingerprints_hosts_then(&[fp], &[host], &mut out, &mut |_| Ok(()))
+                .unwrap_err();
+            assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+            drop(ns);
+            drop(db);
+        }
+        let db = Db::open(dir.path()).unwrap();
+        let ns = db.namespace("h").unwrap();
+        assert!(ns.contains("https://a.example/").unwrap(), "{fsync}: an acknowledged URL lost");
+        for url in ["https://a.example/2", "https://b.example/", "https://c.example/"] {
+            assert!(!ns.contains(url).unwrap(), "{fsync}: {url} was not acknowledged");
+        }
+        assert_eq!(ns.forget_host("a.example").unwrap(), 1, "{fsync}");
+    }
 }
