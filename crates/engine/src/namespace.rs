@@ -144,6 +144,7 @@ impl Namespace {
         durable: Option<Durable>,
     ) -> Result<Self> {
         let hosts = match (&durable, &set) {
+            (_, Set::Recrawl(gens)) => gens.hosts(),
             (Some(d), _) => Arc::new(HostDict::open(&d.storage, &d.dir, d.log.is_read_only())?),
             (None, _) => Arc::new(HostDict::in_memory()),
         };
@@ -450,9 +451,7 @@ impl Namespace {
         assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
         if let Set::Recrawl(gens) = &self.set {
-            // A window's generations record no hosts yet: its records carry host 0, and a
-            // forget by host refuses on a window namespace (`Error::ForgetHostRecrawl`).
-            return gens.reserve(fps, out);
+            return gens.reserve(fps, hosts, out);
         }
         if let Some(d) = &self.durable {
             d.log.check()?;
@@ -541,7 +540,7 @@ impl Namespace {
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
         if let Set::Recrawl(gens) = &self.set {
-            return gens.seen(fps, out, then);
+            return gens.seen(fps, hosts, out, then);
         }
         let in_flight = self.in_flight.read();
         if in_flight.is_empty() || !fps.iter().any(|fp| in_flight.contains(fp)) {
@@ -650,7 +649,7 @@ impl Namespace {
                 }
                 return Ok(());
             }
-            Set::Recrawl(gens) => return gens.seen(fps, out, then),
+            Set::Recrawl(gens) => return gens.seen(fps, hosts, out, then),
             Set::Tree { tree, .. } => tree,
         };
         if let Some(d) = &self.durable {
@@ -900,12 +899,12 @@ impl Namespace {
         self.forget_host_checked(h, &vouched)
     }
 
-    /// Records that carry host hash `h`.
-    fn count_host_records(&self, h: u32) -> Result<u64> {
+    /// Records that carry host hash `h` (0: records whose host is unknown).
+    pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
         match &self.set {
             Set::Tree { tree, .. } => tree.count_records(&|r| r.host == h),
             Set::Counting(set) => Ok(set.count_host(h)?),
-            Set::Recrawl(_) => Ok(0),
+            Set::Recrawl(gens) => gens.count_host_records(h),
         }
     }
 
@@ -919,20 +918,15 @@ impl Namespace {
 
     /// [`Self::forget_host_hash`] that calls `check` once nothing can be recorded any more
     /// until the forget is done, and forgets nothing if it fails.
-    fn forget_host_checked(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
+    pub(crate) fn forget_host_checked(
+        &self,
+        h: u32,
+        check: &dyn Fn() -> Result<()>,
+    ) -> Result<u64> {
         let (tree, exact) = match &self.set {
             Set::Tree { tree, exact } => (tree, exact),
-            // A window's generations record no hosts yet (their records carry host 0), so the
-            // rule for records of unknown host holds: refuse, forgetting nothing.
-            Set::Recrawl(_) => {
-                return Err(Error::ForgetByUnsupported {
-                    name: self.name.clone(),
-                    what: "by host",
-                    reason: "it has a recrawl window, whose generations do not keep their \
-                             records' hosts yet; wait for the window to expire the host's URLs, \
-                             or import the URLs to keep into a namespace without a window",
-                });
-            }
+            // Each live generation, in turn.
+            Set::Recrawl(gens) => return gens.forget_host(h, check),
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
