@@ -23,12 +23,15 @@
 //! their hash then refuses ([`crate::Error::HostHashUnlisted`]), which forgets nothing.
 //!
 //! # Memory
-//! One map entry per distinct host (hash, boxed name): about 70 bytes per host with names
+//! One map entry per distinct host (hash, 64-bit hash, boxed name) and one slot of 8 bytes
+//! in a table at most half full: about 100 bytes per host with names
 //! of 15 to 25 bytes (see `docs/forget.md` for the measured figure).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -39,18 +42,117 @@ const MAGIC: &[u8; 8] = b"URLSEENH";
 const VERSION: u16 = 1;
 const HEADER: usize = 10;
 
-/// The hosts recorded under one hash: almost always one.
+/// The hosts recorded under one hash: almost always one. Each with its 64-bit host hash
+/// ([`crate::host::host_hashes`]), which [`HostDict::note`] compares instead of the name.
 #[derive(Debug)]
 enum Names {
-    One(Box<str>),
-    Shared(Vec<Box<str>>),
+    One(u64, Box<str>),
+    Shared(Vec<(u64, Box<str>)>),
 }
 
 impl Names {
-    fn contains(&self, host: &str) -> bool {
+    /// Whether the host whose 64-bit hash is `full` is listed: two hosts with the same 64-bit
+    /// hash are taken for one (probability 2⁻⁶⁴ per pair).
+    fn knows(&self, full: u64) -> bool {
         match self {
-            Names::One(name) => &**name == host,
-            Names::Shared(names) => names.iter().any(|n| &**n == host),
+            Names::One(f, _) => *f == full,
+            Names::Shared(names) => names.iter().any(|(f, _)| *f == full),
+        }
+    }
+}
+
+/// The host hashes are uniform already: the map spreads them with one multiplication instead
+/// of hashing them again (SipHash cost more than the rest of a listed host's check).
+#[derive(Debug, Clone, Copy, Default)]
+struct Spread;
+
+impl std::hash::BuildHasher for Spread {
+    type Hasher = SpreadHasher;
+
+    fn build_hasher(&self) -> SpreadHasher {
+        SpreadHasher(0)
+    }
+}
+
+#[derive(Debug, Default)]
+struct SpreadHasher(u64);
+
+impl std::hash::Hasher for SpreadHasher {
+    fn finish(&self) -> u64 {
+        // The top bits matter too (hashbrown's control bytes).
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n);
+    }
+}
+
+type Map = HashMap<u32, Names, Spread>;
+
+/// The 64-bit hashes of the hosts listed, in an open-addressed table: what
+/// [`HostDict::note`] looks at for every URL. One probe touches one cache line, where the map
+/// of names costs two (its control bytes and its bucket); with 100,000 hosts that miss was
+/// most of a listed host's check.
+#[derive(Debug, Default)]
+struct Known {
+    /// 0: empty (a hash of 0 is kept as 1).
+    slots: Vec<u64>,
+    len: usize,
+}
+
+impl Known {
+    fn key(full: u64) -> u64 {
+        full.max(1)
+    }
+
+    fn contains(&self, full: u64) -> bool {
+        let key = Self::key(full);
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = key as usize & mask;
+        while let Some(&slot) = self.slots.get(i) {
+            if slot == key {
+                return true;
+            }
+            if slot == 0 {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+        false
+    }
+
+    fn insert(&mut self, full: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let size = (self.slots.len() * 2).max(1024);
+            let old = std::mem::replace(&mut self.slots, vec![0; size]);
+            self.len = 0;
+            for key in old.into_iter().filter(|&k| k != 0) {
+                self.put(key);
+            }
+        }
+        self.put(Self::key(full));
+    }
+
+    fn put(&mut self, key: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = key as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => {
+                    self.slots[i] = key;
+                    self.len += 1;
+                    return;
+                }
+                k if k == key => return,
+                _ => i = (i + 1) & mask,
+            }
         }
     }
 }
@@ -66,10 +168,38 @@ pub(crate) enum Vouch {
     Shared(Vec<String>),
 }
 
+/// Slots of [`RECENT`].
+const RECENT_SLOTS: usize = 4096;
+
+thread_local! {
+    /// Hosts this thread found listed lately, direct-mapped by their 64-bit hash mixed with
+    /// their dictionary's tag: a crawl's links come mostly from a few hosts (a power law), so
+    /// most URLs find their host here without the dictionary's lock or its table (32 KiB a
+    /// thread). A dictionary never unlists a host, so a slot never goes stale; tags are never
+    /// reused, so one dictionary's slots are not another's (except with probability 2⁻⁶⁴).
+    static RECENT: [Cell<u64>; RECENT_SLOTS] = const { [const { Cell::new(0) }; RECENT_SLOTS] };
+}
+
+/// The next dictionary's number, from which its tag is made.
+static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
+
+/// A tag of its own for a new dictionary: numbers spread over 64 bits (splitmix64).
+fn new_tag() -> u64 {
+    let mut z = NEXT_TAG.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct HostDict {
-    names: RwLock<HashMap<u32, Names>>,
+    /// Mixed into the 64-bit hashes this dictionary puts in [`RECENT`].
+    tag: u64,
+    names: RwLock<Map>,
+    /// Their 64-bit hashes, for the check of every URL; filled after `names` and the file's
+    /// buffer, so a host found here is listed there.
+    known: RwLock<Known>,
     /// The `hosts` file, in a writable data directory.
     file: Option<Arc<HostsFile>>,
 }
@@ -156,7 +286,7 @@ impl crate::log::Precedes for HostsFile {
 impl HostDict {
     /// An empty dictionary that is not persisted (memory, spill, or a read-only open's extra).
     pub(crate) fn in_memory() -> Self {
-        HostDict { names: RwLock::default(), file: None }
+        HostDict { tag: new_tag(), names: RwLock::default(), known: RwLock::default(), file: None }
     }
 
     /// The dictionary of the data directory `dir`: its `hosts` file read (a torn tail cut
@@ -165,13 +295,23 @@ impl HostDict {
     /// # Errors
     /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a hosts file or of an unknown
     /// version.
-    pub(crate) fn open(storage: &Arc<dyn Storage>, dir: &Path, read_only: bool) -> Result<Self> {
+    pub(crate) fn open(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        read_only: bool,
+        seed: u64,
+    ) -> Result<Self> {
         let path = dir.join("hosts");
         let bytes = storage.read(&path).map_err(|e| Error::io("read", &path, e))?;
-        let mut names = HashMap::new();
+        let mut names = Map::default();
+        let mut known = Known::default();
         let mut valid = 0;
         if let Some(bytes) = &bytes {
-            valid = decode(&path, bytes, &mut |hash, host| add(&mut names, hash, host))?;
+            valid = decode(&path, bytes, &mut |hash, host| {
+                let full = crate::host::host_hashes(host, seed).1;
+                add(&mut names, hash, full, host);
+                known.insert(full);
+            })?;
         }
         let file = match read_only {
             true => None,
@@ -197,22 +337,29 @@ impl HostDict {
                 }))
             }
         };
-        Ok(HostDict { names: RwLock::new(names), file })
+        Ok(HostDict { tag: new_tag(), names: RwLock::new(names), known: RwLock::new(known), file })
     }
 
     /// Lists `host` under `hash` if it is not yet (in a data directory, its entry buffered
     /// for the `hosts` file, which the log writes before any record that carries `hash`).
-    /// Called for every URL recorded with a host; costs a read lock and a compare when the
-    /// host is known.
+    /// Called for every URL recorded with a host (`full` is its 64-bit host hash); costs a
+    /// look at a per-thread cache when the host was met lately, and otherwise, when it is
+    /// known, a read lock and one probe of a table of 64-bit hashes.
     ///
     /// # Errors
     /// [`Error::InvalidHost`] for a host longer than an entry holds (65,535 bytes).
-    pub(crate) fn note(&self, hash: u32, host: &str) -> Result<()> {
-        if self.names.read().get(&hash).is_some_and(|n| n.contains(host)) {
+    pub(crate) fn note(&self, hash: u32, full: u64, host: &str) -> Result<()> {
+        let key = full ^ self.tag;
+        let slot = key as usize % RECENT_SLOTS;
+        if key != 0 && RECENT.with(|r| r[slot].get() == key) {
+            return Ok(());
+        }
+        if self.known.read().contains(full) {
+            RECENT.with(|r| r[slot].set(key));
             return Ok(());
         }
         let mut names = self.names.write();
-        if names.get(&hash).is_some_and(|n| n.contains(host)) {
+        if names.get(&hash).is_some_and(|n| n.knows(full)) {
             return Ok(());
         }
         if let Some(file) = &self.file {
@@ -221,7 +368,9 @@ impl HostDict {
             let mut writer = file.writer.lock();
             encode(&mut writer.pending, hash, host)?;
         }
-        add(&mut names, hash, host);
+        add(&mut names, hash, full, host);
+        self.known.write().insert(full);
+        RECENT.with(|r| r[slot].set(key));
         Ok(())
     }
 
@@ -234,10 +383,10 @@ impl HostDict {
     pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
         match self.names.read().get(&hash) {
             None => Vouch::Absent,
-            Some(Names::One(name)) if &**name == host => Vouch::Only,
-            Some(Names::One(name)) => Vouch::Shared(vec![name.to_string()]),
+            Some(Names::One(_, name)) if &**name == host => Vouch::Only,
+            Some(Names::One(_, name)) => Vouch::Shared(vec![name.to_string()]),
             Some(Names::Shared(names)) => {
-                Vouch::Shared(names.iter().map(|n| n.to_string()).collect())
+                Vouch::Shared(names.iter().map(|(_, n)| n.to_string()).collect())
             }
         }
     }
@@ -249,19 +398,19 @@ impl HostDict {
     }
 }
 
-fn add(names: &mut HashMap<u32, Names>, hash: u32, host: &str) {
+fn add(names: &mut Map, hash: u32, full: u64, host: &str) {
     match names.get_mut(&hash) {
         None => {
-            names.insert(hash, Names::One(host.into()));
+            names.insert(hash, Names::One(full, host.into()));
         }
-        Some(n) if n.contains(host) => {}
+        Some(n) if n.knows(full) => {}
         Some(n) => {
             let old = std::mem::replace(n, Names::Shared(Vec::new()));
             let mut all = match old {
-                Names::One(name) => vec![name],
+                Names::One(f, name) => vec![(f, name)],
                 Names::Shared(all) => all,
             };
-            all.push(host.into());
+            all.push((full, host.into()));
             *n = Names::Shared(all);
         }
     }
@@ -329,16 +478,30 @@ mod tests {
     #[test]
     fn a_second_host_under_a_hash_makes_it_shared() {
         let d = HostDict::in_memory();
-        d.note(7, "a.example").unwrap();
-        d.note(7, "a.example").unwrap();
+        d.note(7, 70, "a.example").unwrap();
+        d.note(7, 70, "a.example").unwrap();
         assert_eq!(d.vouch(7, "a.example"), Vouch::Only);
         assert_eq!(d.vouch(7, "b.example"), Vouch::Shared(vec!["a.example".into()]));
         assert_eq!(d.vouch(8, "a.example"), Vouch::Absent);
-        d.note(7, "b.example").unwrap();
+        d.note(7, 71, "b.example").unwrap();
         let both = Vouch::Shared(vec!["a.example".into(), "b.example".into()]);
         assert_eq!(d.vouch(7, "a.example"), both);
         assert_eq!(d.vouch(7, "b.example"), both);
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn the_table_of_known_hashes_finds_every_one_inserted_and_no_other() {
+        let mut k = Known::default();
+        assert!(!k.contains(5));
+        for i in 0..10_000u64 {
+            k.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        }
+        k.insert(0);
+        assert!((0..10_000u64).all(|i| k.contains(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+        assert!((10_000..20_000u64).all(|i| !k.contains(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+        assert!(k.contains(0) && k.contains(1), "0 is kept as 1");
+        assert!(k.slots.len() >= 2 * k.len);
     }
 
     #[test]

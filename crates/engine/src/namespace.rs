@@ -145,7 +145,10 @@ impl Namespace {
     ) -> Result<Self> {
         let hosts = match (&durable, &set) {
             (_, Set::Recrawl(gens)) => gens.hosts(),
-            (Some(d), _) => Arc::new(HostDict::open(&d.storage, &d.dir, d.log.is_read_only())?),
+            (Some(d), _) => {
+                let read_only = d.log.is_read_only();
+                Arc::new(HostDict::open(&d.storage, &d.dir, read_only, options.seed)?)
+            }
             (None, _) => Arc::new(HostDict::in_memory()),
         };
         Ok(Self::with_hosts(name, options, set, durable, hosts))
@@ -213,9 +216,9 @@ impl Namespace {
             self.canon.canonicalize_into(url, buf)?;
             let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
             let Some(host) = crate::host::host_of(buf) else { return Ok((fp, 0)) };
-            let h = crate::host::host_hash(host, self.options.seed);
+            let (h, full) = crate::host::host_hashes(host, self.options.seed);
             // Listed before any record can carry `h` (see `crate::host_dict`).
-            self.hosts.note(h, host)?;
+            self.hosts.note(h, full, host)?;
             Ok((fp, h))
         })
     }

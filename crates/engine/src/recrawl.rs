@@ -230,7 +230,7 @@ impl Generations {
         let count = options.generations;
         let hosts = match &home {
             Home::Dir { db, dir, access, .. } => {
-                HostDict::open(&db.storage, dir, *access == Access::ReadOnly)?
+                HostDict::open(&db.storage, dir, *access == Access::ReadOnly, options.seed)?
             }
             Home::Memory { .. } | Home::Spill { .. } => HostDict::in_memory(),
         };
