@@ -28,15 +28,26 @@ pub fn host_of(url: &str) -> Option<&str> {
     }
     let start = colon + 3;
     let rest = &b[start..];
-    let end = rest.iter().position(|&c| matches!(c, b'/' | b'?' | b'#')).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    let at = authority.iter().rposition(|&c| c == b'@').map_or(0, |i| i + 1);
-    let host_port = &authority[at..];
+    // One pass over the authority: where it ends, where the host starts (after the last `@`)
+    // and the first `:` after that (the port, unless the host is an IPv6 literal).
+    let (mut end, mut at, mut port) = (rest.len(), 0, None);
+    for (i, &c) in rest.iter().enumerate() {
+        match c {
+            b'/' | b'?' | b'#' => {
+                end = i;
+                break;
+            }
+            b'@' => (at, port) = (i + 1, None),
+            b':' if port.is_none() => port = Some(i),
+            _ => {}
+        }
+    }
+    let host_port = &rest[at..end];
     let len = if host_port.first() == Some(&b'[') {
         // `[v6]` or `[v6]:port`.
         host_port.iter().position(|&c| c == b']').map_or(host_port.len(), |i| i + 1)
     } else {
-        host_port.iter().position(|&c| c == b':').unwrap_or(host_port.len())
+        port.map_or(host_port.len(), |p| p - at)
     };
     // Every cut is at an ASCII byte, so a char boundary.
     let host = url.get(start + at..start + at + len)?;
@@ -45,13 +56,19 @@ pub fn host_of(url: &str) -> Option<&str> {
 
 /// The hash a leaf record keeps for `host`, under a namespace's `seed`: never 0.
 pub fn host_hash(host: &str, seed: u64) -> u32 {
+    host_hashes(host, seed).0
+}
+
+/// [`host_hash`], and the 64-bit hash it is folded from, by which the host dictionary tells
+/// hosts apart without comparing their names on every URL (`crate::host_dict`).
+pub(crate) fn host_hashes(host: &str, seed: u64) -> (u32, u64) {
+    let h = hash::fingerprint(host.as_bytes(), seed ^ HOST_SEED);
     #[cfg(feature = "testing")]
     if let Some(forced) = testing::forced(host, seed) {
-        return forced;
+        return (forced, h);
     }
-    let h = hash::fingerprint(host.as_bytes(), seed ^ HOST_SEED);
     let folded = (h ^ (h >> 32)) as u32;
-    if folded == 0 { 1 } else { folded }
+    (if folded == 0 { 1 } else { folded }, h)
 }
 
 /// Keeps host hashes apart from URL fingerprints made with the same seed.
@@ -125,6 +142,11 @@ mod tests {
         assert_eq!(host_of("http://@:80/"), None);
         assert_eq!(host_of("http://bücher.example/"), Some("bücher.example"));
         assert_eq!(host_of("urn:x://y"), None, "the scheme ends at the first colon");
+        assert_eq!(host_of("http://a:b@c:d@example.com:1/"), Some("example.com"));
+        assert_eq!(host_of("http://u@[::1]:8/"), Some("[::1]"));
+        assert_eq!(host_of("http://[::1"), Some("[::1"));
+        assert_eq!(host_of("https://example.com"), Some("example.com"));
+        assert_eq!(host_of("https://example.com:"), Some("example.com"));
     }
 
     #[test]

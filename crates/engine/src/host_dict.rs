@@ -4,25 +4,34 @@
 //!
 //! Every URL recorded with a host passes [`HostDict::note`] first (in
 //! `Namespace::fingerprint_host`, before its record can be made): a host not yet listed under
-//! its hash is added, and in a data directory appended to the `hosts` file and synced before
-//! `note` returns, so that no record on disk ever carries a hash whose hosts the file does not
-//! list. A second, different host under the same hash makes the hash *shared*; a forget of
-//! either refuses ([`crate::Error::HostHashShared`]).
+//! its hash is added, and in a data directory its entry is buffered for the `hosts` file. The
+//! file follows the namespace's fsync policy: the log ([`crate::log::Precedes`]) writes the
+//! buffered entries before each of its writes and syncs the file before each of its syncs (the
+//! commit under `always`, the every-second sync, a checkpoint's, close's), so every log record
+//! on disk has its host listed in the file on disk. A counting namespace, whose store has no
+//! log in front of it, does the same before each store write and sync. A second, different
+//! host under the same hash makes the hash *shared*; a forget of either refuses
+//! ([`crate::Error::HostHashShared`]).
 //!
 //! ```text
 //! DIR/ns/<hex of name>/hosts   "URLSEENH", version u16, then entries:
 //!                              hash u32 | length u16 | host bytes | xxh3 of the three, u64
 //! ```
-//! A torn or corrupt entry ends the file: it was not synced, so `note` had not returned for it
-//! and no record carries it; the next append overwrites it.
+//! A torn or corrupt entry ends the file: it was not synced, so no synced record relies on
+//! it; it is cut at the next open, and the next append goes where it began. A power loss can
+//! leave log records that were not synced either and whose host is not listed: a forget of
+//! their hash then refuses ([`crate::Error::HostHashUnlisted`]), which forgets nothing.
 //!
 //! # Memory
-//! One map entry per distinct host (hash, boxed name): about 70 bytes per host with names
+//! One map entry per distinct host (hash, 64-bit hash, boxed name) and one slot of 8 bytes
+//! in a table at most half full, and their growth slack: 135 bytes of RSS per host with names
 //! of 15 to 25 bytes (see `docs/forget.md` for the measured figure).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -32,21 +41,118 @@ use crate::storage::{AppendFile, Storage};
 const MAGIC: &[u8; 8] = b"URLSEENH";
 const VERSION: u16 = 1;
 const HEADER: usize = 10;
-/// hash, length, checksum.
-const ENTRY_OVERHEAD: usize = 4 + 2 + 8;
 
-/// The hosts recorded under one hash: almost always one.
+/// The hosts recorded under one hash: almost always one. Each with its 64-bit host hash
+/// ([`crate::host::host_hashes`]), which [`HostDict::note`] compares instead of the name.
 #[derive(Debug)]
 enum Names {
-    One(Box<str>),
-    Shared(Vec<Box<str>>),
+    One(u64, Box<str>),
+    Shared(Vec<(u64, Box<str>)>),
 }
 
 impl Names {
-    fn contains(&self, host: &str) -> bool {
+    /// Whether the host whose 64-bit hash is `full` is listed: two hosts with the same 64-bit
+    /// hash are taken for one (probability 2⁻⁶⁴ per pair).
+    fn knows(&self, full: u64) -> bool {
         match self {
-            Names::One(name) => &**name == host,
-            Names::Shared(names) => names.iter().any(|n| &**n == host),
+            Names::One(f, _) => *f == full,
+            Names::Shared(names) => names.iter().any(|(f, _)| *f == full),
+        }
+    }
+}
+
+/// The host hashes are uniform already: the map spreads them with one multiplication instead
+/// of hashing them again (SipHash cost more than the rest of a listed host's check).
+#[derive(Debug, Clone, Copy, Default)]
+struct Spread;
+
+impl std::hash::BuildHasher for Spread {
+    type Hasher = SpreadHasher;
+
+    fn build_hasher(&self) -> SpreadHasher {
+        SpreadHasher(0)
+    }
+}
+
+#[derive(Debug, Default)]
+struct SpreadHasher(u64);
+
+impl std::hash::Hasher for SpreadHasher {
+    fn finish(&self) -> u64 {
+        // The top bits matter too (hashbrown's control bytes).
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n);
+    }
+}
+
+type Map = HashMap<u32, Names, Spread>;
+
+/// The 64-bit hashes of the hosts listed, in an open-addressed table: what
+/// [`HostDict::note`] looks at for every URL. One probe touches one cache line, where the map
+/// of names costs two (its control bytes and its bucket); with 100,000 hosts that miss was
+/// most of a listed host's check.
+#[derive(Debug, Default)]
+struct Known {
+    /// 0: empty (a hash of 0 is kept as 1).
+    slots: Vec<u64>,
+    len: usize,
+}
+
+impl Known {
+    fn key(full: u64) -> u64 {
+        full.max(1)
+    }
+
+    fn contains(&self, full: u64) -> bool {
+        let key = Self::key(full);
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = key as usize & mask;
+        while let Some(&slot) = self.slots.get(i) {
+            if slot == key {
+                return true;
+            }
+            if slot == 0 {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+        false
+    }
+
+    fn insert(&mut self, full: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let size = (self.slots.len() * 2).max(1024);
+            let old = std::mem::replace(&mut self.slots, vec![0; size]);
+            self.len = 0;
+            for key in old.into_iter().filter(|&k| k != 0) {
+                self.put(key);
+            }
+        }
+        self.put(Self::key(full));
+    }
+
+    fn put(&mut self, key: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = key as usize & mask;
+        loop {
+            match self.slots[i] {
+                0 => {
+                    self.slots[i] = key;
+                    self.len += 1;
+                    return;
+                }
+                k if k == key => return,
+                _ => i = (i + 1) & mask,
+            }
         }
     }
 }
@@ -62,23 +168,62 @@ pub(crate) enum Vouch {
     Shared(Vec<String>),
 }
 
+/// Slots of [`RECENT`].
+const RECENT_SLOTS: usize = 4096;
+
+thread_local! {
+    /// Hosts this thread found listed lately, direct-mapped by their 64-bit hash mixed with
+    /// their dictionary's tag: a crawl's links come mostly from a few hosts (a power law), so
+    /// most URLs find their host here without the dictionary's lock or its table (32 KiB a
+    /// thread). A dictionary never unlists a host, so a slot never goes stale; tags are never
+    /// reused, so one dictionary's slots are not another's (except with probability 2⁻⁶⁴).
+    static RECENT: [Cell<u64>; RECENT_SLOTS] = const { [const { Cell::new(0) }; RECENT_SLOTS] };
+}
+
+/// The next dictionary's number, from which its tag is made.
+static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
+
+/// A tag of its own for a new dictionary: numbers spread over 64 bits (splitmix64).
+fn new_tag() -> u64 {
+    let mut z = NEXT_TAG.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct HostDict {
-    names: RwLock<HashMap<u32, Names>>,
+    /// Mixed into the 64-bit hashes this dictionary puts in [`RECENT`].
+    tag: u64,
+    names: RwLock<Map>,
+    /// Their 64-bit hashes, for the check of every URL; filled after `names` and the file's
+    /// buffer, so a host found here is listed there.
+    known: RwLock<Known>,
     /// The `hosts` file, in a writable data directory.
-    file: Option<Mutex<Writer>>,
+    file: Option<Arc<HostsFile>>,
 }
 
-/// The `hosts` file, opened at the first host listed (a namespace of raw items has none).
+/// The `hosts` file: entries buffered by [`HostDict::note`], written and synced when the log
+/// (or a counting store) is about to write or sync records that rely on them.
+#[derive(Debug)]
+pub(crate) struct HostsFile {
+    writer: Mutex<Writer>,
+}
+
+/// The `hosts` file, opened at its first write (a namespace of raw items has none).
 struct Writer {
     storage: Arc<dyn Storage>,
     path: PathBuf,
     file: Option<Box<dyn AppendFile>>,
     /// Whether the file holds its header (when it is opened).
     has_header: bool,
+    /// Entries listed and not written yet.
+    pending: Vec<u8>,
+    /// Whether bytes were written since the last sync.
+    unsynced: bool,
     /// Why a write or sync failed: its tail is unknown, and an entry appended after it might
-    /// not be read back, so no host is listed (and no URL of a new host recorded) any more.
+    /// not be read back, so nothing is written any more (the log that asked is poisoned).
     failed: Option<String>,
 }
 
@@ -89,18 +234,21 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    fn append_synced(&mut self, bytes: &[u8]) -> Result<()> {
+    fn flush(&mut self, sync: bool) -> Result<()> {
+        if self.pending.is_empty() && !(sync && self.unsynced) {
+            return Ok(());
+        }
         if let Some(reason) = &self.failed {
             return Err(Error::Poisoned { reason: reason.clone() });
         }
-        let result = self.append_synced_once(bytes);
+        let result = self.flush_once(sync);
         if let Err(e) = &result {
             self.failed = Some(format!("the hosts file could not be written ({e}); reopen"));
         }
         result
     }
 
-    fn append_synced_once(&mut self, bytes: &[u8]) -> Result<()> {
+    fn flush_once(&mut self, sync: bool) -> Result<()> {
         let path = &self.path;
         let file = match &mut self.file {
             Some(file) => file,
@@ -116,15 +264,29 @@ impl Writer {
                 self.file.insert(file)
             }
         };
-        file.append(bytes).map_err(|e| Error::io("write", path, e))?;
-        file.sync().map_err(|e| Error::io("fsync", path, e))
+        if !self.pending.is_empty() {
+            file.append(&self.pending).map_err(|e| Error::io("write", path, e))?;
+            self.pending.clear();
+            self.unsynced = true;
+        }
+        if sync && self.unsynced {
+            file.sync().map_err(|e| Error::io("fsync", path, e))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+}
+
+impl crate::log::Precedes for HostsFile {
+    fn flush(&self, sync: bool) -> Result<()> {
+        self.writer.lock().flush(sync)
     }
 }
 
 impl HostDict {
     /// An empty dictionary that is not persisted (memory, spill, or a read-only open's extra).
     pub(crate) fn in_memory() -> Self {
-        HostDict { names: RwLock::default(), file: None }
+        HostDict { tag: new_tag(), names: RwLock::default(), known: RwLock::default(), file: None }
     }
 
     /// The dictionary of the data directory `dir`: its `hosts` file read (a torn tail cut
@@ -133,13 +295,23 @@ impl HostDict {
     /// # Errors
     /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a hosts file or of an unknown
     /// version.
-    pub(crate) fn open(storage: &Arc<dyn Storage>, dir: &Path, read_only: bool) -> Result<Self> {
+    pub(crate) fn open(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        read_only: bool,
+        seed: u64,
+    ) -> Result<Self> {
         let path = dir.join("hosts");
         let bytes = storage.read(&path).map_err(|e| Error::io("read", &path, e))?;
-        let mut names = HashMap::new();
+        let mut names = Map::default();
+        let mut known = Known::default();
         let mut valid = 0;
         if let Some(bytes) = &bytes {
-            valid = decode(&path, bytes, &mut |hash, host| add(&mut names, hash, host))?;
+            valid = decode(&path, bytes, &mut |hash, host| {
+                let full = crate::host::host_hashes(host, seed).1;
+                add(&mut names, hash, full, host);
+                known.insert(full);
+            })?;
         }
         let file = match read_only {
             true => None,
@@ -152,52 +324,69 @@ impl HostDict {
                         .map_err(|e| Error::io("truncate", &path, e))?,
                     _ => {}
                 }
-                Some(Mutex::new(Writer {
-                    storage: Arc::clone(storage),
-                    path,
-                    file: None,
-                    has_header: valid > 0,
-                    failed: None,
+                Some(Arc::new(HostsFile {
+                    writer: Mutex::new(Writer {
+                        storage: Arc::clone(storage),
+                        path,
+                        file: None,
+                        has_header: valid > 0,
+                        pending: Vec::new(),
+                        unsynced: false,
+                        failed: None,
+                    }),
                 }))
             }
         };
-        Ok(HostDict { names: RwLock::new(names), file })
+        Ok(HostDict { tag: new_tag(), names: RwLock::new(names), known: RwLock::new(known), file })
     }
 
-    /// Lists `host` under `hash` if it is not yet: durably, in a data directory, before it
-    /// returns. Called for every URL recorded with a host; costs a read lock and a compare
-    /// when the host is known.
+    /// Lists `host` under `hash` if it is not yet (in a data directory, its entry buffered
+    /// for the `hosts` file, which the log writes before any record that carries `hash`).
+    /// Called for every URL recorded with a host (`full` is its 64-bit host hash); costs a
+    /// look at a per-thread cache when the host was met lately, and otherwise, when it is
+    /// known, a read lock and one probe of a table of 64-bit hashes.
     ///
     /// # Errors
-    /// [`Error::Io`] when the entry could not be written or synced: the URL must not be
-    /// recorded then (nothing lists its host).
-    pub(crate) fn note(&self, hash: u32, host: &str) -> Result<()> {
-        if self.names.read().get(&hash).is_some_and(|n| n.contains(host)) {
+    /// [`Error::InvalidHost`] for a host longer than an entry holds (65,535 bytes).
+    pub(crate) fn note(&self, hash: u32, full: u64, host: &str) -> Result<()> {
+        let key = full ^ self.tag;
+        let slot = key as usize % RECENT_SLOTS;
+        if key != 0 && RECENT.with(|r| r[slot].get() == key) {
+            return Ok(());
+        }
+        if self.known.read().contains(full) {
+            RECENT.with(|r| r[slot].set(key));
             return Ok(());
         }
         let mut names = self.names.write();
-        if names.get(&hash).is_some_and(|n| n.contains(host)) {
+        if names.get(&hash).is_some_and(|n| n.knows(full)) {
             return Ok(());
         }
         if let Some(file) = &self.file {
-            // Under the write lock: no record can carry the hash as this host's before the
-            // entry is durable.
-            let mut entry = Vec::with_capacity(ENTRY_OVERHEAD + host.len());
-            encode(&mut entry, hash, host)?;
-            file.lock().append_synced(&entry)?;
+            // Under the write lock: buffered before anyone can see the host listed, so before
+            // any record carrying the hash can be appended to the log.
+            let mut writer = file.writer.lock();
+            encode(&mut writer.pending, hash, host)?;
         }
-        add(&mut names, hash, host);
+        add(&mut names, hash, full, host);
+        self.known.write().insert(full);
+        RECENT.with(|r| r[slot].set(key));
         Ok(())
+    }
+
+    /// The `hosts` file, to precede the log on disk (none in memory or read-only).
+    pub(crate) fn file(&self) -> Option<Arc<HostsFile>> {
+        self.file.clone()
     }
 
     /// What is listed under `hash`, for a forget of `host`.
     pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
         match self.names.read().get(&hash) {
             None => Vouch::Absent,
-            Some(Names::One(name)) if &**name == host => Vouch::Only,
-            Some(Names::One(name)) => Vouch::Shared(vec![name.to_string()]),
+            Some(Names::One(_, name)) if &**name == host => Vouch::Only,
+            Some(Names::One(_, name)) => Vouch::Shared(vec![name.to_string()]),
             Some(Names::Shared(names)) => {
-                Vouch::Shared(names.iter().map(|n| n.to_string()).collect())
+                Vouch::Shared(names.iter().map(|(_, n)| n.to_string()).collect())
             }
         }
     }
@@ -209,19 +398,19 @@ impl HostDict {
     }
 }
 
-fn add(names: &mut HashMap<u32, Names>, hash: u32, host: &str) {
+fn add(names: &mut Map, hash: u32, full: u64, host: &str) {
     match names.get_mut(&hash) {
         None => {
-            names.insert(hash, Names::One(host.into()));
+            names.insert(hash, Names::One(full, host.into()));
         }
-        Some(n) if n.contains(host) => {}
+        Some(n) if n.knows(full) => {}
         Some(n) => {
             let old = std::mem::replace(n, Names::Shared(Vec::new()));
             let mut all = match old {
-                Names::One(name) => vec![name],
+                Names::One(f, name) => vec![(f, name)],
                 Names::Shared(all) => all,
             };
-            all.push(host.into());
+            all.push((full, host.into()));
             *n = Names::Shared(all);
         }
     }
@@ -289,16 +478,30 @@ mod tests {
     #[test]
     fn a_second_host_under_a_hash_makes_it_shared() {
         let d = HostDict::in_memory();
-        d.note(7, "a.example").unwrap();
-        d.note(7, "a.example").unwrap();
+        d.note(7, 70, "a.example").unwrap();
+        d.note(7, 70, "a.example").unwrap();
         assert_eq!(d.vouch(7, "a.example"), Vouch::Only);
         assert_eq!(d.vouch(7, "b.example"), Vouch::Shared(vec!["a.example".into()]));
         assert_eq!(d.vouch(8, "a.example"), Vouch::Absent);
-        d.note(7, "b.example").unwrap();
+        d.note(7, 71, "b.example").unwrap();
         let both = Vouch::Shared(vec!["a.example".into(), "b.example".into()]);
         assert_eq!(d.vouch(7, "a.example"), both);
         assert_eq!(d.vouch(7, "b.example"), both);
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn the_table_of_known_hashes_finds_every_one_inserted_and_no_other() {
+        let mut k = Known::default();
+        assert!(!k.contains(5));
+        for i in 0..10_000u64 {
+            k.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        }
+        k.insert(0);
+        assert!((0..10_000u64).all(|i| k.contains(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+        assert!((10_000..20_000u64).all(|i| !k.contains(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+        assert!(k.contains(0) && k.contains(1), "0 is kept as 1");
+        assert!(k.slots.len() >= 2 * k.len);
     }
 
     #[test]

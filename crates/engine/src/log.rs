@@ -180,18 +180,25 @@ pub struct FingerprintLog {
     hold: Mutex<()>,
     /// Opened by [`Self::open_read_only`]: every write and sync is refused.
     read_only: bool,
-    /// Files whose entries records in this log rely on, synced before it is (see
-    /// [`Self::before_sync`]).
-    before_sync: parking_lot::RwLock<Vec<SyncHook>>,
+    /// Files whose bytes some records rely on (the namespace's `hosts` file, its URL
+    /// journal): written before every write of the log and synced before every sync of it
+    /// (see [`Precedes`]).
+    first: parking_lot::RwLock<Vec<Arc<dyn Precedes>>>,
 }
 
-/// What [`FingerprintLog::before_sync`] runs.
-struct SyncHook(Box<dyn Fn() -> Result<()> + Send + Sync>);
-
-impl std::fmt::Debug for SyncHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SyncHook")
-    }
+/// A file that must be on disk before the log records that rely on it: the namespace's
+/// `hosts` file, whose entries list the hosts of the hashes that records carry (see
+/// `crate::host_dict`), and the URL journal of a namespace that keeps its URLs (see
+/// `crate::url_journal`). Its owner buffers bytes before the records that rely on them are
+/// appended to the log; the log writes them out before each of its own writes and syncs them
+/// before each of its own syncs, so a record written (synced) has them written (synced), under
+/// every fsync policy, at the cost of one more sync only when the file has new bytes.
+pub(crate) trait Precedes: Send + Sync + std::fmt::Debug {
+    /// Writes what is buffered; with `sync`, makes everything written durable.
+    ///
+    /// # Errors
+    /// The I/O error (the log is then poisoned, as for its own).
+    fn flush(&self, sync: bool) -> Result<()>;
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
@@ -360,9 +367,30 @@ impl FingerprintLog {
             syncs: AtomicU64::new(0),
             sync_micros: AtomicU64::new(0),
             hold: Mutex::new(()),
-            before_sync: parking_lot::RwLock::new(Vec::new()),
             read_only,
+            first: parking_lot::RwLock::new(Vec::new()),
         }
+    }
+
+    /// Makes `first` precede this log on disk (see [`Precedes`]), after those given before.
+    /// Called before any write.
+    pub(crate) fn precede_with(&self, first: Arc<dyn Precedes>) {
+        self.first.write().push(first);
+    }
+
+    /// [`Precedes::flush`] of the file that precedes this log, for a writer whose records go
+    /// elsewhere (a counting namespace's store): a failure poisons the log as its own would.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (the log is then poisoned) or [`Error::Poisoned`].
+    pub(crate) fn flush_first(&self, sync: bool) -> Result<()> {
+        // A read-only log has none.
+        let first = self.first.read();
+        if first.is_empty() {
+            return Ok(());
+        }
+        self.check()?;
+        first.iter().try_for_each(|f| f.flush(sync)).map_err(|e| self.poison_with(e))
     }
 
     /// Holds back everything appended from now on from the file: every other flush (commits,
@@ -525,30 +553,30 @@ impl FingerprintLog {
         }
         self.check()?;
         let mut written = self.written_to.load(Ordering::Acquire);
-        if written < lsn {
-            let bytes = {
+        let bytes = match written < lsn {
+            true => {
                 let mut pending = self.pending.lock();
                 written = pending.end;
-                std::mem::take(&mut pending.bytes)
-            };
+                Some(std::mem::take(&mut pending.bytes))
+            }
+            false => None,
+        };
+        let must_sync = sync && self.synced_to.load(Ordering::Acquire) < written;
+        if bytes.is_some() || must_sync {
+            // Taken after the records above: every entry they rely on was buffered before
+            // they were appended, so it goes out (and is synced) before them.
+            for first in self.first.read().iter() {
+                first.flush(must_sync).map_err(|e| self.poison_with(e))?;
+            }
+        }
+        if let Some(bytes) = bytes {
             if let Err(e) = file.append(&bytes) {
                 return Err(self.poison("write", e));
             }
             self.written_to.store(written, Ordering::Release);
         }
-        if sync && self.synced_to.load(Ordering::Acquire) < written {
+        if must_sync {
             let started = Instant::now();
-            for hook in self.before_sync.read().iter() {
-                if let Err(e) = (hook.0)() {
-                    let reason = format!(
-                        "a file the records of {} rely on could not be synced ({e}); refusing \
-                         further writes",
-                        self.path.display()
-                    );
-                    self.poison_for(reason);
-                    return Err(e);
-                }
-            }
             if let Err(e) = file.sync() {
                 return Err(self.poison("fsync", e));
             }
@@ -559,13 +587,6 @@ impl FingerprintLog {
         Ok(())
     }
 
-    /// Runs `hook` before every sync of this log, under its I/O lock, and fails the sync (and
-    /// poisons the log) if it fails: a file whose entries the log's records rely on (a
-    /// namespace's URL journal) is durable before they are.
-    pub(crate) fn before_sync(&self, hook: Box<dyn Fn() -> Result<()> + Send + Sync>) {
-        self.before_sync.write().push(SyncHook(hook));
-    }
-
     /// Refuses every later write with [`Error::Poisoned`] for `reason`: a write that failed
     /// half-way (in exact mode, the store) left state that must not be acknowledged later.
     pub fn poison_for(&self, reason: String) {
@@ -573,6 +594,13 @@ impl FingerprintLog {
         if poisoned.is_none() {
             *poisoned = Some(reason);
         }
+    }
+
+    /// Poisons the log for the failure `e` of the file that precedes it, and returns `e`.
+    fn poison_with(&self, e: Error) -> Error {
+        let reason = format!("{e}; refusing further writes to {}", self.path.display());
+        *self.poisoned.lock() = Some(reason);
+        e
     }
 
     fn poison(&self, what: &str, e: std::io::Error) -> Error {

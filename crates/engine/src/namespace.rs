@@ -39,8 +39,9 @@ pub struct Namespace {
     durable: Option<Durable>,
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
     in_flight: InFlight,
-    /// The hosts recorded under each host hash: the collision guard of a forget by host.
-    hosts: HostDict,
+    /// The hosts recorded under each host hash: the collision guard of a forget by host. A
+    /// window's generations share their window's.
+    hosts: Arc<HostDict>,
     /// The canonical URLs recorded, for a forget by prefix ([`NamespaceOptions::keep_urls`]).
     urls: Option<Arc<UrlJournal>>,
 }
@@ -145,22 +146,43 @@ impl Namespace {
         set: Set,
         durable: Option<Durable>,
     ) -> Result<Self> {
-        let canon = Canonicalizer::new(options.canon.clone());
         let hosts = match (&durable, &set) {
-            (Some(d), Set::Tree { .. } | Set::Counting(_)) => {
-                HostDict::open(&d.storage, &d.dir, d.log.is_read_only())?
+            (_, Set::Recrawl(gens)) => gens.hosts(),
+            (Some(d), _) => {
+                let read_only = d.log.is_read_only();
+                Arc::new(HostDict::open(&d.storage, &d.dir, read_only, options.seed)?)
             }
-            _ => HostDict::in_memory(),
+            (None, _) => Arc::new(HostDict::in_memory()),
         };
+        Self::with_hosts(name, options, set, durable, hosts)
+    }
+
+    /// A namespace whose records' hosts are listed in `hosts`: its own, or for a generation
+    /// of a recrawl window, the window's. In a data directory the dictionary's file, and the
+    /// URL journal of a namespace that keeps its URLs, precede the log on disk (see
+    /// `crate::host_dict`, `crate::url_journal`).
+    ///
+    /// # Errors
+    /// The URL journal's, when it cannot be opened.
+    pub(crate) fn with_hosts(
+        name: String,
+        options: NamespaceOptions,
+        set: Set,
+        durable: Option<Durable>,
+        hosts: Arc<HostDict>,
+    ) -> Result<Self> {
+        if let (Some(d), Some(file)) = (&durable, hosts.file()) {
+            d.log.precede_with(file);
+        }
         let urls = match options.keep_urls {
             true => Some(Arc::new(Self::open_url_journal(&set, durable.as_ref())?)),
             false => None,
         };
         if let (Some(urls), Some(d)) = (&urls, &durable) {
             // Every entry is on disk before the records that rely on it are.
-            let urls = Arc::clone(urls);
-            d.log.before_sync(Box::new(move || urls.sync()));
+            d.log.precede_with(Arc::clone(urls) as Arc<dyn crate::log::Precedes>);
         }
+        let canon = Canonicalizer::new(options.canon.clone());
         Ok(Namespace {
             name,
             options,
@@ -245,9 +267,9 @@ impl Namespace {
             self.canon.canonicalize_into(url, buf)?;
             let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
             let Some(host) = crate::host::host_of(buf) else { return Ok((fp, 0)) };
-            let h = crate::host::host_hash(host, self.options.seed);
+            let (h, full) = crate::host::host_hashes(host, self.options.seed);
             // Listed before any record can carry `h` (see `crate::host_dict`).
-            self.hosts.note(h, host)?;
+            self.hosts.note(h, full, host)?;
             // Journaled before any record of it can be made, unless it is known to be there
             // (see `crate::url_journal`).
             if let Some(urls) = &self.urls {
@@ -494,9 +516,7 @@ impl Namespace {
         assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
         if let Set::Recrawl(gens) = &self.set {
-            // A window's generations record no hosts yet: its records carry host 0, and a
-            // forget by host refuses on a window namespace (`Error::ForgetHostRecrawl`).
-            return gens.reserve(fps, out);
+            return gens.reserve(fps, hosts, out);
         }
         if let Some(d) = &self.durable {
             d.log.check()?;
@@ -585,7 +605,7 @@ impl Namespace {
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
         if let Set::Recrawl(gens) = &self.set {
-            return gens.seen(fps, out, then);
+            return gens.seen(fps, hosts, out, then);
         }
         let in_flight = self.in_flight.read();
         if in_flight.is_empty() || !fps.iter().any(|fp| in_flight.contains(fp)) {
@@ -682,6 +702,9 @@ impl Namespace {
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
+                    // The store has no log in front of it: the hosts its records carry are
+                    // written out before it is (see `crate::host_dict`).
+                    d.log.flush_first(false)?;
                 }
                 // The answers are handed on before the store is written: a crash between the
                 // two hands them on again (at-least-once), and nothing is recorded unprinted.
@@ -689,18 +712,17 @@ impl Namespace {
                     then.map_or(Ok(()), |then| then(answers))
                 })?
                 .map_err(handed_on)?;
-                // Under `always` one sync per batch (the store writes buffered).
+                // Under `always` one sync per batch (the store writes buffered), the hosts
+                // file's first.
                 if let Some(d) = &self.durable
                     && d.log.policy() == Fsync::Always
                 {
-                    if let Some(urls) = &self.urls {
-                        urls.sync()?;
-                    }
+                    d.log.flush_first(true)?;
                     set.sync()?;
                 }
                 return Ok(());
             }
-            Set::Recrawl(gens) => return gens.seen(fps, out, then),
+            Set::Recrawl(gens) => return gens.seen(fps, hosts, out, then),
             Set::Tree { tree, .. } => tree,
         };
         if let Some(d) = &self.durable {
@@ -942,12 +964,12 @@ impl Namespace {
         self.forget_host_checked(h, &vouched)
     }
 
-    /// Records that carry host hash `h`.
-    fn count_host_records(&self, h: u32) -> Result<u64> {
+    /// Records that carry host hash `h` (0: records whose host is unknown).
+    pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
         match &self.set {
             Set::Tree { tree, .. } => tree.count_records(&|r| r.host == h),
             Set::Counting(set) => Ok(set.count_host(h)?),
-            Set::Recrawl(_) => Ok(0),
+            Set::Recrawl(gens) => gens.count_host_records(h),
         }
     }
 
@@ -961,20 +983,15 @@ impl Namespace {
 
     /// [`Self::forget_host_hash`] that calls `check` once nothing can be recorded any more
     /// until the forget is done, and forgets nothing if it fails.
-    fn forget_host_checked(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
+    pub(crate) fn forget_host_checked(
+        &self,
+        h: u32,
+        check: &dyn Fn() -> Result<()>,
+    ) -> Result<u64> {
         let (tree, exact) = match &self.set {
             Set::Tree { tree, exact } => (tree, exact),
-            // A window's generations record no hosts yet (their records carry host 0), so the
-            // rule for records of unknown host holds: refuse, forgetting nothing.
-            Set::Recrawl(_) => {
-                return Err(Error::ForgetByUnsupported {
-                    name: self.name.clone(),
-                    what: "by host",
-                    reason: "it has a recrawl window, whose generations do not keep their \
-                             records' hosts yet; wait for the window to expire the host's URLs, \
-                             or import the URLs to keep into a namespace without a window",
-                });
-            }
+            // Each live generation, in turn.
+            Set::Recrawl(gens) => return gens.forget_host(h, check),
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {
                     d.log.check()?;
@@ -1376,9 +1393,7 @@ impl Namespace {
         match &self.set {
             Set::Tree { tree, .. } => d.checkpoint(tree, &|| Ok(())),
             Set::Counting(set) => {
-                if let Some(urls) = &self.urls {
-                    urls.sync()?;
-                }
+                d.log.flush_first(true)?;
                 Ok(set.sync()?)
             }
             Set::Recrawl(_) => Ok(()),
@@ -1396,11 +1411,7 @@ impl Namespace {
         let Some(d) = &self.durable else { return Ok(()) };
         d.log.sync_all()?;
         if let Set::Counting(set) = &self.set {
-            // A counting namespace logs nothing, so the log's sync does not reach the journal:
-            // its entries are made durable before the store's records.
-            if let Some(urls) = &self.urls {
-                urls.sync()?;
-            }
+            d.log.flush_first(true)?;
             set.sync()?;
         }
         Ok(())

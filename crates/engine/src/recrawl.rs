@@ -39,6 +39,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::host_dict::HostDict;
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::namespace::Namespace;
 use crate::options::NamespaceOptions;
@@ -175,6 +176,9 @@ pub(crate) struct Generations {
     home: Home,
     /// Oldest first; the last takes writes while its slot lasts.
     live: RwLock<Vec<Generation>>,
+    /// The hosts of every generation's records: one dictionary for the window, in its
+    /// namespace directory (`hosts`), which precedes each generation's log on disk.
+    hosts: Arc<HostDict>,
 }
 
 /// One generation in [`RecrawlReport`].
@@ -224,6 +228,12 @@ impl Generations {
         options.validate()?;
         let window = window.as_millis() as u64;
         let count = options.generations;
+        let hosts = match &home {
+            Home::Dir { db, dir, access, .. } => {
+                HostDict::open(&db.storage, dir, *access == Access::ReadOnly, options.seed)?
+            }
+            Home::Memory { .. } | Home::Spill { .. } => HostDict::in_memory(),
+        };
         Ok(Generations {
             name: name.to_owned(),
             window,
@@ -233,6 +243,7 @@ impl Generations {
             clock,
             home,
             live: RwLock::new(Vec::new()),
+            hosts: Arc::new(hosts),
         })
     }
 
@@ -282,7 +293,8 @@ impl Generations {
             }
             match persist::recover(&path, db, workers, access)? {
                 persist::Opened::Namespace(r) => {
-                    let ns = Namespace::from_parts(r.name, r.options, r.set, r.durable)?;
+                    let hosts = Arc::clone(&gens.hosts);
+                    let ns = Namespace::with_hosts(r.name, r.options, r.set, r.durable, hosts)?;
                     live.push(Generation { start, ns: Arc::new(ns) });
                 }
                 persist::Opened::Unfinished => {}
@@ -373,7 +385,7 @@ impl Generations {
                 let (durable, set) = persist::create_at(at, &name, &options, db, workers)?;
                 // The generation directory is in place: make its name durable with it.
                 sync_dir(&dir.join(GENERATIONS_DIR));
-                Namespace::from_parts(name, options, set, durable)
+                Namespace::with_hosts(name, options, set, durable, Arc::clone(&self.hosts))
             }
         }
     }
@@ -402,10 +414,12 @@ impl Generations {
     }
 
     /// Check-and-insert: "seen" if any live generation holds the fingerprint, otherwise
-    /// recorded in the current one. `then` as in [`Namespace::seen_fingerprints_then`].
+    /// recorded in the current one, with its host hash (`hosts`: one per fingerprint, or
+    /// none). `then` as in [`Namespace::seen_fingerprints_then`].
     pub(crate) fn seen(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
@@ -418,16 +432,22 @@ impl Generations {
             });
         };
         let (rest, at) = self.look_in_old(old, now, fps, out)?;
+        let rest_hosts = gather(&at, hosts);
         let mut answers = vec![false; rest.len()];
         match then {
-            None => current.ns.seen_fingerprints(&rest, &mut answers)?,
+            None => current.ns.seen_fingerprints_hosts(&rest, &rest_hosts, &mut answers)?,
             Some(then) => {
                 let mut whole = out.to_vec();
                 let mut hand_on = |answers: &[bool]| {
                     scatter(&at, answers, &mut whole);
                     then(&whole)
                 };
-                current.ns.seen_fingerprints_then(&rest, &mut answers, &mut hand_on)?;
+                current.ns.seen_fingerprints_hosts_then(
+                    &rest,
+                    &rest_hosts,
+                    &mut answers,
+                    &mut hand_on,
+                )?;
             }
         }
         scatter(&at, &answers, out);
@@ -436,8 +456,14 @@ impl Generations {
 
     /// [`Namespace::reserve_fingerprints`]: those seen in an old generation are answered
     /// "seen", the rest reserved in the current one (whose reservation is returned: it commits
-    /// there even if the generations rotate meanwhile).
-    pub(crate) fn reserve(&self, fps: &[u64], out: &mut [bool]) -> Result<Reservation> {
+    /// there even if the generations rotate meanwhile), with their host hashes as in
+    /// [`Self::seen`].
+    pub(crate) fn reserve(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<Reservation> {
         let now = self.clock.now_millis();
         let live = self.for_write(now)?;
         let Some((current, old)) = live.split_last() else {
@@ -447,8 +473,10 @@ impl Generations {
             });
         };
         let (rest, at) = self.look_in_old(old, now, fps, out)?;
+        let rest_hosts = gather(&at, hosts);
         let mut answers = vec![false; rest.len()];
-        let reservation = current.ns.reserve_fingerprints(&rest, &mut answers)?;
+        let reservation =
+            current.ns.reserve_fingerprints_hosts(&rest, &rest_hosts, &mut answers)?;
         scatter(&at, &answers, out);
         Ok(reservation)
     }
@@ -498,6 +526,50 @@ impl Generations {
         Ok(())
     }
 
+    /// The window's host dictionary (the window namespace's, shared by its generations).
+    pub(crate) fn hosts(&self) -> Arc<HostDict> {
+        Arc::clone(&self.hosts)
+    }
+
+    /// Forgets the records of host hash `h` in every live generation (see
+    /// `Namespace::forget_host`); returns how many URLs were forgotten, over all of them.
+    /// The generation list is held shared meanwhile, so none is added or dropped during it.
+    /// Records of unknown host in any live generation make it refuse before any is touched;
+    /// `check` runs in each generation once nothing can be recorded there until its forget is
+    /// done.
+    ///
+    /// # Errors
+    /// As `Namespace::forget_host`. A failure in one generation leaves the ones before it
+    /// forgotten (each is durable on its own) and the later ones not: run it again.
+    pub(crate) fn forget_host(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
+        if let Home::Dir { access: Access::ReadOnly, dir, .. } = &self.home {
+            return Err(Error::ReadOnly {
+                path: dir.clone(),
+                what: "a recrawl window takes no writes when opened read-only",
+            });
+        }
+        let now = self.clock.now_millis();
+        let live = self.live.read();
+        let live = self.live_at(&live, now);
+        let mut unknown = 0;
+        for g in live {
+            unknown += g.ns.count_host_records(0)?;
+        }
+        if unknown > 0 {
+            return Err(Error::ForgetHostUnknown { name: self.name.clone(), records: unknown });
+        }
+        let mut forgotten = 0;
+        for g in live {
+            forgotten += g.ns.forget_host_checked(h, check)?;
+        }
+        Ok(forgotten)
+    }
+
+    /// Records of host hash `h` in the live generations.
+    pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
+        self.namespaces().iter().map(|ns| ns.count_host_records(h)).sum()
+    }
+
     /// The live generations' namespaces, oldest first.
     pub(crate) fn namespaces(&self) -> Vec<Arc<Namespace>> {
         let now = self.clock.now_millis();
@@ -543,6 +615,14 @@ impl Generations {
             Home::Dir { dir, .. } => Some(dir),
             _ => None,
         }
+    }
+}
+
+/// `hosts[at[i]]` for each `i`, or none if `hosts` is empty (fingerprints without hosts).
+fn gather(at: &[usize], hosts: &[u32]) -> Vec<u32> {
+    match hosts.is_empty() {
+        true => Vec::new(),
+        false => at.iter().map(|&i| hosts.get(i).copied().unwrap_or(0)).collect(),
     }
 }
 

@@ -295,4 +295,4 @@ fn tmp_path(path: &Path) -> PathBuf {
 #[cfg(any(test, feature = "testing"))]
 mod faulty;
 #[cfg(any(test, feature = "testing"))]
-pub use faulty::FaultyStorage;
+pub use faulty::{FaultyStorage, FileOp};

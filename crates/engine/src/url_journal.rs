@@ -21,9 +21,11 @@
 //!   journaled again.
 //!
 //! Every batch that records writes the buffered entries out to the OS first
-//! ([`UrlJournal::write_out`]), and the namespace log syncs the journal before it syncs itself
-//! ([`UrlJournal::sync`]): every URL recorded is in the journal, on disk before its record is
-//! durable. The journal may also hold URLs that were never recorded (a batch that failed, a
+//! ([`UrlJournal::write_out`]), and the namespace log writes the journal out before each of its
+//! own writes and syncs it before each of its own syncs (it is one of the log's
+//! `crate::log::Precedes` files; a counting namespace, which logs nothing, does the same
+//! before its store's writes and syncs): every URL recorded is in the journal, on disk before
+//! its record is durable. The journal may also hold URLs that were never recorded (a batch that failed, a
 //! check that found the URL seen) and URLs twice: a forget by prefix drops only the records it
 //! finds, so they cost space, not answers.
 //!
@@ -313,6 +315,15 @@ impl UrlJournal {
             offset += (BLOCK_HEAD + len + BLOCK_TAIL) as u64;
         }
         Ok(())
+    }
+}
+
+impl crate::log::Precedes for UrlJournal {
+    fn flush(&self, sync: bool) -> Result<()> {
+        match sync {
+            true => self.sync(),
+            false => self.write_out(),
+        }
     }
 }
 

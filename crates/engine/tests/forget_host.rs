@@ -9,9 +9,10 @@
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace, NamespaceOptions};
+use urlseen_engine::{Db, DbOptions, Error, FakeClock, Fsync, Namespace, NamespaceOptions};
 
 const HOSTS: usize = 1_000;
 
@@ -349,28 +350,114 @@ fn options_for(exact: bool) -> NamespaceOptions {
     options(exact, 20_000)
 }
 
-/// A namespace with a recrawl window: its generations keep no hosts, so a forget by host
-/// refuses with a typed error, forgets nothing, and every URL recorded stays seen.
+/// A recrawl window's URLs, recorded over four slots of its clock (each in the generation of
+/// its slot): 40 hosts, the last slot's through reservations (the server's path).
+fn window_urls() -> Vec<String> {
+    (0..4_000).map(|i| format!("https://w{}.example/{}/{i}", i % 40, i % 3)).collect()
+}
+
+/// Records `urls` in a window namespace, a quarter per slot (the clock moves a slot between
+/// them); the last quarter through reservations. Returns which were answered "new".
+fn record_in_window(ns: &Arc<Namespace>, clock: &FakeClock, urls: &[String]) -> Vec<bool> {
+    let mut new = Vec::new();
+    let quarters: Vec<&[String]> = urls.chunks(urls.len() / 4).collect();
+    for (q, chunk) in quarters.iter().enumerate() {
+        if q == 3 {
+            let (fps, hosts): (Vec<u64>, Vec<u32>) =
+                chunk.iter().map(|u| ns.fingerprint_host(u).unwrap()).unzip();
+            let mut out = vec![false; fps.len()];
+            ns.reserve_fingerprints_hosts(&fps, &hosts, &mut out).unwrap().commit().unwrap();
+            new.extend(out.iter().map(|&s| !s));
+        } else {
+            new.extend(record(ns, chunk));
+        }
+        clock.advance(std::time::Duration::from_millis(WINDOW_SPAN_MS));
+    }
+    new
+}
+
+const WINDOW_SPAN_MS: u64 = 1_000;
+
+/// A forget by host in a namespace with a recrawl window forgets the host's URLs in every live
+/// generation (the count is their sum), and every other URL stays seen in all of them: in
+/// memory, and in a data directory after a reopen. URLs of the host recorded again afterwards
+/// are seen again.
 #[test]
-fn a_recrawl_window_refuses_a_forget_by_host() {
-    let db = Db::in_memory();
+fn a_recrawl_window_forgets_a_host_in_every_generation() {
     let window = NamespaceOptions {
-        recrawl_after: Some(std::time::Duration::from_secs(3600)),
+        capacity: 10_000,
+        fpr: 1e-7,
+        recrawl_after: Some(std::time::Duration::from_millis(8 * WINDOW_SPAN_MS)),
+        generations: 8,
+        ..NamespaceOptions::default()
+    };
+    let urls = window_urls();
+    let host = |u: &String| u.starts_with("https://w7.example/");
+    let (of_host, others): (Vec<String>, Vec<String>) = urls.iter().cloned().partition(host);
+    for in_dir in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = FakeClock::at(1_700_000_000_000);
+        let options = DbOptions { clock: clock.clone(), ..DbOptions::default() };
+        let open = || match in_dir {
+            true => Db::open_with(dir.path(), options.clone()).unwrap(),
+            false => Db::in_memory_with(options.clone()),
+        };
+        let db = open();
+        let ns = db.create_namespace("w", window.clone()).unwrap();
+        let new = record_in_window(&ns, &clock, &urls);
+        assert!(new.iter().all(|&n| n), "in_dir {in_dir}: distinct URLs are new");
+        let live = ns.recrawl().unwrap().live.len();
+        assert_eq!(live, 4, "in_dir {in_dir}: one generation per slot");
+        let forgot = ns.forget_host("W7.example").unwrap();
+        assert_eq!(forgot, of_host.len() as u64, "in_dir {in_dir}: the sum over generations");
+        let seen = |ns: &Namespace, urls: &[String]| -> usize {
+            ns.contains_batch(urls).unwrap().iter().filter(|&&s| s).count()
+        };
+        assert_eq!(seen(&ns, &of_host), 0, "in_dir {in_dir}: the host's URLs are new");
+        assert_eq!(seen(&ns, &others), others.len(), "in_dir {in_dir}: the others are seen");
+        assert_eq!(ns.forget_host("w7.example").unwrap(), 0, "in_dir {in_dir}");
+        let ns = if in_dir {
+            drop(ns);
+            db.close().unwrap();
+            let db = open();
+            let ns = db.namespace("w").unwrap();
+            assert_eq!(ns.recrawl().unwrap().live.len(), 4);
+            assert_eq!(seen(&ns, &of_host), 0, "after a reopen: the host's URLs are new");
+            assert_eq!(seen(&ns, &others), others.len(), "after a reopen: the others are seen");
+            // The window's host dictionary was read back: a shared or unlisted hash would
+            // refuse here.
+            assert_eq!(ns.forget_host("w3.example").unwrap(), 100);
+            assert_eq!(seen(&ns, &others), others.len() - 100);
+            ns
+        } else {
+            ns
+        };
+        // Recorded again, in the current generation: seen again, and forgotten again.
+        assert!(ns.seen_batch(&of_host).unwrap().iter().all(|&s| !s), "in_dir {in_dir}");
+        assert_eq!(seen(&ns, &of_host), of_host.len(), "in_dir {in_dir}");
+        assert_eq!(ns.forget_host("w7.example").unwrap(), of_host.len() as u64);
+        assert_eq!(seen(&ns, &of_host), 0, "in_dir {in_dir}");
+    }
+}
+
+/// Items without hosts recorded in a window (`BF.ADD`'s path) make a forget by host refuse
+/// there too, forgetting nothing in any generation.
+#[test]
+fn a_recrawl_window_with_records_of_unknown_host_refuses() {
+    let clock = FakeClock::at(1_700_000_000_000);
+    let db = Db::in_memory_with(DbOptions { clock: clock.clone(), ..DbOptions::default() });
+    let window = NamespaceOptions {
+        recrawl_after: Some(std::time::Duration::from_millis(8 * WINDOW_SPAN_MS)),
+        generations: 8,
         ..NamespaceOptions::default()
     };
     let ns = db.create_namespace("w", window).unwrap();
-    let urls = corpus(2_000);
-    record(&ns, &urls);
-    let err = ns.forget_host("site3.example").unwrap_err();
-    assert!(matches!(err, Error::ForgetByUnsupported { what: "by host", .. }), "{err}");
-    assert!(err.to_string().contains("recrawl window"), "{err}");
+    let urls = window_urls();
+    record_in_window(&ns, &clock, &urls);
+    ns.seen_bytes(b"an item").unwrap();
+    let err = ns.forget_host("w7.example").unwrap_err();
+    assert!(matches!(err, Error::ForgetHostUnknown { records: 1, .. }), "{err}");
     check_none_new(&ns, &urls);
-    // Through a reservation too (the server's path): still nothing to forget by.
-    let fps: Vec<u64> = urls.iter().map(|u| ns.fingerprint(u).unwrap()).collect();
-    let mut out = vec![false; fps.len()];
-    ns.reserve_fingerprints(&fps, &mut out).unwrap().commit().unwrap();
-    assert!(out.iter().all(|&seen| seen), "recorded URLs reserve as seen");
-    assert!(ns.forget_host("site3.example").is_err());
 }
 
 /// The collision guard (`docs/forget.md`): two hosts forced onto one host hash (a test hook of
@@ -518,4 +605,166 @@ fn host_guard_cost() {
         after - before,
         (after - before) as f64 / 1e6
     );
+}
+
+/// The hosts file of the namespace log at `log` (`<ns>/log`, or a window generation's
+/// `<ns>/gen/<start>/log`, whose hosts are its window's).
+fn hosts_of(log: &Path) -> std::path::PathBuf {
+    let dir = log.parent().unwrap();
+    match dir.parent() {
+        Some(up) if up.file_name().is_some_and(|n| n == "gen") => {
+            up.parent().unwrap().join("hosts")
+        }
+        _ => dir.join("hosts"),
+    }
+}
+
+/// The hosts file follows the namespace's fsync policy, and precedes the log on disk: under
+/// `always`, `everysec` (its background sync) and `no`, with checkpoints and a close, no log
+/// is ever synced while its hosts file holds bytes written and not synced; the hosts file is
+/// synced at most once per log sync (not once per new host: 10,000 here); and after a reopen
+/// every host is listed (a forget of one finds its URL, instead of refusing). Bloom, exact,
+/// and a recrawl window (whose generations' logs share the window's hosts file).
+#[test]
+fn the_hosts_file_is_synced_before_the_log_under_every_policy() {
+    use std::collections::HashMap;
+    use urlseen_engine::storage::{FaultyStorage, FileOp};
+    // False positives too rare to show: every URL is new.
+    let sharp = NamespaceOptions { capacity: 10_000, fpr: 1e-7, ..NamespaceOptions::default() };
+    let window = NamespaceOptions {
+        recrawl_after: Some(std::time::Duration::from_millis(8 * WINDOW_SPAN_MS)),
+        generations: 8,
+        ..sharp.clone()
+    };
+    let names = ["bloom", "exact", "window"];
+    for fsync in [Fsync::Always, Fsync::EverySec, Fsync::No] {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FaultyStorage::new();
+        storage.keep_journal(true);
+        let clock = FakeClock::at(1_700_000_000_000);
+        let options = DbOptions {
+            fsync,
+            storage: Arc::new(storage.clone()),
+            clock: clock.clone(),
+            ..DbOptions::default()
+        };
+        let db = Db::open_with(dir.path(), options.clone()).unwrap();
+        let all = [
+            db.create_namespace("bloom", sharp.clone()).unwrap(),
+            db.create_namespace("exact", NamespaceOptions { exact: true, ..sharp.clone() })
+                .unwrap(),
+            db.create_namespace("window", window.clone()).unwrap(),
+        ];
+        for b in 0..200 {
+            let urls: Vec<String> =
+                (0..50).map(|i| format!("https://n{b}-{i}.example/p")).collect();
+            for ns in &all {
+                assert!(ns.seen_batch(&urls).unwrap().iter().all(|&s| !s), "{fsync}");
+            }
+            if b == 100 {
+                for ns in &all {
+                    ns.checkpoint().unwrap();
+                }
+                clock.advance(std::time::Duration::from_millis(WINDOW_SPAN_MS));
+                if fsync == Fsync::EverySec {
+                    // The background sync runs meanwhile.
+                    std::thread::sleep(std::time::Duration::from_millis(1_300));
+                }
+            }
+        }
+        drop(all);
+        db.close().unwrap();
+        storage.keep_journal(false);
+
+        let mut dirty: HashMap<std::path::PathBuf, bool> = HashMap::new();
+        let (mut log_syncs, mut hosts_syncs) = (HashMap::new(), HashMap::new());
+        for (op, path) in storage.journal() {
+            let file = path.file_name().unwrap().to_str().unwrap().to_owned();
+            match (op, file.as_str()) {
+                (FileOp::Append, "hosts") => {
+                    dirty.insert(path, true);
+                }
+                (FileOp::Sync, "hosts") => {
+                    dirty.insert(path.clone(), false);
+                    *hosts_syncs.entry(path).or_insert(0u64) += 1;
+                }
+                (FileOp::Sync, "log") => {
+                    let hosts = hosts_of(&path);
+                    assert!(
+                        !dirty.get(&hosts).copied().unwrap_or(false),
+                        "{fsync}: {} synced before {}",
+                        path.display(),
+                        hosts.display()
+                    );
+                    *log_syncs.entry(hosts).or_insert(0u64) += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(hosts_syncs.len(), 3, "{fsync}: one hosts file per namespace");
+        for (hosts, &n) in &hosts_syncs {
+            let logs = log_syncs.get(hosts).copied().unwrap_or(0);
+            assert!(n <= logs, "{fsync}: {} synced {n} times, its logs {logs}", hosts.display());
+            if fsync != Fsync::Always {
+                assert!(n < 20, "{fsync}: {} synced {n} times", hosts.display());
+            }
+        }
+        let db = Db::open_with(dir.path(), options).unwrap();
+        for name in names {
+            let ns = db.namespace(name).unwrap();
+            for host in ["n0-0.example", "n150-49.example", "n199-7.example"] {
+                assert_eq!(ns.forget_host(host).unwrap(), 1, "{fsync}, {name}: {host}");
+            }
+        }
+    }
+}
+
+/// A hosts file that cannot be written (a failed fsync under `always`, a full disk under
+/// `everysec`) makes the namespace refuse as a failed log write does: the batch whose records
+/// needed it fails with the I/O error, every later write is refused (`Error::Poisoned`, the
+/// server's `MISCONF`), and after a reopen everything acknowledged before is seen and the
+/// failed batch was not recorded.
+#[test]
+fn a_failed_hosts_file_write_refuses_like_a_failed_log_write() {
+    use urlseen_engine::storage::FaultyStorage;
+    for (fsync, full) in [(Fsync::Always, false), (Fsync::EverySec, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FaultyStorage::new();
+        {
+            let options =
+                DbOptions { fsync, storage: Arc::new(storage.clone()), ..DbOptions::default() };
+            let db = Db::open_with(dir.path(), options).unwrap();
+            let ns = db.create_namespace("h", options_for(false)).unwrap();
+            assert!(!ns.seen("https://a.example/").unwrap());
+            ns.sync().unwrap();
+            match full {
+                true => storage.disk_full_after(0),
+                false => storage.fail_syncs(true),
+            }
+            let err = ns.seen_batch(&["https://a.example/2", "https://b.example/"]).unwrap_err();
+            assert!(matches!(&err, Error::Io { path, .. } if path.ends_with("hosts")), "{err}");
+            storage.fail_syncs(false);
+            storage.disk_full_after(u64::MAX);
+            for url in ["https://a.example/3", "https://c.example/"] {
+                let err = ns.seen(url).unwrap_err();
+                assert!(matches!(&err, Error::Poisoned { reason } if reason.contains("hosts")));
+            }
+            // `urlseen filter`'s path stops the same way.
+            let (fp, host) = ns.fingerprint_host("https://d.example/").unwrap();
+            let mut out = [false];
+            let err = ns
+                .seen_fingerprints_hosts_then(&[fp], &[host], &mut out, &mut |_| Ok(()))
+                .unwrap_err();
+            assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+            drop(ns);
+            drop(db);
+        }
+        let db = Db::open(dir.path()).unwrap();
+        let ns = db.namespace("h").unwrap();
+        assert!(ns.contains("https://a.example/").unwrap(), "{fsync}: an acknowledged URL lost");
+        for url in ["https://a.example/2", "https://b.example/", "https://c.example/"] {
+            assert!(!ns.contains(url).unwrap(), "{fsync}: {url} was not acknowledged");
+        }
+        assert_eq!(ns.forget_host("a.example").unwrap(), 1, "{fsync}");
+    }
 }

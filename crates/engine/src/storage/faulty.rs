@@ -3,9 +3,11 @@
 //! build.
 
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 use super::{AppendFile, OsStorage, Storage};
 
@@ -16,6 +18,8 @@ use super::{AppendFile, OsStorage, Storage};
 ///   total; the append that crosses the limit writes only the bytes that fit (a torn write).
 /// - `slow_syncs`: every `sync` takes this long (a slow disk), so tests can act while one runs;
 ///   `syncs_done` counts the syncs that completed.
+/// - `keep_journal`: every append to and sync of an appended file is recorded, in order
+///   ([`FaultyStorage::journal`]), so tests can check which file reached the disk first.
 #[derive(Debug, Clone, Default)]
 pub struct FaultyStorage {
     inner: OsStorage,
@@ -29,6 +33,25 @@ struct Faults {
     appended: AtomicU64,
     sync_delay_micros: AtomicU64,
     syncs_done: AtomicU64,
+    keep_journal: AtomicBool,
+    journal: Mutex<Vec<(FileOp, PathBuf)>>,
+}
+
+/// What [`FaultyStorage::journal`] records of an appended file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileOp {
+    /// Bytes were appended (handed to the OS).
+    Append,
+    /// The file was synced.
+    Sync,
+}
+
+impl Faults {
+    fn note(&self, op: FileOp, path: &Path) {
+        if self.keep_journal.load(Ordering::SeqCst) {
+            self.journal.lock().push((op, path.to_owned()));
+        }
+    }
 }
 
 impl FaultyStorage {
@@ -54,6 +77,16 @@ impl FaultyStorage {
         self.faults.syncs_done.load(Ordering::SeqCst)
     }
 
+    /// Starts (or stops) recording every append to and sync of an appended file.
+    pub fn keep_journal(&self, on: bool) {
+        self.faults.keep_journal.store(on, Ordering::SeqCst);
+    }
+
+    /// The appends and syncs recorded since [`Self::keep_journal`], in order.
+    pub fn journal(&self) -> Vec<(FileOp, PathBuf)> {
+        self.faults.journal.lock().clone()
+    }
+
     /// Makes the disk full once `bytes` more bytes have been appended.
     pub fn disk_full_after(&self, bytes: u64) {
         let now = self.faults.appended.load(Ordering::SeqCst);
@@ -65,6 +98,7 @@ impl FaultyStorage {
 struct FaultyFile {
     inner: Box<dyn AppendFile>,
     faults: Arc<Faults>,
+    path: PathBuf,
 }
 
 impl AppendFile for FaultyFile {
@@ -76,7 +110,9 @@ impl AppendFile for FaultyFile {
             self.inner.append(&buf[..fits.min(buf.len())])?;
             return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left on device"));
         }
-        self.inner.append(buf)
+        self.inner.append(buf)?;
+        self.faults.note(FileOp::Append, &self.path);
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
@@ -89,6 +125,7 @@ impl AppendFile for FaultyFile {
         }
         self.inner.sync()?;
         self.faults.syncs_done.fetch_add(1, Ordering::SeqCst);
+        self.faults.note(FileOp::Sync, &self.path);
         Ok(())
     }
 }
@@ -102,6 +139,7 @@ impl Storage for FaultyStorage {
         Ok(Box::new(FaultyFile {
             inner: self.inner.open_append(path)?,
             faults: self.faults.clone(),
+            path: path.to_owned(),
         }))
     }
 
