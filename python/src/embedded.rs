@@ -40,6 +40,8 @@ pub(crate) struct Spec {
     pub profile: Profile,
     pub exact: bool,
     pub counting: bool,
+    /// Keep the URLs (for `forget_prefix`): embedded namespaces only.
+    pub keep_urls: bool,
 }
 
 impl Spec {
@@ -52,7 +54,7 @@ impl Spec {
     ) -> PyResult<Self> {
         let profile =
             Profile::from_str(profile).map_err(|e| InvalidOption::new_err(e.to_string()))?;
-        Ok(Spec { capacity, fpr, profile, exact, counting })
+        Ok(Spec { capacity, fpr, profile, exact, counting, keep_urls: false })
     }
 
     fn options(&self) -> NamespaceOptions {
@@ -62,6 +64,7 @@ impl Spec {
             canon: CanonOptions::new(self.profile),
             exact: self.exact,
             counting: self.counting,
+            keep_urls: self.keep_urls,
             ..NamespaceOptions::default()
         }
     }
@@ -110,8 +113,9 @@ impl PyDb {
     /// false-positive bound; `profile` is the canonicalization (`crawler`, `w3lib`,
     /// `safebrowsing`, `none`); `exact` confirms every Bloom positive against the stored
     /// fingerprints (no false positives beyond 64-bit fingerprint collisions); `counting`
-    /// (implies `exact`) lets `forget()` work.
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false))]
+    /// (implies `exact`) lets `forget()` work. `keep_urls` keeps every recorded URL in a
+    /// journal on disk, so that `forget_prefix()` works (docs/forget.md).
+    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,
@@ -122,8 +126,10 @@ impl PyDb {
         profile: &str,
         exact: bool,
         counting: bool,
+        keep_urls: bool,
     ) -> PyResult<PyNamespace> {
-        let spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
+        let mut spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
+        spec.keep_urls = keep_urls;
         let handle = Arc::clone(&self.handle);
         let ns = py.detach(|| {
             handle.with(|db| db.namespace_or_create(name, spec.options()).map_err(errors::engine))
@@ -326,6 +332,22 @@ impl PyNamespace {
             return Err(errors::engine(EngineError::ForgetUnsupported(self.ns.name().to_owned())));
         }
         self.batch(py, urls, Op::Forget)
+    }
+
+    /// Forgets every URL of `host` (its canonical host, any scheme and port), in any
+    /// namespace: afterwards they are new again, every other URL stays seen. Returns how many
+    /// were forgotten. Raises `InvalidUrl` for a host that is not one, `ForgetUnsupported`
+    /// when the namespace holds records it cannot tell the host of (docs/forget.md).
+    fn forget_host(&self, py: Python<'_>, host: &str) -> PyResult<u64> {
+        py.detach(|| self.handle.with(|_| self.ns.forget_host(host).map_err(errors::engine)))
+    }
+
+    /// Forgets every URL that starts with `prefix` (compared as canonical URLs), in a
+    /// namespace created with `keep_urls=True`; returns how many. Raises `InvalidUrl` for a
+    /// prefix that is not a URL or could grow broader (a query, a fragment, a dot segment),
+    /// `ForgetUnsupported` in a namespace that does not keep its URLs.
+    fn forget_prefix(&self, py: Python<'_>, prefix: &str) -> PyResult<u64> {
+        py.detach(|| self.handle.with(|_| self.ns.forget_prefix(prefix).map_err(errors::engine)))
     }
 
     /// The namespace's statistics, with the keys of the server's `URL.INFO` (docs/python.md).

@@ -78,13 +78,18 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub(crate) fn engine(err: EngineError) -> PyErr {
     let msg = err.to_string();
     match err {
-        EngineError::InvalidUrl(_) | EngineError::InvalidUrlInBatch { .. } => {
-            InvalidUrl::new_err(msg)
-        }
+        EngineError::InvalidUrl(_)
+        | EngineError::InvalidUrlInBatch { .. }
+        | EngineError::InvalidHost { .. }
+        | EngineError::InvalidPrefix { .. } => InvalidUrl::new_err(msg),
         EngineError::InvalidOption { .. } | EngineError::InvalidName { .. } => {
             InvalidOption::new_err(msg)
         }
-        EngineError::ForgetUnsupported(_) => ForgetUnsupported::new_err(msg),
+        EngineError::ForgetUnsupported(_)
+        | EngineError::ForgetByUnsupported { .. }
+        | EngineError::ForgetHostUnknown { .. }
+        | EngineError::HostHashShared { .. }
+        | EngineError::HostHashUnlisted { .. } => ForgetUnsupported::new_err(msg),
         EngineError::Locked { .. } => Locked::new_err(msg),
         EngineError::Io { .. }
         | EngineError::Poisoned { .. }

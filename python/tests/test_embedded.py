@@ -84,6 +84,35 @@ def test_contains_records_nothing():
     assert ns.contains("https://example.com/") is True
 
 
+def test_forget_host_and_prefix(tmp_path):
+    urls = [f"https://h{i % 10}.example/{'blog' if i % 3 else 'shop'}/{i}" for i in range(3000)]
+    db = urlseen.Db(str(tmp_path / "data"))
+    ns = db.namespace("crawl", keep_urls=True)
+    assert ns.seen_many(urls) == [False] * len(urls)
+    host3 = [u for u in urls if "//h3.example/" in u]
+    assert ns.forget_host("H3.example") == len(host3)
+    blog = [u for u in urls if u.startswith("https://h4.example/blog/")]
+    assert ns.forget_prefix("https://h4.example/blog/") == len(blog)
+    gone = set(host3) | set(blog)
+    assert ns.contains_many(urls) == [u not in gone for u in urls]
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.forget_prefix("https://h4.example/blog/?q")
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.forget_host("https://h4.example/")
+    db.close()
+    # After a restart: the same, and the namespace still keeps its URLs.
+    db = urlseen.Db(str(tmp_path / "data"))
+    ns = db.namespace("crawl")
+    assert ns.contains_many(urls) == [u not in gone for u in urls]
+    assert ns.forget_prefix("https://h5.example/") == sum("//h5.example/" in u for u in urls)
+    plain = db.namespace("plain")
+    plain.seen("https://h1.example/a")
+    with pytest.raises(urlseen.ForgetUnsupported):
+        plain.forget_prefix("https://h1.example/")
+    assert plain.forget_host("h1.example") == 1
+    db.close()
+
+
 def test_forget_needs_counting_filters():
     db = urlseen.Db()
     plain = db.namespace("plain")

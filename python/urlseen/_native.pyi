@@ -54,6 +54,12 @@ class Namespace:
         Raises ForgetUnsupported, InvalidUrl."""
     def forget_many(self, urls: Iterable[str]) -> list[Optional[bool]]:
         """forget() for a batch: True, False, or None for an invalid URL."""
+    def forget_host(self, host: str) -> int:
+        """Forget every URL of the host (any namespace): how many were forgotten.
+        Raises InvalidUrl, ForgetUnsupported."""
+    def forget_prefix(self, prefix: str) -> int:
+        """Forget every URL under the prefix (namespaces created with keep_urls=True): how
+        many were forgotten. Raises InvalidUrl, ForgetUnsupported."""
     def stats(self) -> dict[str, Any]:
         """The namespace's statistics, with the keys of the server's URL.INFO."""
     def __len__(self) -> int: ...
@@ -87,6 +93,7 @@ class Db:
         profile: Profile = "crawler",
         exact: bool = False,
         counting: bool = False,
+        keep_urls: bool = False,
     ) -> Namespace:
         """The namespace `name`, created with these options if it does not exist."""
     def names(self) -> list[str]: ...
