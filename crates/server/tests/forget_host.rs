@@ -25,19 +25,6 @@ fn urls() -> Vec<String> {
         .collect()
 }
 
-/// How many answers of `URL.CHECK ns urls…` are 0 (new), per batch of 1,000.
-async fn new_answers(c: &mut common::Client, ns: &str, urls: &[&String]) -> usize {
-    let mut new = 0;
-    for chunk in urls.chunks(1000) {
-        let mut args = vec!["URL.CHECK", ns];
-        args.extend(chunk.iter().map(|u| u.as_str()));
-        let Frame::Array(answers) = c.call(&args).await else { panic!("not an array") };
-        assert_eq!(answers.len(), chunk.len());
-        new += answers.iter().filter(|f| **f == Frame::Integer(0)).count();
-    }
-    new
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_host_through_the_server_and_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,8 +72,8 @@ async fn forget_host_through_the_server_and_after_a_restart() {
         };
         let n = usize::try_from(n).unwrap();
         assert!(recorded <= n && n <= host.len(), "{ns}: {n} forgotten, {recorded} recorded");
-        assert_eq!(new_answers(&mut c, ns, &others).await, 0, "{ns}: others stay seen");
-        let new = new_answers(&mut c, ns, &host).await;
+        assert_eq!(c.new_answers(ns, &others).await, 0, "{ns}: others stay seen");
+        let new = c.new_answers(ns, &host).await;
         if ns == "exact" {
             assert_eq!(new, host.len(), "{ns}: every URL of the host is new");
         } else {
@@ -108,18 +95,10 @@ async fn forget_host_through_the_server_and_after_a_restart() {
     let server = TestServer::start_app(Config::default(), app).await;
     let mut c = server.connect().await;
     for ns in ["bloom", "exact"] {
-        assert_eq!(new_answers(&mut c, ns, &others).await, 0, "{ns}: others seen after restart");
+        assert_eq!(c.new_answers(ns, &others).await, 0, "{ns}: others seen after restart");
     }
-    let new = new_answers(&mut c, "exact", &host).await;
+    let new = c.new_answers("exact", &host).await;
     assert_eq!(new, host.len() - 2, "forgotten stay new, the two recorded again are seen");
-}
-
-/// The error a command answers, as text.
-async fn error(c: &mut common::Client, args: &[&str]) -> String {
-    match c.call(args).await {
-        Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
-        other => panic!("{args:?}: not an error: {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -139,13 +118,13 @@ async fn the_forms_edges() {
         b"*2\r\n:0\r\n:1\r\n",
     )
     .await;
-    let e = error(&mut c, &["URL.FORGET", "ns", "HOST", "https://a.example/"]).await;
+    let e = c.error(&["URL.FORGET", "ns", "HOST", "https://a.example/"]).await;
     assert!(e.starts_with("ERR invalid host"), "{e}");
     // A prefix needs a namespace that keeps its URLs (tests/forget_prefix.rs).
-    let e = error(&mut c, &["URL.FORGET", "ns", "PREFIX", "https://b.example/blog/"]).await;
+    let e = c.error(&["URL.FORGET", "ns", "PREFIX", "https://b.example/blog/"]).await;
     assert!(e.starts_with("ERR namespace \"ns\" cannot forget by prefix"), "{e}");
     // Three arguments: URLs, as before (a Bloom namespace cannot forget single URLs).
-    let e = error(&mut c, &["URL.FORGET", "ns", "HOST", "a.example", "b"]).await;
+    let e = c.error(&["URL.FORGET", "ns", "HOST", "a.example", "b"]).await;
     assert!(e.contains("cannot forget URLs"), "{e}");
     // A counting namespace forgets a host too.
     c.expect(&["URL.RESERVE", "cnt", "EXACT", "COUNTING"], b"+OK\r\n").await;
@@ -169,7 +148,7 @@ async fn the_forms_edges() {
     .await;
     // A raw item (BF.ADD) has no host: a forget by host refuses, and forgets nothing.
     c.expect(&["BF.ADD", "bf", "https://b.example/y"], b":1\r\n").await;
-    let e = error(&mut c, &["URL.FORGET", "bf", "HOST", "b.example"]).await;
+    let e = c.error(&["URL.FORGET", "bf", "HOST", "b.example"]).await;
     assert!(e.contains("1 records whose host is unknown"), "{e}");
     c.expect(&["BF.EXISTS", "bf", "https://b.example/y"], b":1\r\n").await;
 }

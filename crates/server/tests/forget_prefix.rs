@@ -26,19 +26,6 @@ fn under_prefix(i: usize) -> bool {
     url(i).starts_with("https://h42.example/blog/")
 }
 
-/// How many answers of `URL.CHECK ns urls…` are 0 (new), per batch of 1,000.
-async fn new_answers(c: &mut common::Client, ns: &str, urls: &[&String]) -> usize {
-    let mut new = 0;
-    for chunk in urls.chunks(1000) {
-        let mut args = vec!["URL.CHECK", ns];
-        args.extend(chunk.iter().map(|u| u.as_str()));
-        let Frame::Array(answers) = c.call(&args).await else { panic!("not an array") };
-        assert_eq!(answers.len(), chunk.len());
-        new += answers.iter().filter(|f| **f == Frame::Integer(0)).count();
-    }
-    new
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_prefix_through_the_server_and_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -77,8 +64,8 @@ async fn forget_prefix_through_the_server_and_after_a_restart() {
         let n = usize::try_from(n).unwrap();
         // Bloom mode: a URL answered seen on a false positive was not recorded.
         assert!(n <= prefix.len() && n + 3 >= prefix.len(), "{ns}: {n} of {}", prefix.len());
-        assert_eq!(new_answers(&mut c, ns, &others).await, 0, "{ns}: others stay seen");
-        let new = new_answers(&mut c, ns, &prefix).await;
+        assert_eq!(c.new_answers(ns, &others).await, 0, "{ns}: others stay seen");
+        let new = c.new_answers(ns, &prefix).await;
         assert!(new + 3 >= prefix.len(), "{ns}: {new} of {} new", prefix.len());
         if ns == "exact" {
             assert_eq!((n, new), (prefix.len(), prefix.len()), "exact: all of them");
@@ -95,22 +82,14 @@ async fn forget_prefix_through_the_server_and_after_a_restart() {
     let server = TestServer::start_app(Config::default(), app).await;
     let mut c = server.connect().await;
     for ns in ["bloom", "exact"] {
-        assert_eq!(new_answers(&mut c, ns, &others).await, 0, "{ns}: others seen after restart");
+        assert_eq!(c.new_answers(ns, &others).await, 0, "{ns}: others seen after restart");
     }
-    assert_eq!(new_answers(&mut c, "exact", &prefix).await, prefix.len() - 1);
+    assert_eq!(c.new_answers("exact", &prefix).await, prefix.len() - 1);
     // The whole origin: the rest of it, and the one recorded anew.
     let origin = all.iter().filter(|u| u.starts_with("https://h42.example/")).count();
     let expected = format!(":{}\r\n", origin - prefix.len() + 1);
     c.expect(&["URL.FORGET", "exact", "PREFIX", "https://h42.example"], expected.as_bytes()).await;
-    assert_eq!(new_answers(&mut c, "exact", &others).await, origin - prefix.len());
-}
-
-/// The error a command answers, as text.
-async fn error(c: &mut common::Client, args: &[&str]) -> String {
-    match c.call(args).await {
-        Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
-        other => panic!("{args:?}: not an error: {other:?}"),
-    }
+    assert_eq!(c.new_answers("exact", &others).await, origin - prefix.len());
 }
 
 #[tokio::test]
@@ -119,7 +98,7 @@ async fn the_edges() {
     let mut c = server.connect().await;
     c.expect(&["URL.FORGET", "nope", "PREFIX", "https://a.example/"], b":0\r\n").await;
     c.expect(&["URL.SEEN", "plain", "https://a.example/blog/x"], b"*1\r\n:0\r\n").await;
-    let e = error(&mut c, &["URL.FORGET", "plain", "PREFIX", "https://a.example/blog/"]).await;
+    let e = c.error(&["URL.FORGET", "plain", "PREFIX", "https://a.example/blog/"]).await;
     assert!(e.starts_with("ERR namespace \"plain\" cannot forget by prefix"), "{e}");
     assert!(e.contains("KEEPURLS"), "{e}");
     c.expect(&["URL.RESERVE", "kept", "KEEPURLS"], b"+OK\r\n").await;
@@ -129,10 +108,10 @@ async fn the_edges() {
     )
     .await;
     for bad in ["https://a.example/blog?x", "https://a.example/blog/#a", "https://a.example/x/.."] {
-        let e = error(&mut c, &["URL.FORGET", "kept", "PREFIX", bad]).await;
+        let e = c.error(&["URL.FORGET", "kept", "PREFIX", bad]).await;
         assert!(e.starts_with("ERR invalid prefix"), "{bad}: {e}");
     }
-    let e = error(&mut c, &["URL.FORGET", "kept", "PREFIX", "no url"]).await;
+    let e = c.error(&["URL.FORGET", "kept", "PREFIX", "no url"]).await;
     assert!(e.starts_with("ERR invalid URL"), "{e}");
     c.expect(&["URL.FORGET", "kept", "PREFIX", "https://a.example/blog/"], b":1\r\n").await;
     c.expect(
@@ -141,6 +120,6 @@ async fn the_edges() {
     )
     .await;
     // Not with a recrawl window.
-    let e = error(&mut c, &["URL.RESERVE", "w", "KEEPURLS", "RECRAWL", "80"]).await;
+    let e = c.error(&["URL.RESERVE", "w", "KEEPURLS", "RECRAWL", "80"]).await;
     assert!(e.contains("keep_urls"), "{e}");
 }

@@ -220,6 +220,27 @@ impl Client {
         self.read_frame().await
     }
 
+    /// The error a command answers, as text; fails the test on any other reply.
+    pub async fn error(&mut self, args: &[&str]) -> String {
+        match self.call(args).await {
+            Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+            other => panic!("{args:?}: not an error: {other:?}"),
+        }
+    }
+
+    /// How many of `urls` namespace `ns` answers new (0) to `URL.CHECK`, asked 1,000 a call.
+    pub async fn new_answers(&mut self, ns: &str, urls: &[&String]) -> usize {
+        let mut new = 0;
+        for chunk in urls.chunks(1000) {
+            let mut args = vec!["URL.CHECK", ns];
+            args.extend(chunk.iter().map(|u| u.as_str()));
+            let Frame::Array(answers) = self.call(&args).await else { panic!("not an array") };
+            assert_eq!(answers.len(), chunk.len());
+            new += answers.iter().filter(|f| **f == Frame::Integer(0)).count();
+        }
+        new
+    }
+
     /// Asserts that the server closed the connection (after any bytes already read).
     pub async fn assert_closed(&mut self) {
         let mut scratch = [0u8; 1024];
