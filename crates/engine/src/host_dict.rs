@@ -169,12 +169,12 @@ pub(crate) enum Vouch {
 }
 
 /// Slots of [`RECENT`].
-const RECENT_SLOTS: usize = 4096;
+const RECENT_SLOTS: usize = 16384;
 
 thread_local! {
     /// Hosts this thread found listed lately, direct-mapped by their 64-bit hash mixed with
     /// their dictionary's tag: a crawl's links come mostly from a few hosts (a power law), so
-    /// most URLs find their host here without the dictionary's lock or its table (32 KiB a
+    /// most URLs find their host here without the dictionary's lock or its table (128 KiB a
     /// thread). A dictionary never unlists a host, so a slot never goes stale; tags are never
     /// reused, so one dictionary's slots are not another's (except with probability 2⁻⁶⁴).
     static RECENT: [Cell<u64>; RECENT_SLOTS] = const { [const { Cell::new(0) }; RECENT_SLOTS] };
