@@ -87,8 +87,8 @@ impl PyClient {
 
     /// The namespace `name` on the server, created there with these options if it does not
     /// exist (`URL.RESERVE`); an existing one keeps its own options. The options are those of
-    /// `Db.namespace`.
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false))]
+    /// `Db.namespace` (`keep_urls`: `URL.RESERVE … KEEPURLS`).
+    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,
@@ -99,6 +99,7 @@ impl PyClient {
         profile: &str,
         exact: bool,
         counting: bool,
+        keep_urls: bool,
     ) -> PyResult<PyRemoteNamespace> {
         let spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
         let mut cmd = redis::cmd("URL.RESERVE");
@@ -114,6 +115,9 @@ impl PyClient {
         }
         if spec.counting {
             cmd.arg("COUNTING");
+        }
+        if keep_urls {
+            cmd.arg("KEEPURLS");
         }
         let reserved = py.detach(|| {
             self.remote.with(|c| match cmd.query::<()>(c) {
@@ -220,6 +224,13 @@ impl PyRemoteNamespace {
         Ok(out)
     }
 
+    /// `URL.FORGET ns HOST|PREFIX arg`: the count the server answers.
+    fn forget_by(&self, py: Python<'_>, by: &str, arg: &str) -> PyResult<u64> {
+        py.detach(|| {
+            self.remote.with(|c| redis::cmd("URL.FORGET").arg(&self.name).arg(by).arg(arg).query(c))
+        })
+    }
+
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let value = py.detach(|| {
             self.remote.with(|c| c.req_command(redis::cmd("URL.INFO").arg(&self.name)))
@@ -266,6 +277,18 @@ impl PyRemoteNamespace {
     /// `Namespace.forget_many` on the server (`URL.FORGET`, pipelined).
     fn forget_many(&self, py: Python<'_>, urls: &Bound<'_, PyAny>) -> PyResult<Vec<Option<bool>>> {
         self.batch(py, "URL.FORGET", urls)
+    }
+
+    /// `Namespace.forget_host` on the server (`URL.FORGET ns HOST h`): how many URLs of the
+    /// host were forgotten.
+    fn forget_host(&self, py: Python<'_>, host: &str) -> PyResult<u64> {
+        self.forget_by(py, "HOST", host)
+    }
+
+    /// `Namespace.forget_prefix` on the server (`URL.FORGET ns PREFIX p`): how many URLs under
+    /// the prefix were forgotten.
+    fn forget_prefix(&self, py: Python<'_>, prefix: &str) -> PyResult<u64> {
+        self.forget_by(py, "PREFIX", prefix)
     }
 
     /// `Namespace.stats` on the server: the `URL.INFO` map.

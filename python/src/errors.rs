@@ -113,8 +113,13 @@ pub(crate) fn remote(err: &redis::RedisError) -> PyErr {
     {
         return ConnectionFailed::new_err(msg);
     }
-    if msg.contains("cannot forget") {
+    if msg.contains("cannot forget")
+        || msg.contains("whose host is unknown")
+        || msg.contains("host hash")
+    {
         ForgetUnsupported::new_err(msg)
+    } else if ["invalid host", "invalid prefix", "invalid URL"].iter().any(|s| msg.contains(s)) {
+        InvalidUrl::new_err(msg)
     } else if [
         "unknown profile",
         "bad capacity",

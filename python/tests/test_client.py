@@ -66,6 +66,28 @@ def test_forget(server):
     assert counted.seen("https://example.com/a") is False
 
 
+def test_forget_host_and_prefix(server):
+    client = urlseen.Client(server.url)
+    urls = [f"https://h{i % 10}.example/{'blog' if i % 3 else 'shop'}/{i}" for i in range(3000)]
+    ns = client.namespace("kept", exact=True, keep_urls=True)
+    assert ns.seen_many(urls) == [False] * len(urls)
+    host3 = [u for u in urls if "//h3.example/" in u]
+    assert ns.forget_host("h3.EXAMPLE") == len(host3)
+    blog = [u for u in urls if u.startswith("https://h4.example/blog/")]
+    assert ns.forget_prefix("https://h4.example/blog/") == len(blog)
+    gone = set(host3) | set(blog)
+    assert ns.contains_many(urls) == [u not in gone for u in urls]
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.forget_prefix("https://h4.example/blog/?q")
+    with pytest.raises(urlseen.InvalidUrl):
+        ns.forget_host("https://h4.example/")
+    plain = client.namespace("plain-forget")
+    plain.seen("https://h1.example/a")
+    with pytest.raises(urlseen.ForgetUnsupported):
+        plain.forget_prefix("https://h1.example/")
+    assert plain.forget_host("h1.example") == 1
+
+
 def test_options_names_and_drop(server):
     client = urlseen.Client(server.url)
     with pytest.raises(urlseen.InvalidOption):
