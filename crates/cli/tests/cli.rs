@@ -333,6 +333,11 @@ fn forget_prefix_makes_the_urls_under_it_new_again() {
     let (_, err, ok) = run(&["import", file.to_str().unwrap(), "--data", data, "-q"], b"");
     assert!(ok, "{err}");
 
+    let (out, err, ok) = run(&["stats", "--data", data], b"");
+    assert!(ok, "{err}");
+    let kept = out.iter().find(|l| l.contains("URLs kept")).expect("stats names the journal");
+    assert!(kept.contains("6000 in the URL journal"), "{kept}");
+
     let under = |u: &String| u.starts_with("https://h7.example/blog/");
     let expected = urls.iter().filter(|u| under(u)).count();
     let (out, err, ok) =

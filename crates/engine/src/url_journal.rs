@@ -152,8 +152,16 @@ impl UrlJournal {
             ));
         }
         if read_only {
+            // Counted for `urlseen stats`, changing nothing (a torn tail stays).
+            let (valid, entries) = match len {
+                Some(len) if len > 0 => {
+                    let read = |at: u64, buf: &mut [u8]| read_exact_at(storage, path, at, buf);
+                    walk(path, len, &read)?
+                }
+                _ => (0, 0),
+            };
             let sink = Sink::ReadOnly { storage: Arc::clone(storage), path: path.to_owned() };
-            return Ok(Self::with_sink(sink, len.unwrap_or(0), 0));
+            return Ok(Self::with_sink(sink, valid, entries));
         }
         let (valid, entries) = match len {
             None | Some(0) => {
@@ -546,6 +554,7 @@ mod tests {
         assert_eq!(all(&j).len(), 1001);
         let ro = UrlJournal::open(&storage, &path, true, true).unwrap();
         assert_eq!(all(&ro).len(), 1001);
+        assert_eq!(ro.entries(), 1001, "a read-only open counts the entries");
     }
 
     #[test]

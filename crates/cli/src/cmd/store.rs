@@ -206,6 +206,9 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
                 s.filter_reserved_bytes as f64 / 1048576.0
             )?;
             writeln!(out, "  disk            {:.2} MiB", s.disk_bytes as f64 / 1048576.0)?;
+            if let Some(n) = s.kept_urls {
+                writeln!(out, "  URLs kept       {n} in the URL journal (forget --prefix works)")?;
+            }
             writeln!(
                 out,
                 "  FPR             worst leaf {:.6}, mean {:.6} (bound {})",
