@@ -482,20 +482,19 @@ impl FingerprintLog {
             // the host (replaying them one after the other forgets the union).
             assert_eq!(hosts.len(), 1, "a forget of URLs names one host");
             let step = (MAX_PAYLOAD as usize - 8) / 8;
-            // One record even when no fingerprint matched: the forget still drops the host's
-            // kept records, and replay must too.
-            let chunks = fingerprints.chunks(step.max(1));
-            let none: [&[u64]; 1] = [&[]];
-            let chunks: Box<dyn Iterator<Item = &[u64]>> = match fingerprints.is_empty() {
-                true => Box::new(none.into_iter()),
-                false => Box::new(chunks),
-            };
-            for chunk in chunks {
+            // At least one record, even when no fingerprint matched: the forget still drops
+            // the host's kept records, and replay must too.
+            let mut rest = fingerprints;
+            loop {
+                let (chunk, next) = rest.split_at(rest.len().min(step));
                 let start = pending.bytes.len();
                 encode_record(&mut pending.bytes, kind, chunk, hosts);
                 pending.end += (pending.bytes.len() - start) as u64;
+                rest = next;
+                if rest.is_empty() {
+                    return Ok(pending.end);
+                }
             }
-            return Ok(pending.end);
         }
         let per = if hosts.is_empty() { 8 } else { 12 };
         if !hosts.is_empty() {
@@ -871,6 +870,8 @@ mod tests {
         log.append_with_hosts(RecordKind::RecordedHosts, &[1, 2, 3], &[7, 8, 9]).unwrap();
         log.append_with_hosts(RecordKind::KeptHosts, &[4, 5], &[10, 11]).unwrap();
         log.append_with_hosts(RecordKind::ForgetHost, &[], &[8]).unwrap();
+        log.append_with_hosts(RecordKind::ForgetUrls, &[12, 13], &[9]).unwrap();
+        log.append_with_hosts(RecordKind::ForgetUrls, &[], &[9]).unwrap();
         let end = log.append(RecordKind::Recorded, &[6]).unwrap();
         log.commit(end).unwrap();
         drop(log);
@@ -883,6 +884,9 @@ mod tests {
                 (RecordKind::RecordedHosts, vec![1, 2, 3], vec![7, 8, 9]),
                 (RecordKind::KeptHosts, vec![4, 5], vec![10, 11]),
                 (RecordKind::ForgetHost, vec![], vec![8]),
+                (RecordKind::ForgetUrls, vec![12, 13], vec![9]),
+                // A forget that matched nothing still leaves its record.
+                (RecordKind::ForgetUrls, vec![], vec![9]),
                 (RecordKind::Recorded, vec![6], vec![]),
             ]
         );

@@ -690,14 +690,6 @@ impl Namespace {
             path: "-".into(),
             source: e,
         };
-        if let Some(urls) = &self.urls {
-            // The URLs of this batch reach the OS before any of its records can.
-            urls.write_out().inspect_err(|e| {
-                if let Some(d) = &self.durable {
-                    d.log.poison_for(format!("namespace {:?}: {e}", self.name));
-                }
-            })?;
-        }
         let tree = match &self.set {
             Set::Counting(set) => {
                 if let Some(d) = &self.durable {

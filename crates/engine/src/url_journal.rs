@@ -20,12 +20,11 @@
 //!   the URL to a child's filter or a forget clears its bits), so a repeat seen longer ago is
 //!   journaled again.
 //!
-//! Every batch that records writes the buffered entries out to the OS first
-//! ([`UrlJournal::write_out`]), and the namespace log writes the journal out before each of its
-//! own writes and syncs it before each of its own syncs (it is one of the log's
-//! `crate::log::Precedes` files; a counting namespace, which logs nothing, does the same
-//! before its store's writes and syncs): every URL recorded is in the journal, on disk before
-//! its record is durable. The journal may also hold URLs that were never recorded (a batch that failed, a
+//! The namespace log writes the journal out before each of its own writes and syncs it before
+//! each of its own syncs (it is one of the log's `crate::log::Precedes` files; a counting
+//! namespace, which logs nothing, does the same before its store's writes and syncs): every
+//! URL recorded is in the journal, written out before its record is, and on disk before its
+//! record is durable. The journal may also hold URLs that were never recorded (a batch that failed, a
 //! check that found the URL seen) and URLs twice: a forget by prefix drops only the records it
 //! finds, so they cost space, not answers.
 //!
@@ -193,7 +192,8 @@ impl UrlJournal {
         let mut inner = self.inner.lock();
         inner.check()?;
         // Known as journaled only once it is in the buffer, under the lock: a writer that
-        // finds it recent then writes out a buffer that holds it.
+        // finds it recent records it through a log write, which writes out a buffer that
+        // holds it.
         self.recent.insert(fp);
         let url = &url.as_bytes()[..url.len().min(MAX_KEPT_URL)];
         inner.buffer.extend_from_slice(&fp.to_le_bytes());
@@ -207,8 +207,7 @@ impl UrlJournal {
         Ok(())
     }
 
-    /// Writes every buffered entry out to the OS (a batch calls it before its records can be
-    /// written anywhere).
+    /// Writes every buffered entry out to the OS (the log calls it before each of its writes).
     ///
     /// # Errors
     /// As [`Self::append`].

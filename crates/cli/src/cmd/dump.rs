@@ -18,6 +18,41 @@ use urlseen_engine::{
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
 
+/// With `--redis`, the options the namespace was made with (as given to `urlseen filter
+/// --redis`): Redis checks them against the namespace's (`dump`, `forget --redis`).
+#[derive(Debug, clap::Args)]
+pub struct RedisNamespaceArgs {
+    /// With --redis: the namespace's expected number of URLs.
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    capacity: u64,
+    /// With --redis: the namespace's false-positive bound.
+    #[arg(long, default_value = "0.01", value_parser = parse_fpr)]
+    fpr: f64,
+    /// With --redis: the namespace's bits per leaf filter.
+    #[arg(long, value_parser = parse_count)]
+    leaf_bits: Option<u64>,
+    /// With --redis: the namespace's seed.
+    #[arg(long, default_value_t = urlseen_engine::DEFAULT_SEED)]
+    seed: u64,
+    #[command(flatten)]
+    canon: CanonArgs,
+}
+
+impl RedisNamespaceArgs {
+    /// The namespace's options, as these flags give them.
+    pub fn options(&self) -> NamespaceOptions {
+        NamespaceOptions {
+            capacity: self.capacity,
+            fpr: self.fpr,
+            leaf_bits: self.leaf_bits,
+            canon: self.canon.options(),
+            seed: self.seed,
+            split: SplitPolicy::default(),
+            ..NamespaceOptions::default()
+        }
+    }
+}
+
 /// `--redis`: where the namespace lives, as `urlseen filter --redis` takes it.
 #[derive(Debug, clap::Args)]
 pub struct RedisArgs {
@@ -52,20 +87,8 @@ pub struct DumpArgs {
     data: Option<PathBuf>,
     #[command(flatten)]
     redis: RedisArgs,
-    /// With --redis: the namespace's expected number of URLs.
-    #[arg(long, default_value = "1000000", value_parser = parse_count)]
-    capacity: u64,
-    /// With --redis: the namespace's false-positive bound.
-    #[arg(long, default_value = "0.01", value_parser = parse_fpr)]
-    fpr: f64,
-    /// With --redis: the namespace's bits per leaf filter.
-    #[arg(long, value_parser = parse_count)]
-    leaf_bits: Option<u64>,
-    /// With --redis: the namespace's seed.
-    #[arg(long, default_value_t = urlseen_engine::DEFAULT_SEED)]
-    seed: u64,
     #[command(flatten)]
-    canon: CanonArgs,
+    made_with: RedisNamespaceArgs,
     /// The namespace.
     #[arg(long)]
     ns: String,
@@ -76,15 +99,7 @@ pub struct DumpArgs {
 
 pub fn dump(args: DumpArgs) -> anyhow::Result<()> {
     if let Some(redis) = args.redis.open()? {
-        let options = NamespaceOptions {
-            capacity: args.capacity,
-            fpr: args.fpr,
-            leaf_bits: args.leaf_bits,
-            canon: args.canon.options(),
-            seed: args.seed,
-            split: SplitPolicy::default(),
-            ..NamespaceOptions::default()
-        };
+        let options = args.made_with.options();
         // A namespace with a recrawl window is refused, as in a data directory: the dump
         // format has no generations (docs/recrawl.md).
         let ns = match redis.open_namespace(&args.ns, options)? {

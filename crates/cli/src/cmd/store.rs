@@ -315,20 +315,8 @@ pub struct ForgetArgs {
     data: Option<PathBuf>,
     #[command(flatten)]
     redis: super::dump::RedisArgs,
-    /// With --redis: the namespace's expected number of URLs.
-    #[arg(long, default_value = "1000000", value_parser = parse_count)]
-    capacity: u64,
-    /// With --redis: the namespace's false-positive bound.
-    #[arg(long, default_value = "0.01", value_parser = parse_fpr)]
-    fpr: f64,
-    /// With --redis: the namespace's bits per leaf filter.
-    #[arg(long, value_parser = parse_count)]
-    leaf_bits: Option<u64>,
-    /// With --redis: the namespace's seed.
-    #[arg(long, default_value_t = urlseen_engine::DEFAULT_SEED)]
-    seed: u64,
     #[command(flatten)]
-    canon: CanonArgs,
+    made_with: super::dump::RedisNamespaceArgs,
     /// The namespace.
     #[arg(long, default_value = urlseen_engine::DEFAULT_NAMESPACE)]
     ns: String,
@@ -348,16 +336,8 @@ pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
         let host = args.host.as_deref().context(
             "with --redis only --host is possible: a Bloom leaf in Redis cannot forget one URL",
         )?;
-        let options = NamespaceOptions {
-            capacity: args.capacity,
-            fpr: args.fpr,
-            leaf_bits: args.leaf_bits,
-            canon: args.canon.options(),
-            seed: args.seed,
-            ..NamespaceOptions::default()
-        };
         // As Redis holds it: with its recrawl window, if it has one (which refuses).
-        let ns = redis.open_namespace(&args.ns, options)?;
+        let ns = redis.open_namespace(&args.ns, args.made_with.options())?;
         let n = ns.forget_host(host)?;
         println!("forgot {n} URLs of host {host}");
         return Ok(());
