@@ -25,21 +25,69 @@ pub struct Line {
     pub bytes: Vec<u8>,
 }
 
+/// A batch of lines that keeps its lines' buffers from one batch to the next: reading a line
+/// then costs a copy, not an allocation and a free (which were 5% of `filter`'s time).
+#[derive(Debug, Default)]
+pub struct LineBatch {
+    pool: Vec<Line>,
+    len: usize,
+}
+
+impl LineBatch {
+    /// The lines of the last batch read.
+    pub fn lines(&self) -> &[Line] {
+        &self.pool[..self.len]
+    }
+
+    /// The next line to fill, cleared.
+    fn next_slot(&mut self) -> &mut Line {
+        if self.len == self.pool.len() {
+            self.pool.push(Line::default());
+        }
+        let line = &mut self.pool[self.len];
+        line.bytes.clear();
+        line
+    }
+}
+
+impl std::ops::Deref for LineBatch {
+    type Target = [Line];
+
+    fn deref(&self) -> &[Line] {
+        self.lines()
+    }
+}
+
+impl<'a> IntoIterator for &'a LineBatch {
+    type Item = &'a Line;
+    type IntoIter = std::slice::Iter<'a, Line>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.lines().iter()
+    }
+}
+
 impl<R: Read> LineBatches<R> {
     pub fn new(reader: BufReader<R>) -> Self {
         LineBatches { reader, line_no: 0, eof: false }
     }
 
-    /// Fills `batch` (cleared first) with the next lines: blocks for the first one only.
+    /// Fills `batch` (emptied first) with the next lines: blocks for the first one only.
     /// Returns `Ok(false)` at end of input with nothing read.
-    pub fn next_batch(&mut self, batch: &mut Vec<Line>) -> io::Result<bool> {
-        batch.clear();
-        while !self.eof && batch.len() < MAX_BATCH {
-            if !batch.is_empty() && !self.reader.buffer().contains(&b'\n') {
+    pub fn next_batch(&mut self, batch: &mut LineBatch) -> io::Result<bool> {
+        batch.len = 0;
+        while !self.eof && batch.len < MAX_BATCH {
+            let first = batch.len == 0;
+            let line = batch.next_slot();
+            // A whole line already buffered is copied out with one search for its end; only
+            // the batch's first line may wait for input (or span buffer refills).
+            let buffered = self.reader.buffer();
+            if let Some(end) = memchr::memchr(b'\n', buffered) {
+                line.bytes.extend_from_slice(&buffered[..=end]);
+                self.reader.consume(end + 1);
+            } else if !first {
                 break;
-            }
-            let mut line = Line::default();
-            if self.reader.read_until(b'\n', &mut line.bytes)? == 0 {
+            } else if self.reader.read_until(b'\n', &mut line.bytes)? == 0 {
                 self.eof = true;
                 break;
             }
@@ -51,14 +99,14 @@ impl<R: Read> LineBatches<R> {
             }
             self.line_no += 1;
             line.no = self.line_no;
-            batch.push(line);
+            batch.len += 1;
         }
-        Ok(!batch.is_empty())
+        Ok(batch.len > 0)
     }
 
     /// Whether the next batch would have to wait for input (time to flush output).
     pub fn would_block(&self) -> bool {
-        !self.reader.buffer().contains(&b'\n')
+        memchr::memchr(b'\n', self.reader.buffer()).is_none()
     }
 }
 
@@ -83,12 +131,54 @@ mod tests {
     fn batches_strip_line_endings_and_number_lines() {
         let input: &[u8] = b"a\r\nb\n\nc";
         let mut batches = LineBatches::new(io::BufReader::new(input));
-        let (mut batch, mut got) = (Vec::new(), Vec::new());
+        let (mut batch, mut got) = (LineBatch::default(), Vec::new());
         while batches.next_batch(&mut batch).unwrap() {
             got.extend(batch.iter().map(|l| (l.no, l.bytes.clone())));
         }
         let want: Vec<(u64, Vec<u8>)> =
             vec![(1, b"a".to_vec()), (2, b"b".to_vec()), (3, vec![]), (4, b"c".to_vec())];
         assert_eq!(got, want);
+    }
+
+    /// A reader that hands out at most `step` bytes per read, so lines span buffer refills.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn lines_spanning_reads_and_reused_buffers_come_out_whole() {
+        let mut text = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..500u64 {
+            // Long and short lines alternate, so a reused line buffer that kept old bytes
+            // would show.
+            let line = if i % 2 == 0 {
+                format!("https://a.example/{}", "x".repeat(40))
+            } else {
+                format!("{i}")
+            };
+            text.extend_from_slice(line.as_bytes());
+            text.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+            want.push((i + 1, line.into_bytes()));
+        }
+        for step in [1, 7, 64, 1 << 20] {
+            let reader = io::BufReader::with_capacity(16, Trickle { data: &text, step });
+            let mut batches = LineBatches::new(reader);
+            let (mut batch, mut got) = (LineBatch::default(), Vec::new());
+            while batches.next_batch(&mut batch).unwrap() {
+                got.extend(batch.iter().map(|l| (l.no, l.bytes.clone())));
+            }
+            assert_eq!(got, want, "reads of {step} bytes");
+        }
     }
 }

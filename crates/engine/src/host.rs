@@ -19,35 +19,24 @@ use urlseen_filter::hash;
 /// followed by `//`) and any `user@`, up to the port, path, query or fragment; `None` if it
 /// has no authority or an empty host. An IPv6 literal keeps its brackets.
 pub fn host_of(url: &str) -> Option<&str> {
-    // Bytes, not chars: this runs once per URL recorded (a search with a char pattern cost
-    // about 40 ns more per URL).
+    // Bytes and SIMD searches, not chars: this runs once per URL recorded (a search with a
+    // char pattern cost about 40 ns more per URL, a byte-by-byte scan about 5% of `filter`).
     let b = url.as_bytes();
-    let colon = b.iter().position(|&c| c == b':')?;
+    let colon = memchr::memchr(b':', b)?;
     if b.get(colon + 1..colon + 3) != Some(b"//".as_slice()) {
         return None;
     }
     let start = colon + 3;
     let rest = &b[start..];
-    // One pass over the authority: where it ends, where the host starts (after the last `@`)
-    // and the first `:` after that (the port, unless the host is an IPv6 literal).
-    let (mut end, mut at, mut port) = (rest.len(), 0, None);
-    for (i, &c) in rest.iter().enumerate() {
-        match c {
-            b'/' | b'?' | b'#' => {
-                end = i;
-                break;
-            }
-            b'@' => (at, port) = (i + 1, None),
-            b':' if port.is_none() => port = Some(i),
-            _ => {}
-        }
-    }
-    let host_port = &rest[at..end];
+    // The authority ends at the path, query or fragment; the host starts after its last `@`.
+    let authority = &rest[..memchr::memchr3(b'/', b'?', b'#', rest).unwrap_or(rest.len())];
+    let at = memchr::memrchr(b'@', authority).map_or(0, |i| i + 1);
+    let host_port = &authority[at..];
     let len = if host_port.first() == Some(&b'[') {
         // `[v6]` or `[v6]:port`.
-        host_port.iter().position(|&c| c == b']').map_or(host_port.len(), |i| i + 1)
+        memchr::memchr(b']', host_port).map_or(host_port.len(), |i| i + 1)
     } else {
-        port.map_or(host_port.len(), |p| p - at)
+        memchr::memchr(b':', host_port).unwrap_or(host_port.len())
     };
     // Every cut is at an ASCII byte, so a char boundary.
     let host = url.get(start + at..start + at + len)?;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use urlseen_canon::Canonicalizer;
 
 use crate::args::CanonArgs;
-use crate::lines::{Line, LineBatches, write_line};
+use crate::lines::{LineBatch, LineBatches, write_line};
 
 /// Print the canonical form of each URL read from stdin, one per line.
 ///
@@ -38,7 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut input = LineBatches::new(io::BufReader::new(stdin));
     let mut out = BufWriter::new(io::stdout().lock());
     let mut err = io::stderr().lock();
-    let mut batch: Vec<Line> = Vec::new();
+    let mut batch = LineBatch::default();
     let mut buf = String::new();
     let mut failures = 0u64;
 

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use urlseen_engine::{Fsync, NamespaceOptions, NamespaceStats};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
-use crate::lines::{Line, LineBatches, MAX_BATCH};
+use crate::lines::{LineBatch, LineBatches, MAX_BATCH};
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
     s.parse().map_err(|e: urlseen_engine::Error| e.to_string())
@@ -101,7 +101,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
             Box::new(File::open(path).with_context(|| format!("opening {}", path.display()))?)
         };
         let mut input = LineBatches::new(BufReader::with_capacity(1 << 16, reader));
-        let mut batch: Vec<Line> = Vec::with_capacity(MAX_BATCH);
+        let mut batch = LineBatch::default();
         let mut fps = Vec::with_capacity(MAX_BATCH);
         let mut hosts = Vec::with_capacity(MAX_BATCH);
         let mut seen = Vec::with_capacity(MAX_BATCH);
