@@ -1,6 +1,7 @@
 //! `urlseen filter`: a streaming `sort -u` for URLs, by canonical form, in bounded memory.
 
 use std::io::{self, BufWriter, Write};
+use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -9,7 +10,7 @@ use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr, parse_seconds};
-use crate::lines::{Line, LineBatches, write_line};
+use crate::lines::{LineBatch, LineBatches, write_line};
 
 /// Print each line whose canonical URL has not been seen before.
 ///
@@ -141,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let ns = db.namespace_or_create(&args.ns, options)?;
     let canon = Canonicalizer::new(ns.options().canon.clone());
 
-    let (lines, new, invalid, started) = stream(&*ns, &canon, &args)?;
+    let (lines, new, invalid, started) = stream(&ns, &canon, &args)?;
 
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
@@ -181,62 +182,65 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One batch of input lines and what fingerprinting made of them, passed from the reading
+/// thread to the answering one (and back, to be reused).
+#[derive(Default)]
+struct Batch {
+    lines: LineBatch,
+    fps: Vec<u64>,
+    hosts: Vec<u32>,
+    slots: Vec<Slot>,
+    /// Non-empty lines in the batch.
+    urls: u64,
+    invalid: u64,
+}
+
+/// Batches in flight between the two threads: one being fingerprinted, one waiting, one being
+/// answered.
+const IN_FLIGHT: usize = 2;
+
 /// Reads stdin in batches, answers each batch with one call to `set`, and prints the new
 /// lines in input order. Returns (lines, new, invalid, start time).
-fn stream<S: SeenSet>(
-    set: &S,
+///
+/// Two threads: one reads and fingerprints batch n + 1 (canonicalization, hashing, the host
+/// dictionary) while this one answers batch n and prints it, so the two halves of the work,
+/// each about half of a line's cost, run on two cores. The reading thread is detached: when
+/// answering fails, the error returns at once instead of waiting for a read of stdin that may
+/// never end.
+fn stream<S: SeenSet + 'static>(
+    set: &Arc<S>,
     canon: &Canonicalizer,
     args: &Args,
 ) -> anyhow::Result<(u64, u64, u64, Instant)> {
-    let stdin = io::stdin().lock();
-    let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let mut err = io::stderr().lock();
-
-    let mut batch: Vec<Line> = Vec::new();
-    let mut fps: Vec<u64> = Vec::new();
-    let mut hosts: Vec<u32> = Vec::new();
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut seen: Vec<bool> = Vec::new();
-    let mut canonical = String::new();
-    let (mut lines, mut new, mut invalid) = (0u64, 0u64, 0u64);
+    let (full_tx, full_rx) = mpsc::sync_channel::<io::Result<Batch>>(IN_FLIGHT);
+    let (free_tx, free_rx) = mpsc::sync_channel::<Batch>(IN_FLIGHT + 1);
+    for _ in 0..IN_FLIGHT + 1 {
+        free_tx.send(Batch::default()).expect("the receiver is here");
+    }
     let started = Instant::now();
+    let reader = {
+        let set = Arc::clone(set);
+        let report_invalid = !args.keep_invalid;
+        std::thread::Builder::new()
+            .name("urlseen-read".into())
+            .spawn(move || read_and_fingerprint(&*set, report_invalid, &free_rx, &full_tx))
+            .context("starting the reading thread")?
+    };
 
-    while input.next_batch(&mut batch).context("reading stdin")? {
-        // Fingerprint the batch, then answer it with one engine call, then write in input order.
-        fps.clear();
-        hosts.clear();
-        slots.clear();
-        for line in &batch {
-            if line.bytes.is_empty() {
-                slots.push(Slot::Skip);
-                continue;
-            }
-            lines += 1;
-            let fp = std::str::from_utf8(&line.bytes)
-                .map_err(|_| "not valid UTF-8".to_owned())
-                .and_then(|url| set.fingerprint_host(url).map_err(|e| e.to_string()));
-            match fp {
-                Ok((fp, host)) => {
-                    slots.push(Slot::Url(fps.len()));
-                    fps.push(fp);
-                    hosts.push(host);
-                }
-                Err(reason) => {
-                    invalid += 1;
-                    if !args.keep_invalid {
-                        writeln!(err, "urlseen: line {}: {reason}", line.no)?;
-                    }
-                    slots.push(Slot::Invalid);
-                }
-            }
-        }
+    let mut canonical = String::new();
+    let mut seen: Vec<bool> = Vec::new();
+    let (mut lines, mut new, mut invalid) = (0u64, 0u64, 0u64);
+    for batch in full_rx {
+        let batch = batch.context("reading stdin")?;
+        lines += batch.urls;
+        invalid += batch.invalid;
         seen.clear();
-        seen.resize(fps.len(), false);
+        seen.resize(batch.fps.len(), false);
         // The batch's new URLs are written out (and flushed) before the batch counts as
         // recorded: a crash in between prints them again after restart, never loses them.
         let mut print = |seen: &[bool]| -> io::Result<()> {
-            for (line, slot) in batch.iter().zip(&slots) {
+            for (line, slot) in batch.lines.iter().zip(&batch.slots) {
                 match *slot {
                     Slot::Skip => {}
                     Slot::Invalid if args.keep_invalid => write_line(&mut out, &line.bytes)?,
@@ -259,15 +263,76 @@ fn stream<S: SeenSet>(
             }
             out.flush()
         };
-        match set.seen_fingerprints_hosts_then(&fps, &hosts, &mut seen, &mut print) {
+        match set.seen_fingerprints_hosts_then(&batch.fps, &batch.hosts, &mut seen, &mut print) {
             Ok(()) => {}
             Err(SeenThenError::Then(e)) => return Err(e).context("writing to stdout"),
             Err(SeenThenError::Backend(e)) => return Err(e.into()),
         }
+        // The reader may have stopped (end of input): then the batch is simply dropped.
+        let _ = free_tx.send(batch);
     }
     out.flush()?;
-    drop(input);
+    // The channel closed: the reader is done (end of input), or panicked.
+    if reader.join().is_err() {
+        anyhow::bail!("the reading thread panicked");
+    }
     Ok((lines, new, invalid, started))
+}
+
+/// The reading thread of [`stream`]: fills the batches it gets back from `free` with stdin's
+/// next lines and their fingerprints, and sends them on to `full`, until the end of input, a
+/// read error (sent on), or the answering side going away.
+fn read_and_fingerprint<S: SeenSet>(
+    set: &S,
+    report_invalid: bool,
+    free: &mpsc::Receiver<Batch>,
+    full: &mpsc::SyncSender<io::Result<Batch>>,
+) {
+    let stdin = io::stdin().lock();
+    let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
+    let mut err = io::stderr().lock();
+    while let Ok(mut batch) = free.recv() {
+        match input.next_batch(&mut batch.lines) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                let _ = full.send(Err(e));
+                return;
+            }
+        }
+        batch.fps.clear();
+        batch.hosts.clear();
+        batch.slots.clear();
+        (batch.urls, batch.invalid) = (0, 0);
+        for line in &batch.lines {
+            if line.bytes.is_empty() {
+                batch.slots.push(Slot::Skip);
+                continue;
+            }
+            batch.urls += 1;
+            let fp = std::str::from_utf8(&line.bytes)
+                .map_err(|_| "not valid UTF-8".to_owned())
+                .and_then(|url| set.fingerprint_host(url).map_err(|e| e.to_string()));
+            match fp {
+                Ok((fp, host)) => {
+                    batch.slots.push(Slot::Url(batch.fps.len()));
+                    batch.fps.push(fp);
+                    batch.hosts.push(host);
+                }
+                Err(reason) => {
+                    batch.invalid += 1;
+                    if report_invalid {
+                        // Best effort, as any diagnostic: a closed stderr stops nothing.
+                        let _ = writeln!(err, "urlseen: line {}: {reason}", line.no);
+                    }
+                    batch.slots.push(Slot::Invalid);
+                }
+            }
+        }
+        if full.send(Ok(batch)).is_err() {
+            return;
+        }
+    }
 }
 
 /// `--redis`: the same stream against a namespace in Redis.
@@ -282,7 +347,7 @@ fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyho
     .context("connecting to redis")?;
     let ns = db.open_namespace(&args.ns, options)?;
     let canon = Canonicalizer::new(ns.options().canon.clone());
-    let (lines, new, invalid, started) = stream(&ns, &canon, args)?;
+    let (lines, new, invalid, started) = stream(&Arc::new(ns.clone()), &canon, args)?;
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
         let store = match &ns {
