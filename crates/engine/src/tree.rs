@@ -282,6 +282,31 @@ impl Carried {
         fp.checked_shr(shift).unwrap_or(0)
     }
 
+    /// [`Self::carry`] for each of `fps` in order, into `before`, prefetching the directory
+    /// entries and then the array slots of the fingerprints a few places ahead: the two
+    /// cache misses of each lookup overlap with the others'.
+    fn carry_batch(
+        &mut self,
+        fps: impl ExactSizeIterator<Item = u64> + Clone,
+        before: &mut Vec<bool>,
+    ) {
+        const AHEAD: usize = 8;
+        before.clear();
+        let mut dir_ahead = fps.clone().skip(2 * AHEAD);
+        let mut kept_ahead = fps.clone().skip(AHEAD);
+        for fp in fps {
+            if let Some(far) = dir_ahead.next() {
+                urlseen_filter::prefetch(&self.dir[Self::bucket(far, self.shift) as usize]);
+            }
+            if let Some(near) = kept_ahead.next()
+                && let Some(slot) = self.kept.get(self.dir[Self::bucket(near, self.shift) as usize])
+            {
+                urlseen_filter::prefetch(slot);
+            }
+            before.push(self.carry(fp));
+        }
+    }
+
     /// Notes `fp` as carried; whether it was before. (A fingerprint never kept was never
     /// carried before: a leaf records each fingerprint once.)
     fn carry(&mut self, fp: u64) -> bool {
@@ -1365,6 +1390,12 @@ impl Dsbf {
                     room -= 1;
                 }
             }
+            // Which records of the step carry a fingerprint carried already, in log order (the
+            // groups keep it for each fingerprint: one leaf takes all of its records).
+            let mut before = Vec::new();
+            if let Some(carried) = cursor.carried.as_mut() {
+                carried.carry_batch(chunk[..end].iter().map(|r| r.fp), &mut before);
+            }
             let (mut fps, mut was) = (Vec::new(), Vec::new());
             for (group, leaf) in &mut groups {
                 let take = group.iter().take_while(|&&(_, pos)| (pos as usize) < end).count();
@@ -1378,10 +1409,7 @@ impl Dsbf {
                     let record = chunk[pos as usize];
                     // A kept record of a fingerprint the parent recorded (which comes first in
                     // its log) or kept before is carried once: the child holds it already.
-                    if let Some(carried) = cursor.carried.as_mut()
-                        && carried.carry(record.fp)
-                        && record.kept
-                    {
+                    if record.kept && before.get(pos as usize) == Some(&true) {
                         continue;
                     }
                     // Always logged, even if the child's filter already (falsely) held it:
@@ -2464,6 +2492,20 @@ mod tests {
                 let expected = kept_set.contains(&fp) && !seen.insert(fp);
                 prop_assert_eq!(carried.carry(fp), expected, "fp {:#x}", fp);
             }
+        }
+
+        /// The batched form answers as the single calls in order.
+        #[test]
+        fn carried_batch_matches_single_calls(
+            kept in proptest::collection::vec(any::<u64>(), 0..300),
+            picks in proptest::collection::vec((0usize..400, any::<u64>()), 0..700),
+        ) {
+            let fps: Vec<u64> = picks.iter().map(|&(i, fp)| kept.get(i).copied().unwrap_or(fp)).collect();
+            let (mut one, mut batch) = (Carried::new(kept.clone()), Carried::new(kept));
+            let single: Vec<bool> = fps.iter().map(|&fp| one.carry(fp)).collect();
+            let mut before = Vec::new();
+            batch.carry_batch(fps.iter().copied(), &mut before);
+            prop_assert_eq!(before, single);
         }
     }
 

@@ -95,6 +95,7 @@ pub use blocked::BlockedBloom;
 pub use bloom::BloomFilter;
 pub use codec::{DecodeError, FilterKind};
 pub use counting::{CountingBloom, RemoveError, SATURATED};
+pub use prefetch::prefetch;
 
 /// Bits in one block of [`BlockedBloom`]: one 64-byte cache line.
 pub const BLOCK_BITS: u64 = 512;

@@ -1,9 +1,10 @@
 //! Memory hints: software prefetch of a cache line (a no-op off x86-64) and transparent huge
 //! pages for big bit arrays (Linux only). Hints only: they never change a filter's contents.
 
-/// Asks the CPU to bring the cache line holding `*target` into L1.
+/// Asks the CPU to bring the cache line holding `*target` into L1: a hint for batched lookups
+/// elsewhere (the engine's split migration) as much as for the filters here.
 #[inline(always)]
-pub(crate) fn prefetch<T>(target: &T) {
+pub fn prefetch<T>(target: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
