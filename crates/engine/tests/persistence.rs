@@ -300,21 +300,30 @@ fn dropped_namespaces_stay_dropped_and_names_can_be_anything() {
 /// exactly those: the records a snapshot's leaf already held are not replayed into it again.
 #[test]
 fn checkpoints_taken_under_load_recover_exactly() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let dir = tempfile::tempdir().unwrap();
     let image = tempfile::tempdir().unwrap();
     let db = Db::open_with(dir.path(), opts(Fsync::EverySec)).unwrap();
     let options = NamespaceOptions { capacity: 2_000, leaf_bits: Some(1 << 14), ..small() };
     let ns = db.namespace_or_create("live", options).unwrap();
     let done = Arc::new(AtomicBool::new(false));
+    let checkpoints = Arc::new(AtomicUsize::new(0));
     let writers: Vec<_> = (0..2u64)
         .map(|t| {
             let ns = Arc::clone(&ns);
             let done = Arc::clone(&done);
+            let checkpoints = Arc::clone(&checkpoints);
             std::thread::spawn(move || {
                 let urls = distinct_urls(40 + t, 40_000);
                 let mut recorded = Vec::new();
-                for chunk in urls.chunks(200) {
+                let chunks = urls.chunks(200);
+                let last = chunks.len() - 1;
+                for (i, chunk) in chunks.enumerate() {
+                    // On a busy machine the writers could finish before three checkpoints
+                    // ran: the last chunk waits for them, so some always run under load.
+                    while i == last && checkpoints.load(Ordering::Acquire) < 3 {
+                        std::thread::yield_now();
+                    }
                     let seen = ns.seen_batch(chunk).unwrap();
                     recorded.extend(chunk.iter().zip(seen).filter(|p| !p.1).map(|p| p.0.clone()));
                 }
@@ -323,11 +332,11 @@ fn checkpoints_taken_under_load_recover_exactly() {
             })
         })
         .collect();
-    let mut checkpoints = 0;
     while !done.load(Ordering::Acquire) {
         ns.checkpoint().unwrap();
-        checkpoints += 1;
+        checkpoints.fetch_add(1, Ordering::Release);
     }
+    let checkpoints = checkpoints.load(Ordering::Acquire);
     let recorded: Vec<String> = writers.into_iter().flat_map(|w| w.join().unwrap()).collect();
     assert!(checkpoints >= 3, "only {checkpoints} checkpoints ran under load");
     assert!(ns.stats().splits_done > 20);
