@@ -48,6 +48,13 @@ pub trait SeenSet: Send + Sync {
         Ok((self.fingerprint(url)?, 0))
     }
 
+    /// [`Self::fingerprint_host`] for each of `urls`, in order, into `out` (cleared first). A
+    /// backend may do the work as a batch; the results are those of the single calls.
+    fn fingerprint_hosts(&self, urls: &[&str], out: &mut Vec<Result<(u64, u32), Self::Error>>) {
+        out.clear();
+        out.extend(urls.iter().map(|url| self.fingerprint_host(url)));
+    }
+
     /// Check-and-insert: `out[i]` is `true` if `fps[i]` was (maybe) recorded before, `false` if
     /// it is new and now recorded. A fingerprint repeated within `fps` is new at most once.
     ///
@@ -163,6 +170,10 @@ impl SeenSet for Namespace {
 
     fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
         Namespace::fingerprint_host(self, url)
+    }
+
+    fn fingerprint_hosts(&self, urls: &[&str], out: &mut Vec<Result<(u64, u32)>>) {
+        Namespace::fingerprint_hosts(self, urls, out);
     }
 
     fn seen(&self, url: &str) -> Result<bool> {

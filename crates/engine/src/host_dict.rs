@@ -128,6 +128,14 @@ impl Known {
         false
     }
 
+    /// Asks for the cache line [`Self::contains`] of `full` starts at.
+    fn prefetch(&self, full: u64) {
+        let mask = self.slots.len().wrapping_sub(1);
+        if let Some(slot) = self.slots.get(Self::key(full) as usize & mask) {
+            urlseen_filter::prefetch(slot);
+        }
+    }
+
     fn insert(&mut self, full: u64) {
         if (self.len + 1) * 2 > self.slots.len() {
             let size = (self.slots.len() * 2).max(1024);
@@ -372,6 +380,67 @@ impl HostDict {
         self.known.write().insert(full);
         RECENT.with(|r| r[slot].set(key));
         Ok(())
+    }
+
+    /// [`Self::note`] for a batch of hosts (`(hash, full)` pairs), with `host(k)` giving the
+    /// name of the `k`-th when it must be listed (rarely: only a host never met before).
+    /// Returns the index and the error of each host that could not be listed.
+    ///
+    /// Batched because this runs for every URL: the per-thread cache is probed for all of
+    /// them first, prefetched a few ahead, then the table for the cache's misses under one
+    /// read lock, also prefetched, so their cache misses overlap instead of following one
+    /// another (one by one, the two probes were 8% of `filter`'s time).
+    pub(crate) fn note_batch(
+        &self,
+        hosts: &[(u32, u64)],
+        mut host: impl FnMut(usize) -> Result<String>,
+    ) -> Vec<(usize, Error)> {
+        const AHEAD: usize = 8;
+        let slot_of = |full: u64| {
+            let key = full ^ self.tag;
+            (key, key as usize % RECENT_SLOTS)
+        };
+        let mut misses = Vec::new();
+        RECENT.with(|recent| {
+            for (k, &(_, full)) in hosts.iter().enumerate() {
+                if let Some(&(_, ahead)) = hosts.get(k + AHEAD) {
+                    urlseen_filter::prefetch(&recent[slot_of(ahead).1]);
+                }
+                let (key, slot) = slot_of(full);
+                if key == 0 || recent[slot].get() != key {
+                    misses.push(k);
+                }
+            }
+        });
+        if misses.is_empty() {
+            return Vec::new();
+        }
+        let mut unknown = Vec::new();
+        {
+            let known = self.known.read();
+            RECENT.with(|recent| {
+                for (m, &k) in misses.iter().enumerate() {
+                    if let Some(&ahead) = misses.get(m + AHEAD) {
+                        known.prefetch(hosts[ahead].1);
+                    }
+                    let full = hosts[k].1;
+                    if known.contains(full) {
+                        let (key, slot) = slot_of(full);
+                        recent[slot].set(key);
+                    } else {
+                        unknown.push(k);
+                    }
+                }
+            });
+        }
+        let mut failed = Vec::new();
+        for k in unknown {
+            let (hash, full) = hosts[k];
+            if let Err(e) = host(k).and_then(|name| self.note(hash, full, &name)) {
+                failed.push((k, e));
+            }
+        }
+        failed
     }
 
     /// The `hosts` file, to precede the log on disk (none in memory or read-only).

@@ -285,6 +285,47 @@ impl Namespace {
         })
     }
 
+    /// [`Self::fingerprint_host`] for each of `urls`, in order, into `out` (cleared first):
+    /// the same results, with the hosts listed in the dictionary as one batch (see
+    /// `HostDict::note_batch`) before this returns, so still before any record carries them.
+    pub fn fingerprint_hosts(&self, urls: &[&str], out: &mut Vec<Result<(u64, u32)>>) {
+        out.clear();
+        if self.urls.is_some() {
+            // The URL journal lists each URL after its host: one by one.
+            out.extend(urls.iter().map(|url| self.fingerprint_host(url)));
+            return;
+        }
+        let mut hosts = Vec::with_capacity(urls.len());
+        let mut host_url = Vec::with_capacity(urls.len());
+        CANON_BUF.with_borrow_mut(|buf| {
+            for (i, url) in urls.iter().enumerate() {
+                let result =
+                    self.canon.canonicalize_into(url, buf).map_err(Error::from).map(|()| {
+                        let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
+                        let Some(host) = crate::host::host_of(buf) else { return (fp, 0) };
+                        let (h, full) = crate::host::host_hashes(host, self.options.seed);
+                        hosts.push((h, full));
+                        host_url.push(i);
+                        (fp, h)
+                    });
+                out.push(result);
+            }
+            // A host met for the first time is named again from its URL (rare, so cheaper
+            // than keeping every URL's host).
+            let failed = self.hosts.note_batch(&hosts, |k| {
+                let url = urls[host_url[k]];
+                self.canon.canonicalize_into(url, buf)?;
+                crate::host::host_of(buf).map(str::to_owned).ok_or_else(|| Error::InvalidHost {
+                    host: url.to_owned(),
+                    reason: "its host changed when canonicalized again".into(),
+                })
+            });
+            for (k, e) in failed {
+                out[host_url[k]] = Err(e);
+            }
+        });
+    }
+
     /// The fingerprint of raw bytes, with no canonicalization (what `BF.*` items use).
     pub fn fingerprint_bytes(&self, item: &[u8]) -> u64 {
         hash::fingerprint(item, self.options.seed)

@@ -768,3 +768,53 @@ fn a_failed_hosts_file_write_refuses_like_a_failed_log_write() {
         assert_eq!(ns.forget_host("a.example").unwrap(), 1, "{fsync}");
     }
 }
+
+/// URLs fingerprinted as a batch (`Namespace::fingerprint_hosts`, what `urlseen filter` uses)
+/// give what one-by-one fingerprinting gives, invalid ones included, and list their hosts
+/// before anything is recorded: a forget by host after a restart finds every host listed.
+#[test]
+fn hosts_fingerprinted_in_batches_are_listed_before_their_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = corpus(20_000);
+    urls.insert(7, "not a url".into());
+    urls.insert(5000, "http://:80/".into());
+    urls.insert(9000, "mailto:someone@example.com".into());
+    {
+        let db = Db::open(dir.path()).unwrap();
+        let one_by_one = Db::in_memory();
+        let (ns, single) = (
+            db.create_namespace("crawl", options(false, 20_000)).unwrap(),
+            one_by_one.create_namespace("crawl", options(false, 20_000)).unwrap(),
+        );
+        let mut results = Vec::new();
+        for chunk in urls.chunks(4096) {
+            let texts: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            ns.fingerprint_hosts(&texts, &mut results);
+            assert_eq!(results.len(), chunk.len());
+            let (mut fps, mut hosts) = (Vec::new(), Vec::new());
+            for (url, got) in chunk.iter().zip(&results) {
+                match (got, single.fingerprint_host(url)) {
+                    (Ok(got), Ok(want)) => {
+                        assert_eq!(*got, want, "{url}");
+                        fps.push(got.0);
+                        hosts.push(got.1);
+                    }
+                    (Err(_), Err(_)) => {}
+                    (got, want) => panic!("{url}: batched {got:?}, single {want:?}"),
+                }
+            }
+            let mut seen = vec![false; fps.len()];
+            ns.seen_fingerprints_hosts(&fps, &hosts, &mut seen).unwrap();
+        }
+        drop(ns);
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("crawl").unwrap();
+    let urls = corpus(20_000);
+    let of_the_host = (0..urls.len()).filter(|&i| of_host(i, 417)).count() as u64;
+    let forgotten = ns.forget_host("site417.example").unwrap();
+    // Bloom mode: a URL of the host may have been a false positive, never recorded.
+    assert!(forgotten <= of_the_host && forgotten + 3 >= of_the_host, "{forgotten}");
+    check(&ns, &urls, 417, "after a batched recording, a restart and a forget");
+}

@@ -291,6 +291,7 @@ fn read_and_fingerprint<S: SeenSet>(
     let stdin = io::stdin().lock();
     let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
     let mut err = io::stderr().lock();
+    let mut results = Vec::new();
     while let Ok(mut batch) = free.recv() {
         match input.next_batch(&mut batch.lines) {
             Ok(true) => {}
@@ -304,18 +305,33 @@ fn read_and_fingerprint<S: SeenSet>(
         batch.hosts.clear();
         batch.slots.clear();
         (batch.urls, batch.invalid) = (0, 0);
+        // The valid UTF-8 lines go to the backend as one batch; their slots are filled after.
+        let mut urls = Vec::with_capacity(batch.lines.len());
         for line in &batch.lines {
-            if line.bytes.is_empty() {
-                batch.slots.push(Slot::Skip);
-                continue;
-            }
+            batch.slots.push(if line.bytes.is_empty() {
+                Slot::Skip
+            } else if let Ok(url) = std::str::from_utf8(&line.bytes) {
+                urls.push(url);
+                Slot::Url(0)
+            } else {
+                Slot::Invalid
+            });
+        }
+        set.fingerprint_hosts(&urls, &mut results);
+        drop(urls);
+        let mut results = results.drain(..);
+        for (line, slot) in batch.lines.iter().zip(&mut batch.slots) {
+            let fp = match slot {
+                Slot::Skip => continue,
+                Slot::Invalid => Err("not valid UTF-8".to_owned()),
+                Slot::Url(_) => {
+                    results.next().expect("one result per valid line").map_err(|e| e.to_string())
+                }
+            };
             batch.urls += 1;
-            let fp = std::str::from_utf8(&line.bytes)
-                .map_err(|_| "not valid UTF-8".to_owned())
-                .and_then(|url| set.fingerprint_host(url).map_err(|e| e.to_string()));
             match fp {
                 Ok((fp, host)) => {
-                    batch.slots.push(Slot::Url(batch.fps.len()));
+                    *slot = Slot::Url(batch.fps.len());
                     batch.fps.push(fp);
                     batch.hosts.push(host);
                 }
@@ -325,10 +341,11 @@ fn read_and_fingerprint<S: SeenSet>(
                         // Best effort, as any diagnostic: a closed stderr stops nothing.
                         let _ = writeln!(err, "urlseen: line {}: {reason}", line.no);
                     }
-                    batch.slots.push(Slot::Invalid);
+                    *slot = Slot::Invalid;
                 }
             }
         }
+        drop(results);
         if full.send(Ok(batch)).is_err() {
             return;
         }
