@@ -29,8 +29,9 @@ pub enum BlockScheme {
     /// positions of 9 bits each anywhere in the block, drawn with replacement from
     /// `mix64(h ^ 0x6A09E667F3BCC908)`, 7 per 64-bit word, re-mixed for every further 7. Two
     /// probes of one item often fall into the same word, and each is a read-modify-write of a
-    /// word chosen by the data. FPR: [`plan::blocked_fpr`]. Redis namespaces keep this scheme
-    /// (their bits are set remotely at [`BlockedBloom::positions`]).
+    /// word chosen by the data. FPR: [`plan::blocked_fpr`]. Made by
+    /// [`BlockedBloom::with_scheme`]; bits set elsewhere at the positions of older builds (the
+    /// bitmap-in-Redis baseline of `urlseen bench redis`) need it.
     Scattered,
     /// Sectorized probes (encoding kind 5; Lang, Neumann & Boncz, "Performance-optimal
     /// filtering", VLDB 2019; the split-block filters of Impala and Parquet): with
