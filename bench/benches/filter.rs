@@ -13,6 +13,9 @@
 //! Environment: `URLSEEN_BENCH_BIG=0` skips the 1 GiB cases; `URLSEEN_BENCH_HASHSET_BIG=1` adds
 //! a `HashSet<u64>` at the 1 GiB size (~430 M entries, about 5 GiB of RAM; off by default).
 //!
+//! `urlseen-blocked*` is `BlockedBloom::new`: the sectorized probe scheme since 2026-11-25 (the
+//! scattered one before; docs/filters.md).
+//!
 //! Exception: the 1 GiB `bloomfilter` is not filled by inserts (it would take over ten minutes
 //! on a small machine) but set directly to the same bit density (29.5 %), plus real inserts of
 //! the fingerprints the `contains_hit` group queries.
@@ -23,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use urlseen_filter::hash::mix64;
-use urlseen_filter::{BlockedBloom, BloomFilter};
+use urlseen_filter::{BlockScheme, BlockedBloom, BloomFilter};
 
 const BATCH: usize = 1024;
 const BITS_PER_ITEM: u64 = 10;
@@ -338,10 +341,12 @@ fn filters(c: &mut Criterion) {
 }
 
 /// The one-cache-line limit (issue 10): batched check-and-insert into our 1 GiB blocked filter
-/// (k = 7) against the least any filter touching one random cache line per item can do: one
-/// random 64-bit read-modify-write per item, into a 1 GiB array of words, with the same
-/// hash (`mix64`), the same 16-item prefetch window and the same 2 MiB pages (`madvise`) as the
-/// filter. Both filled to half capacity first. `URLSEEN_BENCH_LIMIT=0` skips it.
+/// (k = 7; `urlseen-blocked-batch` is the default, sectorized scheme, `urlseen-blocked-scattered-
+/// batch` the first one) against the least any filter touching one random cache line per item
+/// can do: one random 64-bit read-modify-write per item, into a 1 GiB array of words, with the
+/// same hash (`mix64`), the same 16-item prefetch window and the same 2 MiB pages (`madvise`) as
+/// the filter. All filled to half capacity first (one after the other: one 1 GiB array at a
+/// time). `URLSEEN_BENCH_LIMIT=0` skips it.
 fn one_line_limit(c: &mut Criterion) {
     if std::env::var("URLSEEN_BENCH_LIMIT").is_ok_and(|v| v == "0") {
         return;
@@ -354,12 +359,15 @@ fn one_line_limit(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
     let mut out = vec![false; BATCH];
-    {
-        let mut filter = Ours(BlockedBloom::new(bits, K, SEED));
+    for (name, scheme) in [
+        ("urlseen-blocked-batch", BlockScheme::Sectorized),
+        ("urlseen-blocked-scattered-batch", BlockScheme::Scattered),
+    ] {
+        let mut filter = Ours(BlockedBloom::with_scheme(bits, K, SEED, scheme));
         prefill(&mut filter, cap / 2);
         let fresh = pool(FRESH_BASE, POOL);
         let mut at = 0;
-        g.bench_function(BenchmarkId::new("urlseen-blocked-batch", "1GiB"), |b| {
+        g.bench_function(BenchmarkId::new(name, "1GiB"), |b| {
             b.iter(|| {
                 filter.insert_batch(&fresh[at..at + BATCH], &mut out);
                 at = (at + BATCH) % (POOL - BATCH);

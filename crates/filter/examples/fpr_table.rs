@@ -7,7 +7,7 @@
 
 use urlseen_filter::hash::mix64;
 use urlseen_filter::plan;
-use urlseen_filter::{BitmapIndex, BlockedBloom, BloomFilter, CountingBloom};
+use urlseen_filter::{BitmapIndex, BlockScheme, BlockedBloom, BloomFilter, CountingBloom};
 
 fn member(i: u64) -> u64 {
     mix64((1 << 40) + i)
@@ -57,6 +57,15 @@ fn main() {
             });
             assert!((0..n).all(|i| f.contains(member(i))));
             row("blocked", n, p, f.num_bits(), f.num_hashes(), f.estimated_fpr(), |x| {
+                f.contains(x)
+            });
+
+            let mut f = BlockedBloom::with_capacity_scheme(n, p, 1, BlockScheme::Scattered);
+            (0..n).for_each(|i| {
+                f.insert(member(i));
+            });
+            assert!((0..n).all(|i| f.contains(member(i))));
+            row("scattered", n, p, f.num_bits(), f.num_hashes(), f.estimated_fpr(), |x| {
                 f.contains(x)
             });
 

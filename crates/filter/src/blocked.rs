@@ -12,8 +12,224 @@ use crate::{BLOCK_BITS, Filter, MAX_BITS, MAX_HASHES, ParamError, plan};
 /// bits of √2).
 const BIT_SALT: u64 = 0x6A09_E667_F3BC_C908;
 
+/// Salt that derives the sectorized probes from the block hash (the first 64 fractional bits of
+/// √3).
+const SECTOR_SALT: u64 = 0xBB67_AE85_84CA_A73B;
+
 /// u64 words per block.
 const WORDS: usize = 8;
+
+/// Which bits of its block an item sets: the probe scheme of a [`BlockedBloom`]. Both touch one
+/// 512-bit block per item, chosen the same way; they differ inside it, so a filter keeps its
+/// scheme for life (it is part of the encoding: kind 2 or 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum BlockScheme {
+    /// The first scheme (encoding kind 2, every filter written before the sectorized one): k
+    /// positions of 9 bits each anywhere in the block, drawn with replacement from
+    /// `mix64(h ^ 0x6A09E667F3BCC908)`, 7 per 64-bit word, re-mixed for every further 7. Two
+    /// probes of one item often fall into the same word, and each is a read-modify-write of a
+    /// word chosen by the data. FPR: [`plan::blocked_fpr`]. Made by
+    /// [`BlockedBloom::with_scheme`]; bits set elsewhere at the positions of older builds (the
+    /// bitmap-in-Redis baseline of `urlseen bench redis`) need it.
+    Scattered,
+    /// Sectorized probes (encoding kind 5; Lang, Neumann & Boncz, "Performance-optimal
+    /// filtering", VLDB 2019; the split-block filters of Impala and Parquet): with
+    /// `s = mix64(h ^ 0xBB67AE8584CAA73B)` and `r = s >> 61`, round t of ⌈k/8⌉ sets in word i
+    /// (i = 0..8) of the block bit `(s_t >> 6i) & 63`, where `s_0 = s` and
+    /// `s_{t+1} = mix64(s_t)`. Every round but a partial last one probes all 8 words; the last,
+    /// with `k % 8` probes, only the words i with `(i − r) mod 8 < k % 8` (a run of consecutive
+    /// words starting at word r). So each word is probed once per round and the 8 word masks are
+    /// computed in registers and OR-ed into the block in one pass, with no data-dependent
+    /// word index. FPR: [`plan::sectorized_fpr`]. The default of [`BlockedBloom::new`].
+    #[default]
+    Sectorized,
+}
+
+impl BlockScheme {
+    fn kind(self) -> FilterKind {
+        match self {
+            BlockScheme::Scattered => FilterKind::Blocked,
+            BlockScheme::Sectorized => FilterKind::BlockedSectorized,
+        }
+    }
+}
+
+/// Runs `$body` with `$k` bound to `$value` as a constant for k in 1..=16 (one copy each), as a
+/// variable above.
+macro_rules! with_const_k {
+    ($value:expr, $k:ident, $body:block) => {
+        with_const_k!(@arms $value, $k, $body, 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    };
+    (@arms $value:expr, $k:ident, $body:block, $($n:literal)*) => {
+        match $value {
+            $($n => {
+                let $k: u32 = $n;
+                $body
+            })*
+            $k => $body,
+        }
+    };
+}
+
+/// The 8 word masks of the sectorized probes of block hash `h` (see
+/// [`BlockScheme::Sectorized`]). Inlined into a loop over items with `k` fixed, the masks live in
+/// registers.
+#[inline(always)]
+fn sector_masks(h: u64, k: u32) -> [u64; WORDS] {
+    let mut s = mix64(h ^ SECTOR_SALT);
+    let r = (s >> 61) as u32;
+    let mut m = [0u64; WORDS];
+    for _ in 0..k / 8 {
+        for (i, mask) in m.iter_mut().enumerate() {
+            *mask |= 1u64 << ((s >> (6 * i)) & 63);
+        }
+        s = mix64(s);
+    }
+    let part = k % 8;
+    if part != 0 {
+        // Bit i of `active`: whether word i is probed, i.e. (i − r) mod 8 < part (the `part`
+        // low bits rotated left by r within 8 bits).
+        let run = (1u32 << part) - 1;
+        let active = (run << r) | (run >> (8 - r));
+        for (i, mask) in m.iter_mut().enumerate() {
+            *mask |= u64::from((active >> i) & 1) << ((s >> (6 * i)) & 63);
+        }
+    }
+    m
+}
+
+/// ORs `masks` into `block` and returns whether every bit of them was set already.
+///
+/// On x86-64 in four 16-byte loads and stores (SSE2, part of the baseline) instead of eight
+/// 8-byte ones: measured on the one-cache-line benchmark, the number of loads per item, not the
+/// arithmetic, is what limits a batch whose lines are still arriving (each load of a line in
+/// flight holds a load-queue entry until it lands).
+#[inline(always)]
+fn or_masks(block: &mut [u64; WORDS], masks: [u64; WORDS]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{
+            __m128i, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set_epi64x, _mm_setzero_si128, _mm_storeu_si128,
+        };
+        let p = block.as_mut_ptr().cast::<__m128i>();
+        #[expect(unsafe_code, reason = "SSE2 intrinsics are unsafe functions")]
+        // SAFETY: SSE2 is part of the x86-64 baseline. `p.add(q)` for q < 4 points at 16 of the
+        // 64 bytes of `block`, a live, exclusively borrowed `[u64; 8]`; the unaligned load and
+        // store need no alignment.
+        unsafe {
+            let mut missing = _mm_setzero_si128();
+            for q in 0..WORDS / 2 {
+                let m = _mm_set_epi64x(masks[2 * q + 1].cast_signed(), masks[2 * q].cast_signed());
+                let b = _mm_loadu_si128(p.add(q));
+                missing = _mm_or_si128(missing, _mm_andnot_si128(b, m));
+                _mm_storeu_si128(p.add(q), _mm_or_si128(b, m));
+            }
+            _mm_movemask_epi8(_mm_cmpeq_epi8(missing, _mm_setzero_si128())) == 0xFFFF
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut missing = 0u64;
+        for (word, mask) in block.iter_mut().zip(masks) {
+            missing |= mask & !*word;
+            *word |= mask;
+        }
+        missing == 0
+    }
+}
+
+/// Whether every bit of `masks` is set in `block` (see [`or_masks`] for the SSE2 loads).
+#[inline(always)]
+fn has_masks(block: &[u64; WORDS], masks: [u64; WORDS]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{
+            __m128i, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set_epi64x, _mm_setzero_si128,
+        };
+        let p = block.as_ptr().cast::<__m128i>();
+        #[expect(unsafe_code, reason = "SSE2 intrinsics are unsafe functions")]
+        // SAFETY: SSE2 is part of the x86-64 baseline. `p.add(q)` for q < 4 points at 16 of the
+        // 64 bytes of `block`, a live `[u64; 8]`; the unaligned load needs no alignment.
+        unsafe {
+            let mut missing = _mm_setzero_si128();
+            for q in 0..WORDS / 2 {
+                let m = _mm_set_epi64x(masks[2 * q + 1].cast_signed(), masks[2 * q].cast_signed());
+                let b = _mm_loadu_si128(p.add(q));
+                missing = _mm_or_si128(missing, _mm_andnot_si128(b, m));
+            }
+            _mm_movemask_epi8(_mm_cmpeq_epi8(missing, _mm_setzero_si128())) == 0xFFFF
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        block.iter().zip(masks).fold(0u64, |missing, (w, m)| missing | (m & !w)) == 0
+    }
+}
+
+/// The k in-block bit positions (0..512) of the sectorized probes of block hash `h`, in the
+/// order round by round, word by word (see [`BlockScheme::Sectorized`]).
+#[derive(Debug, Clone)]
+struct Sectors {
+    s: u64,
+    r: u32,
+    round: u32,
+    word: u32,
+    full: u32,
+    part: u32,
+}
+
+impl Sectors {
+    fn new(h: u64, k: u32) -> Self {
+        let s = mix64(h ^ SECTOR_SALT);
+        Sectors { s, r: (s >> 61) as u32, round: 0, word: 0, full: k / 8, part: k % 8 }
+    }
+}
+
+impl Iterator for Sectors {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.word == WORDS as u32 {
+                self.word = 0;
+                self.round += 1;
+                self.s = mix64(self.s);
+            }
+            if self.round > self.full || (self.round == self.full && self.part == 0) {
+                return None;
+            }
+            let i = self.word;
+            self.word += 1;
+            if self.round < self.full || i.wrapping_sub(self.r) & 7 < self.part {
+                return Some(i as usize * 64 + ((self.s >> (6 * i)) & 63) as usize);
+            }
+        }
+    }
+}
+
+/// The in-block probes of either scheme.
+#[derive(Debug, Clone)]
+enum Probes {
+    Scattered(InBlock),
+    Sectorized(Sectors),
+}
+
+impl Iterator for Probes {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Probes::Scattered(p) => p.next(),
+            Probes::Sectorized(p) => p.next(),
+        }
+    }
+}
+
+/// The other kind [`BlockedBloom`] decodes besides [`FilterKind::Blocked`].
+const SECTORIZED_KIND: &[FilterKind] = &[FilterKind::BlockedSectorized];
 
 /// How many items ahead the batched calls prefetch: enough to keep ~10 line fills in flight.
 const WINDOW: usize = 16;
@@ -58,15 +274,240 @@ impl Iterator for InBlock {
     }
 }
 
+/// Sets the scattered probes of block hash `h` in `block`; whether they were all set.
+#[inline(always)]
+fn scattered_insert(block: &mut [u64; WORDS], h: u64, k: u32) -> bool {
+    let mut present = true;
+    for bit in InBlock::new(h, k) {
+        let word = &mut block[bit >> 6];
+        let mask = 1u64 << (bit & 63);
+        present &= *word & mask != 0;
+        *word |= mask;
+    }
+    present
+}
+
+/// Whether the scattered probes of block hash `h` are all set in `block`.
+#[inline(always)]
+fn scattered_contains(block: &[u64; WORDS], h: u64, k: u32) -> bool {
+    // Early exit at the first clear bit: a miss usually costs one or two probes.
+    InBlock::new(h, k).all(|bit| block[bit >> 6] & (1u64 << (bit & 63)) != 0)
+}
+
+/// Sets the sectorized probes of block hash `h` in `block` in one pass over its 8 words, with
+/// the masks from registers (no word is read after it is written, whatever the hash); whether
+/// they were all set.
+#[inline(always)]
+fn sectorized_insert(block: &mut [u64; WORDS], h: u64, k: u32) -> bool {
+    or_masks(block, sector_masks(h, k))
+}
+
+/// Whether the sectorized probes of block hash `h` are all set in `block` (all 8 words of the
+/// line, branch-free).
+#[inline(always)]
+fn sectorized_contains(block: &[u64; WORDS], h: u64, k: u32) -> bool {
+    has_masks(block, sector_masks(h, k))
+}
+
+/// The prefetching loop of [`BlockedBloom::insert_batch`]: `insert(block, h)` for each item in
+/// order, while prefetching the block of the item [`WINDOW`] places ahead. Writes whether each
+/// was present to `out` and returns how many were new. A free function over the blocks and
+/// locals, so that nothing of the filter is reloaded per item.
+#[inline(always)]
+fn insert_loop(
+    blocks: &mut [[u64; WORDS]],
+    seed: u64,
+    fps: &[u64],
+    out: &mut [bool],
+    insert: impl Fn(&mut [u64; WORDS], u64) -> bool,
+) -> u64 {
+    let n = blocks.len() as u64;
+    let mut ring = [(0u64, 0usize); WINDOW];
+    for (slot, &fp) in ring.iter_mut().zip(fps) {
+        let h = mix64(fp ^ seed);
+        let b = reduce(h, n) as usize;
+        prefetch(&blocks[b]);
+        *slot = (h, b);
+    }
+    let mut new = 0u64;
+    for (i, out) in out.iter_mut().enumerate() {
+        let slot = i % WINDOW;
+        let (h, b) = ring[slot];
+        if let Some(&ahead) = fps.get(i + WINDOW) {
+            let h = mix64(ahead ^ seed);
+            let b = reduce(h, n) as usize;
+            prefetch(&blocks[b]);
+            ring[slot] = (h, b);
+        }
+        let present = insert(&mut blocks[b], h);
+        new += u64::from(!present);
+        *out = present;
+    }
+    new
+}
+
+/// [`insert_loop`] for [`BlockedBloom::contains_batch`].
+#[inline(always)]
+fn contains_loop(
+    blocks: &[[u64; WORDS]],
+    seed: u64,
+    fps: &[u64],
+    out: &mut [bool],
+    contains: impl Fn(&[u64; WORDS], u64) -> bool,
+) {
+    let n = blocks.len() as u64;
+    let mut ring = [(0u64, 0usize); WINDOW];
+    for (slot, &fp) in ring.iter_mut().zip(fps) {
+        let h = mix64(fp ^ seed);
+        let b = reduce(h, n) as usize;
+        prefetch(&blocks[b]);
+        *slot = (h, b);
+    }
+    for (i, out) in out.iter_mut().enumerate() {
+        let slot = i % WINDOW;
+        let (h, b) = ring[slot];
+        if let Some(&ahead) = fps.get(i + WINDOW) {
+            let h = mix64(ahead ^ seed);
+            let b = reduce(h, n) as usize;
+            prefetch(&blocks[b]);
+            ring[slot] = (h, b);
+        }
+        *out = contains(&blocks[b], h);
+    }
+}
+
+/// The sectorized batch loops compiled for AVX2, used when the CPU has it
+/// (`is_x86_feature_detected!`, checked once per batch): the 8 masks are computed in two 256-bit
+/// registers (variable shifts) and the line is read and written in two 32-byte loads and
+/// stores. Same bits and results as the SSE2 / scalar code.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use core::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_or_si256,
+        _mm256_set_epi64x, _mm256_set1_epi64x, _mm256_setzero_si256, _mm256_sllv_epi64,
+        _mm256_srlv_epi64, _mm256_storeu_si256, _mm256_testz_si256,
+    };
+
+    use super::{SECTOR_SALT, WORDS, contains_loop, insert_loop, mix64};
+
+    /// The masks of words 0..4 and 4..8 (see `sector_masks`).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn masks(h: u64, k: u32) -> (__m256i, __m256i) {
+        let mut s = mix64(h ^ SECTOR_SALT);
+        let r = (s >> 61) as u32;
+        let lo_shift = _mm256_set_epi64x(18, 12, 6, 0);
+        let hi_shift = _mm256_set_epi64x(42, 36, 30, 24);
+        let six = _mm256_set1_epi64x(63);
+        let one = _mm256_set1_epi64x(1);
+        let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for _ in 0..k / 8 {
+            let v = _mm256_set1_epi64x(s.cast_signed());
+            let p_lo = _mm256_and_si256(_mm256_srlv_epi64(v, lo_shift), six);
+            let p_hi = _mm256_and_si256(_mm256_srlv_epi64(v, hi_shift), six);
+            lo = _mm256_or_si256(lo, _mm256_sllv_epi64(one, p_lo));
+            hi = _mm256_or_si256(hi, _mm256_sllv_epi64(one, p_hi));
+            s = mix64(s);
+        }
+        let part = k % 8;
+        if part != 0 {
+            let run = (1u32 << part) - 1;
+            let active = _mm256_set1_epi64x(i64::from((run << r) | (run >> (8 - r))));
+            let a_lo =
+                _mm256_and_si256(_mm256_srlv_epi64(active, _mm256_set_epi64x(3, 2, 1, 0)), one);
+            let a_hi =
+                _mm256_and_si256(_mm256_srlv_epi64(active, _mm256_set_epi64x(7, 6, 5, 4)), one);
+            let v = _mm256_set1_epi64x(s.cast_signed());
+            let p_lo = _mm256_and_si256(_mm256_srlv_epi64(v, lo_shift), six);
+            let p_hi = _mm256_and_si256(_mm256_srlv_epi64(v, hi_shift), six);
+            lo = _mm256_or_si256(lo, _mm256_sllv_epi64(a_lo, p_lo));
+            hi = _mm256_or_si256(hi, _mm256_sllv_epi64(a_hi, p_hi));
+        }
+        (lo, hi)
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn insert(block: &mut [u64; WORDS], h: u64, k: u32) -> bool {
+        let (m_lo, m_hi) = masks(h, k);
+        let p = block.as_mut_ptr().cast::<__m256i>();
+        #[expect(unsafe_code, reason = "AVX2 loads and stores take raw pointers")]
+        // SAFETY: `p` and `p.add(1)` point at the two 32-byte halves of `block`, a live,
+        // exclusively borrowed `[u64; 8]`; the unaligned forms need no alignment.
+        unsafe {
+            let b_lo = _mm256_loadu_si256(p);
+            let b_hi = _mm256_loadu_si256(p.add(1));
+            let missing =
+                _mm256_or_si256(_mm256_andnot_si256(b_lo, m_lo), _mm256_andnot_si256(b_hi, m_hi));
+            _mm256_storeu_si256(p, _mm256_or_si256(b_lo, m_lo));
+            _mm256_storeu_si256(p.add(1), _mm256_or_si256(b_hi, m_hi));
+            _mm256_testz_si256(missing, missing) == 1
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn contains(block: &[u64; WORDS], h: u64, k: u32) -> bool {
+        let (m_lo, m_hi) = masks(h, k);
+        let p = block.as_ptr().cast::<__m256i>();
+        #[expect(unsafe_code, reason = "AVX2 loads take raw pointers")]
+        // SAFETY: `p` and `p.add(1)` point at the two 32-byte halves of `block`, a live
+        // `[u64; 8]`; the unaligned form needs no alignment.
+        unsafe {
+            let b_lo = _mm256_loadu_si256(p);
+            let b_hi = _mm256_loadu_si256(p.add(1));
+            let missing =
+                _mm256_or_si256(_mm256_andnot_si256(b_lo, m_lo), _mm256_andnot_si256(b_hi, m_hi));
+            _mm256_testz_si256(missing, missing) == 1
+        }
+    }
+
+    /// `insert_loop` with the AVX2 sectorized insert; returns how many items were new.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn insert_batch(
+        blocks: &mut [[u64; WORDS]],
+        seed: u64,
+        fps: &[u64],
+        out: &mut [bool],
+        k: u32,
+    ) -> u64 {
+        with_const_k!(k, k, { insert_loop(blocks, seed, fps, out, |b, h| insert(b, h, k)) })
+    }
+
+    /// `contains_loop` with the AVX2 sectorized check.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn contains_batch(
+        blocks: &[[u64; WORDS]],
+        seed: u64,
+        fps: &[u64],
+        out: &mut [bool],
+        k: u32,
+    ) {
+        with_const_k!(k, k, { contains_loop(blocks, seed, fps, out, |b, h| contains(b, h, k)) });
+    }
+}
+
+/// Whether the AVX2 loops may run (detected once by std, then a relaxed load).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
 /// A cache-blocked Bloom filter (Putze, Sanders & Singler 2007): the bit array is cut into
 /// 512-bit blocks of one 64-byte cache line each; an item picks one block and sets k bits inside
 /// it, so every operation touches exactly one cache line.
 ///
 /// Probes: `h = mix64(fp ^ seed)`, block = [`reduce`](crate::hash::reduce)`(h, blocks)`, then k
-/// in-block positions of 9 bits each from `mix64(h ^ 0x6A09E667F3BCC908)` (7 per word, re-mixed
-/// with [`mix64`] for every further 7). The FPR is [`plan::blocked_fpr`]: a bit above a classic
-/// filter's at equal size, which [`with_capacity`](Self::with_capacity) pays for with a few
-/// percent more bits.
+/// bits inside the block by the filter's [`BlockScheme`]: [`Sectorized`](BlockScheme::Sectorized)
+/// (the default of [`new`](Self::new) and [`with_capacity`](Self::with_capacity); one probe per
+/// 64-bit word and round, masks computed in registers) or
+/// [`Scattered`](BlockScheme::Scattered) (the first scheme, which every filter encoded before
+/// the sectorized one uses and keeps: k positions of 9 bits from
+/// `mix64(h ^ 0x6A09E667F3BCC908)`, 7 per word, re-mixed with [`mix64`] for every further 7;
+/// made explicitly by [`with_scheme`](Self::with_scheme)). The FPR is [`plan::sectorized_fpr`]
+/// or [`plan::blocked_fpr`]: a bit above a classic filter's at equal size, which
+/// [`with_capacity`](Self::with_capacity) pays for with a few percent more bits.
 ///
 /// Layout: block `b` is the 8 u64 words `8b..8b+8`; bit `j` of a block is bit `j % 64` of its
 /// word `j / 64`. In memory the blocks start on a 64-byte boundary (the word vector carries up to
@@ -100,6 +541,7 @@ pub struct BlockedBloom {
     num_hashes: u32,
     seed: u64,
     len: u64,
+    scheme: BlockScheme,
 }
 
 impl fmt::Debug for BlockedBloom {
@@ -109,13 +551,14 @@ impl fmt::Debug for BlockedBloom {
             .field("num_hashes", &self.num_hashes)
             .field("seed", &self.seed)
             .field("len", &self.len)
+            .field("scheme", &self.scheme)
             .finish_non_exhaustive()
     }
 }
 
 impl Clone for BlockedBloom {
     fn clone(&self) -> Self {
-        let mut copy = Self::unallocated(self.num_blocks, self.num_hashes, self.seed);
+        let mut copy = Self::unallocated(self.num_blocks, self.num_hashes, self.seed, self.scheme);
         if self.is_allocated() {
             // The copy lives in a new allocation with its own alignment: lay the blocks out
             // afresh.
@@ -138,6 +581,7 @@ impl PartialEq for BlockedBloom {
             && self.num_hashes == other.num_hashes
             && self.seed == other.seed
             && self.len == other.len
+            && self.scheme == other.scheme
             && same_bits
     }
 }
@@ -151,8 +595,8 @@ fn aligned_offset(words: &[u64]) -> usize {
 }
 
 impl BlockedBloom {
-    fn unallocated(num_blocks: u64, num_hashes: u32, seed: u64) -> Self {
-        BlockedBloom { words: Vec::new(), offset: 0, num_blocks, num_hashes, seed, len: 0 }
+    fn unallocated(num_blocks: u64, num_hashes: u32, seed: u64, scheme: BlockScheme) -> Self {
+        BlockedBloom { words: Vec::new(), offset: 0, num_blocks, num_hashes, seed, len: 0, scheme }
     }
 
     /// Allocates the (zeroed) bit array: at the first insert.
@@ -180,7 +624,8 @@ impl BlockedBloom {
     }
 
     /// An empty filter of `num_bits` bits rounded up to a multiple of 512, with `num_hashes`
-    /// probes per item inside one block.
+    /// probes per item inside one block, in the [`Sectorized`](BlockScheme::Sectorized) scheme
+    /// (see [`with_scheme`](Self::with_scheme) for the other).
     ///
     /// # Panics
     /// If `num_bits` is not in `1..=MAX_BITS` or `num_hashes` not in `1..=MAX_HASHES`
@@ -199,14 +644,44 @@ impl BlockedBloom {
     /// # Errors
     /// [`ParamError::Bits`] or [`ParamError::Hashes`].
     pub fn try_new(num_bits: u64, num_hashes: u32, seed: u64) -> Result<Self, ParamError> {
+        Self::try_with_scheme(num_bits, num_hashes, seed, BlockScheme::Sectorized)
+    }
+
+    /// Like [`new`](Self::new), in the probe scheme `scheme`: e.g.
+    /// [`BlockScheme::Scattered`] for bits that must agree with those set by older builds (a
+    /// Redis namespace's).
+    ///
+    /// # Panics
+    /// As [`new`](Self::new).
+    #[must_use]
+    #[track_caller]
+    pub fn with_scheme(num_bits: u64, num_hashes: u32, seed: u64, scheme: BlockScheme) -> Self {
+        match Self::try_with_scheme(num_bits, num_hashes, seed, scheme) {
+            Ok(f) => f,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Like [`with_scheme`](Self::with_scheme), but returns an error for out-of-range
+    /// parameters.
+    ///
+    /// # Errors
+    /// [`ParamError::Bits`] or [`ParamError::Hashes`].
+    pub fn try_with_scheme(
+        num_bits: u64,
+        num_hashes: u32,
+        seed: u64,
+        scheme: BlockScheme,
+    ) -> Result<Self, ParamError> {
         crate::check_params(num_bits, num_hashes)?;
         if usize::try_from(num_bits / 64).is_err() {
             return Err(ParamError::Bits { bits: num_bits });
         }
-        Ok(Self::unallocated(num_bits.div_ceil(BLOCK_BITS), num_hashes, seed))
+        Ok(Self::unallocated(num_bits.div_ceil(BLOCK_BITS), num_hashes, seed, scheme))
     }
 
-    /// A filter whose *real* FPR meets `p` at `n` items: m and k from [`plan::blocked_bits`]
+    /// A filter whose *real* FPR meets `p` at `n` items, in the
+    /// [`Sectorized`](BlockScheme::Sectorized) scheme: m and k from [`plan::sectorized_bits`]
     /// (which accounts for the blocking). `n = 0` is treated as 1.
     ///
     /// # Panics
@@ -214,9 +689,29 @@ impl BlockedBloom {
     #[must_use]
     #[track_caller]
     pub fn with_capacity(n: u64, p: f64, seed: u64) -> Self {
+        Self::with_capacity_scheme(n, p, seed, BlockScheme::Sectorized)
+    }
+
+    /// Like [`with_capacity`](Self::with_capacity), in the probe scheme `scheme` (sized by
+    /// [`plan::blocked_bits`] for [`Scattered`](BlockScheme::Scattered)).
+    ///
+    /// # Panics
+    /// As [`with_capacity`](Self::with_capacity).
+    #[must_use]
+    #[track_caller]
+    pub fn with_capacity_scheme(n: u64, p: f64, seed: u64, scheme: BlockScheme) -> Self {
         crate::assert_fpr(p);
-        let (m, k) = plan::blocked_bits(n.max(1), p);
-        Self::new(m, k, seed)
+        let (m, k) = match scheme {
+            BlockScheme::Scattered => plan::blocked_bits(n.max(1), p),
+            BlockScheme::Sectorized => plan::sectorized_bits(n.max(1), p),
+        };
+        Self::with_scheme(m, k, seed, scheme)
+    }
+
+    /// The probe scheme: which bits of its block an item sets.
+    #[must_use]
+    pub fn scheme(&self) -> BlockScheme {
+        self.scheme
     }
 
     /// The blocks' words; empty while unallocated.
@@ -229,11 +724,6 @@ impl BlockedBloom {
     fn block_words_mut(&mut self) -> &mut [u64] {
         let end = self.offset + self.num_blocks as usize * WORDS;
         &mut self.words[self.offset..end]
-    }
-
-    #[inline(always)]
-    fn block(&self, b: usize) -> &[u64; WORDS] {
-        &self.block_words().as_chunks::<WORDS>().0[b]
     }
 
     #[inline(always)]
@@ -259,20 +749,15 @@ impl BlockedBloom {
         self.insert_allocated(h)
     }
 
-    /// [`Self::insert_hashed`] once the array is allocated: the batch loop checks once, and a
-    /// call that may reallocate inside it would make every item reload the array.
+    /// [`Self::insert_hashed`] once the array is allocated.
     #[inline(always)]
     fn insert_allocated(&mut self, h: u64) -> bool {
-        let probes = InBlock::new(h, self.num_hashes);
+        let k = self.num_hashes;
         let b = self.block_of(h);
-        let block = self.block_mut(b);
-        let mut present = true;
-        for bit in probes {
-            let word = &mut block[bit >> 6];
-            let mask = 1u64 << (bit & 63);
-            present &= *word & mask != 0;
-            *word |= mask;
-        }
+        let present = match self.scheme {
+            BlockScheme::Scattered => scattered_insert(self.block_mut(b), h, k),
+            BlockScheme::Sectorized => sectorized_insert(self.block_mut(b), h, k),
+        };
         self.len += u64::from(!present);
         present
     }
@@ -284,8 +769,18 @@ impl BlockedBloom {
         let Some(block) = self.block_words().as_chunks::<WORDS>().0.get(self.block_of(h)) else {
             return false;
         };
-        // Early exit at the first clear bit: a miss usually costs one or two probes.
-        InBlock::new(h, self.num_hashes).all(|bit| block[bit >> 6] & (1u64 << (bit & 63)) != 0)
+        match self.scheme {
+            BlockScheme::Scattered => scattered_contains(block, h, self.num_hashes),
+            BlockScheme::Sectorized => sectorized_contains(block, h, self.num_hashes),
+        }
+    }
+
+    /// The in-block probes of block hash `h` in this filter's scheme.
+    fn probes(&self, h: u64) -> Probes {
+        match self.scheme {
+            BlockScheme::Scattered => Probes::Scattered(InBlock::new(h, self.num_hashes)),
+            BlockScheme::Sectorized => Probes::Sectorized(Sectors::new(h, self.num_hashes)),
+        }
     }
 
     /// Check-and-insert in one pass over one cache line: sets the k bits of `fp` and returns
@@ -304,11 +799,12 @@ impl BlockedBloom {
     }
 
     /// The k bit positions of `fp` in the whole array (block · 512 + bit in block), e.g. to set
-    /// them in a remote bitmap. Positions may repeat (probes are drawn with replacement).
+    /// them in a remote bitmap. Positions may repeat (probes are drawn with replacement; in
+    /// the sectorized scheme only when k > 8). They depend on the [`scheme`](Self::scheme).
     pub fn positions(&self, fp: u64) -> impl Iterator<Item = u64> + use<> {
         let h = self.hash(fp);
         let base = self.block_of(h) as u64 * BLOCK_BITS;
-        InBlock::new(h, self.num_hashes).map(move |bit| base + bit as u64)
+        self.probes(h).map(move |bit| base + bit as u64)
     }
 
     /// [`insert`](Self::insert) for each of `fps` in order, writing the results to
@@ -325,21 +821,27 @@ impl BlockedBloom {
         if !self.is_allocated() {
             self.allocate();
         }
-        let mut ring = [0u64; WINDOW];
-        for (slot, &fp) in ring.iter_mut().zip(fps) {
-            *slot = self.hash(fp);
-            prefetch(self.block(self.block_of(*slot)));
-        }
-        for (i, out) in was_present.iter_mut().enumerate() {
-            let slot = i % WINDOW;
-            let h = ring[slot];
-            if let Some(&ahead) = fps.get(i + WINDOW) {
-                let next = self.hash(ahead);
-                ring[slot] = next;
-                prefetch(self.block(self.block_of(next)));
+        // One loop per scheme: no scheme test per item.
+        let (seed, k, scheme) = (self.seed, self.num_hashes, self.scheme);
+        let blocks = self.block_words_mut().as_chunks_mut::<WORDS>().0;
+        let new = match scheme {
+            BlockScheme::Scattered => {
+                insert_loop(blocks, seed, fps, was_present, |b, h| scattered_insert(b, h, k))
             }
-            *out = self.insert_allocated(h);
-        }
+            #[cfg(target_arch = "x86_64")]
+            BlockScheme::Sectorized if has_avx2() => {
+                #[expect(unsafe_code, reason = "calls a #[target_feature] function")]
+                // SAFETY: the CPU has AVX2 (just detected).
+                unsafe {
+                    avx2::insert_batch(blocks, seed, fps, was_present, k)
+                }
+            }
+            // A loop per common k, so that the masks' rounds unroll with k a constant.
+            BlockScheme::Sectorized => with_const_k!(k, k, {
+                insert_loop(blocks, seed, fps, was_present, |b, h| sectorized_insert(b, h, k))
+            }),
+        };
+        self.len += new;
     }
 
     /// [`contains`](Self::contains) for each of `fps`, writing the results to `out`, while
@@ -353,20 +855,23 @@ impl BlockedBloom {
             out.fill(false);
             return;
         }
-        let mut ring = [0u64; WINDOW];
-        for (slot, &fp) in ring.iter_mut().zip(fps) {
-            *slot = self.hash(fp);
-            prefetch(self.block(self.block_of(*slot)));
-        }
-        for (i, out) in out.iter_mut().enumerate() {
-            let slot = i % WINDOW;
-            let h = ring[slot];
-            if let Some(&ahead) = fps.get(i + WINDOW) {
-                let next = self.hash(ahead);
-                ring[slot] = next;
-                prefetch(self.block(self.block_of(next)));
+        let (seed, k) = (self.seed, self.num_hashes);
+        let blocks = self.block_words().as_chunks::<WORDS>().0;
+        match self.scheme {
+            BlockScheme::Scattered => {
+                contains_loop(blocks, seed, fps, out, |b, h| scattered_contains(b, h, k));
             }
-            *out = self.contains_hashed(h);
+            #[cfg(target_arch = "x86_64")]
+            BlockScheme::Sectorized if has_avx2() => {
+                #[expect(unsafe_code, reason = "calls a #[target_feature] function")]
+                // SAFETY: the CPU has AVX2 (just detected).
+                unsafe {
+                    avx2::contains_batch(blocks, seed, fps, out, k);
+                }
+            }
+            BlockScheme::Sectorized => with_const_k!(k, k, {
+                contains_loop(blocks, seed, fps, out, |b, h| sectorized_contains(b, h, k));
+            }),
         }
     }
 
@@ -419,10 +924,15 @@ impl BlockedBloom {
     }
 
     /// The false-positive rate expected at the current [`len`](Self::len):
-    /// [`plan::blocked_fpr`].
+    /// [`plan::sectorized_fpr`] or [`plan::blocked_fpr`], by the [`scheme`](Self::scheme).
     #[must_use]
     pub fn estimated_fpr(&self) -> f64 {
-        plan::blocked_fpr(self.num_bits(), self.num_hashes, self.len)
+        match self.scheme {
+            BlockScheme::Scattered => plan::blocked_fpr(self.num_bits(), self.num_hashes, self.len),
+            BlockScheme::Sectorized => {
+                plan::sectorized_fpr(self.num_bits(), self.num_hashes, self.len)
+            }
+        }
     }
 
     /// Heap memory of the bit array (with its alignment slack), in bytes: 0 until the first
@@ -447,14 +957,15 @@ impl BlockedBloom {
         self.len = 0;
     }
 
-    /// Writes the encoding (see [`codec`]): payload = the blocks in order, each as 8 u64 words,
-    /// little-endian (m/8 bytes).
+    /// Writes the encoding (see [`codec`]): kind 2 ([`FilterKind::Blocked`]) for the scattered
+    /// scheme, 5 ([`FilterKind::BlockedSectorized`]) for the sectorized one; payload = the blocks
+    /// in order, each as 8 u64 words, little-endian (m/8 bytes).
     ///
     /// # Errors
     /// Any error of `w`.
     pub fn write_to<W: Write>(&self, mut w: W) -> io::Result<()> {
         let header = Header {
-            kind: FilterKind::Blocked,
+            kind: self.scheme.kind(),
             num_hashes: self.num_hashes,
             num_bits: self.num_bits(),
             seed: self.seed,
@@ -480,14 +991,15 @@ impl BlockedBloom {
         out
     }
 
-    /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
+    /// Reads and fully validates an encoding written by [`write_to`](Self::write_to), of
+    /// either scheme (the filter keeps the scheme it was written with).
     ///
     /// # Errors
     /// A [`DecodeError`] for a wrong magic, version or kind, out-of-range parameters (bits not a
     /// multiple of 512, ...), a payload length that does not match them, a short input, a
     /// checksum mismatch, or an I/O error.
     pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
-        Self::read_decoder(Decoder::new(&mut r, FilterKind::Blocked)?)
+        Self::read_decoder(Decoder::new_any(&mut r, FilterKind::Blocked, SECTORIZED_KIND)?)
     }
 
     /// Decodes exactly one filter from `bytes` (trailing bytes are an error).
@@ -495,11 +1007,16 @@ impl BlockedBloom {
     /// # Errors
     /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        codec::decode_slice(bytes, FilterKind::Blocked, Self::read_decoder)
+        codec::decode_slice_any(bytes, FilterKind::Blocked, SECTORIZED_KIND, Self::read_decoder)
     }
 
     fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
         let h = d.header;
+        let scheme = if h.kind == FilterKind::BlockedSectorized {
+            BlockScheme::Sectorized
+        } else {
+            BlockScheme::Scattered
+        };
         if !(BLOCK_BITS..=MAX_BITS).contains(&h.num_bits) || !h.num_bits.is_multiple_of(BLOCK_BITS)
         {
             return Err(codec::invalid(
@@ -519,7 +1036,7 @@ impl BlockedBloom {
         if words.iter().all(|&w| w == 0) {
             // Nothing set (a leaf that recorded nothing yet): give the memory back until the
             // first insert, as a new filter would.
-            let mut f = Self::unallocated(num_blocks, h.num_hashes, h.seed);
+            let mut f = Self::unallocated(num_blocks, h.num_hashes, h.seed, scheme);
             f.len = h.len;
             return Ok(f);
         }
@@ -538,6 +1055,7 @@ impl BlockedBloom {
             num_hashes: h.num_hashes,
             seed: h.seed,
             len: h.len,
+            scheme,
         })
     }
 }
@@ -602,39 +1120,132 @@ mod tests {
         assert_ne!(p[..7], p[7..]);
     }
 
+    const SCHEMES: [BlockScheme; 2] = [BlockScheme::Scattered, BlockScheme::Sectorized];
+    const KS: [u32; 14] = [1, 2, 3, 5, 7, 8, 9, 12, 15, 16, 17, 24, 33, 64];
+
     #[test]
     fn positions_match_the_bits_set() {
-        let mut f = BlockedBloom::new(1 << 14, 9, 5);
-        f.insert(1234);
-        let mut expected: Vec<u64> = f.positions(1234).collect();
-        expected.sort_unstable();
-        expected.dedup();
-        let set: Vec<u64> = (0..f.num_bits())
-            .filter(|&i| f.block_words()[(i / 64) as usize] >> (i % 64) & 1 == 1)
-            .collect();
-        assert_eq!(set, expected);
+        for scheme in SCHEMES {
+            for k in KS {
+                for fp in [1234u64, 0, u64::MAX, 77] {
+                    let mut f = BlockedBloom::with_scheme(1 << 14, k, 5, scheme);
+                    f.insert(fp);
+                    let positions: Vec<u64> = f.positions(fp).collect();
+                    assert_eq!(positions.len(), k as usize, "{scheme:?} k {k}");
+                    let mut expected = positions.clone();
+                    expected.sort_unstable();
+                    expected.dedup();
+                    let set: Vec<u64> = (0..f.num_bits())
+                        .filter(|&i| f.block_words()[(i / 64) as usize] >> (i % 64) & 1 == 1)
+                        .collect();
+                    assert_eq!(set, expected, "{scheme:?} k {k}");
+                    // One block.
+                    assert_eq!(positions[0] / 512, positions[k as usize - 1] / 512);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sectorized_probes_cover_words_by_rounds() {
+        for k in KS {
+            for h in [0u64, 1, u64::MAX, 0x1234_5678, mix64(9)] {
+                let bits: Vec<usize> = Sectors::new(h, k).collect();
+                assert_eq!(bits.len(), k as usize);
+                assert!(bits.iter().all(|&b| b < 512));
+                // Each word gets k/8 or k/8 + 1 probes, the extra ones a run of consecutive
+                // words (mod 8).
+                let mut per_word = [0u32; 8];
+                for &b in &bits {
+                    per_word[b / 64] += 1;
+                }
+                let extra: Vec<usize> = (0..8).filter(|&w| per_word[w] == k / 8 + 1).collect();
+                assert!(per_word.iter().all(|&c| c == k / 8 || c == k / 8 + 1), "{per_word:?}");
+                assert_eq!(extra.len(), (k % 8) as usize);
+                if let Some(&first) = extra.first() {
+                    let start =
+                        (0..8).find(|&w| extra.contains(&w) && !extra.contains(&((w + 7) % 8)));
+                    let start = start.unwrap_or(first);
+                    for j in 0..extra.len() {
+                        assert!(extra.contains(&((start + j) % 8)), "{extra:?}");
+                    }
+                }
+                // The masks the hot path ORs in are exactly these bits.
+                let mut masks = [0u64; 8];
+                for &b in &bits {
+                    masks[b / 64] |= 1 << (b % 64);
+                }
+                assert_eq!(sector_masks(h, k), masks, "k {k}");
+            }
+        }
+        // A scheme-independent sanity check: the rotation really varies.
+        let starts: std::collections::HashSet<usize> =
+            (0..200u64).map(|h| Sectors::new(mix64(h), 1).next().unwrap() / 64).collect();
+        assert_eq!(starts.len(), 8);
+    }
+
+    #[test]
+    fn schemes_set_different_bits() {
+        let mut a = BlockedBloom::with_scheme(1 << 14, 7, 5, BlockScheme::Scattered);
+        let mut b = BlockedBloom::with_scheme(1 << 14, 7, 5, BlockScheme::Sectorized);
+        assert_ne!(a, b);
+        a.insert(42);
+        b.insert(42);
+        assert_ne!(a.positions(42).collect::<Vec<_>>(), b.positions(42).collect::<Vec<_>>());
+        assert_eq!(BlockedBloom::new(1 << 14, 7, 5).scheme(), BlockScheme::Sectorized);
+        assert_eq!(BlockedBloom::with_capacity(100, 0.01, 5).scheme(), BlockScheme::Sectorized);
     }
 
     #[test]
     fn batch_matches_single() {
         let fps: Vec<u64> = (0..5000u64).map(|i| mix64(i) % 3000).collect();
-        for n in [0usize, 1, 5, 16, 17, 5000] {
-            let mut a = BlockedBloom::with_capacity(2000, 0.01, 9);
-            let mut b = a.clone();
-            let mut out = vec![false; n];
-            a.insert_batch(&fps[..n], &mut out);
-            let single: Vec<bool> = fps[..n].iter().map(|&fp| b.insert(fp)).collect();
-            assert_eq!(out, single);
-            assert_eq!(a, b);
-            let mut hits = vec![false; n];
-            a.contains_batch(&fps[..n], &mut hits);
-            assert!(hits.iter().all(|&h| h));
+        for scheme in SCHEMES {
+            for k in KS {
+                for n in [0usize, 1, 5, 16, 17, 5000] {
+                    let mut a = BlockedBloom::with_scheme(1 << 15, k, 9, scheme);
+                    let mut b = a.clone();
+                    let mut out = vec![false; n];
+                    a.insert_batch(&fps[..n], &mut out);
+                    let single: Vec<bool> = fps[..n].iter().map(|&fp| b.insert(fp)).collect();
+                    assert_eq!(out, single, "{scheme:?} k {k} n {n}");
+                    assert_eq!(a, b);
+                    let strangers: Vec<u64> = (0..n as u64).map(|i| mix64(i + (1 << 40))).collect();
+                    for probe in [&fps[..n], &strangers[..]] {
+                        let mut hits = vec![false; n];
+                        a.contains_batch(probe, &mut hits);
+                        let single: Vec<bool> = probe.iter().map(|&fp| a.contains(fp)).collect();
+                        assert_eq!(hits, single, "{scheme:?} k {k} n {n}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The portable paths (SSE2 / scalar, used without AVX2) agree with the positions.
+    #[test]
+    fn or_masks_and_has_masks_agree() {
+        let mut block = [0u64; WORDS];
+        for h in 0..300u64 {
+            let masks = sector_masks(mix64(h), 7);
+            let before = block;
+            let was = has_masks(&block, masks);
+            assert_eq!(or_masks(&mut block, masks), was);
+            for w in 0..WORDS {
+                assert_eq!(block[w], before[w] | masks[w]);
+            }
+            assert!(has_masks(&block, masks));
         }
     }
 
     #[test]
     fn the_bit_array_is_allocated_by_the_first_insert() {
-        let mut f = BlockedBloom::new(1 << 20, 7, 3);
+        for scheme in SCHEMES {
+            allocated_by_the_first_insert(scheme);
+        }
+    }
+
+    fn allocated_by_the_first_insert(scheme: BlockScheme) {
+        let mut f = BlockedBloom::with_scheme(1 << 20, 7, 3, scheme);
         assert!(!f.is_allocated());
         assert_eq!(f.memory_bytes(), 0);
         assert_eq!(f.reserved_bytes(), (1 << 17) + 7 * 8);
@@ -661,15 +1272,16 @@ mod tests {
         g.insert_batch(&[42, 43], &mut out);
         assert!(g.is_allocated() && g.contains(42) && g.contains(43));
         // An allocated filter with no bit set equals an unallocated one, and encodes the same.
-        let mut h = BlockedBloom::new(1 << 20, 7, 3);
+        let mut h = BlockedBloom::with_scheme(1 << 20, 7, 3, scheme);
         h.allocate();
         assert!(h.is_allocated());
-        assert_eq!(h, BlockedBloom::new(1 << 20, 7, 3));
+        assert_eq!(h, BlockedBloom::with_scheme(1 << 20, 7, 3, scheme));
         assert_eq!(h.encode(), empty);
         // A filter with bits round-trips allocated.
         let back = BlockedBloom::decode(&f.encode()).unwrap();
         assert!(back.is_allocated() && back.contains(42));
         assert_eq!(back, f);
+        assert_eq!(back.scheme(), scheme);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! offset  size  field
 //!      0     8  magic b"URLSEENF"
 //!      8     2  format version, u16 LE (currently 1)
-//!     10     1  filter kind (1 classic, 2 blocked, 3 counting, 4 bitmap)
+//!     10     1  filter kind (1 classic, 2 blocked, 3 counting, 4 bitmap, 5 sectorized blocked)
 //!     11     1  reserved, must be 0
 //!     12     4  num_hashes k, u32 LE
 //!     16     8  num_bits, u64 LE (counting: number of counters; bitmap: number of slots)
@@ -49,6 +49,12 @@ pub enum FilterKind {
     Counting = 3,
     /// [`BitmapIndex`](crate::BitmapIndex).
     Bitmap = 4,
+    /// [`BlockedBloom`](crate::BlockedBloom) with the sectorized probes
+    /// ([`BlockScheme::Sectorized`](crate::BlockScheme::Sectorized)): the same payload layout as
+    /// [`Blocked`](Self::Blocked), other bits set per item. A tag of its own, so that builds
+    /// that only know the scattered probes refuse it (`WrongKind`) instead of answering from the
+    /// wrong bits.
+    BlockedSectorized = 5,
 }
 
 impl FilterKind {
@@ -60,6 +66,7 @@ impl FilterKind {
             2 => Some(FilterKind::Blocked),
             3 => Some(FilterKind::Counting),
             4 => Some(FilterKind::Bitmap),
+            5 => Some(FilterKind::BlockedSectorized),
             _ => None,
         }
     }
@@ -78,6 +85,7 @@ impl fmt::Display for FilterKind {
             FilterKind::Blocked => "blocked",
             FilterKind::Counting => "counting",
             FilterKind::Bitmap => "bitmap",
+            FilterKind::BlockedSectorized => "blocked-sectorized",
         })
     }
 }
@@ -325,6 +333,16 @@ pub(crate) fn invalid(field: &'static str, value: u64, reason: &'static str) -> 
 impl<'r, R: Read> Decoder<'r, R> {
     /// Reads the header and checks magic, version, kind and reserved byte.
     pub(crate) fn new(r: &'r mut R, expected: FilterKind) -> Result<Self, DecodeError> {
+        Self::new_any(r, expected, &[])
+    }
+
+    /// [`new`](Self::new) accepting `expected` or any of `also` (the header's kind is then the
+    /// one found); a `WrongKind` error names `expected`.
+    pub(crate) fn new_any(
+        r: &'r mut R,
+        expected: FilterKind,
+        also: &[FilterKind],
+    ) -> Result<Self, DecodeError> {
         let mut head = [0u8; HEADER_LEN];
         let got = read_full(r, &mut head)?;
         if got < HEADER_LEN {
@@ -341,17 +359,14 @@ impl<'r, R: Read> Decoder<'r, R> {
             });
         }
         let (tag, header) = Header::parse(&head)?;
-        if tag != expected.tag() {
+        let Some(kind) =
+            std::iter::once(expected).chain(also.iter().copied()).find(|k| k.tag() == tag)
+        else {
             return Err(DecodeError::WrongKind { expected, found: tag });
-        }
+        };
         let mut hasher = Xxh3Default::new();
         hasher.update(&head);
-        Ok(Decoder {
-            r,
-            hasher,
-            header: Header { kind: expected, ..header },
-            known_available: None,
-        })
+        Ok(Decoder { r, hasher, header: Header { kind, ..header }, known_available: None })
     }
 
     /// Checks that the header's payload length equals what the parameters imply, then, when
@@ -476,8 +491,18 @@ pub(crate) fn decode_slice<'b, T>(
     kind: FilterKind,
     read: impl FnOnce(Decoder<'_, &'b [u8]>) -> Result<T, DecodeError>,
 ) -> Result<T, DecodeError> {
+    decode_slice_any(bytes, kind, &[], read)
+}
+
+/// [`decode_slice`] accepting `kind` or any of `also` (see [`Decoder::new_any`]).
+pub(crate) fn decode_slice_any<'b, T>(
+    bytes: &'b [u8],
+    kind: FilterKind,
+    also: &[FilterKind],
+    read: impl FnOnce(Decoder<'_, &'b [u8]>) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
     let mut r = bytes;
-    let mut d = Decoder::new(&mut r, kind)?;
+    let mut d = Decoder::new_any(&mut r, kind, also)?;
     d.known_available = Some((bytes.len() - HEADER_LEN) as u64);
     read(d)
 }

@@ -73,10 +73,14 @@
 //!   cannot tell; that is the price of bounded memory. [`len`](BlockedBloom::len) counts the
 //!   inserts that returned `false`, so it slightly undercounts distinct items.
 //! - The blocked filter needs a few percent more bits than the classic one for the same FPR
-//!   ([`plan::blocked_bits`] accounts for it); it pays that for one cache miss per operation.
+//!   ([`plan::sectorized_bits`] accounts for it); it pays that for one cache miss per operation.
+//! - The blocked filter has two probe schemes ([`BlockScheme`]): new filters are sectorized;
+//!   filters encoded before that scheme existed decode as [`BlockScheme::Scattered`] and keep
+//!   setting the bits they always did.
 //! - On Linux, bit arrays of 8 MiB or more are advised as transparent huge pages
 //!   (`madvise(MADV_HUGEPAGE)`): a random probe into a 4 KiB-paged 1 GiB array nearly always
-//!   misses the TLB. This and the prefetch intrinsic are the crate's only `unsafe`.
+//!   misses the TLB. This, the prefetch intrinsic and the SSE2/AVX2 loads and stores of the
+//!   sectorized blocks are the crate's only `unsafe`.
 //! - A filter's probe positions depend on its seed: filters are only comparable (or mergeable)
 //!   with equal seed and parameters.
 
@@ -91,7 +95,7 @@ mod counting;
 mod prefetch;
 
 pub use bitmap::{BitmapIndex, DEFAULT_LOG2_SLOTS};
-pub use blocked::BlockedBloom;
+pub use blocked::{BlockScheme, BlockedBloom};
 pub use bloom::BloomFilter;
 pub use codec::{DecodeError, FilterKind};
 pub use counting::{CountingBloom, RemoveError, SATURATED};

@@ -10,6 +10,7 @@
 //! | (5): c = ⌈n/u⌉, at least 1 | [`leaf_count`] |
 //! | (8): f = (1 − e^{−kn/(cm)})^k | [`dsbf_fpr`] |
 //! | Putze et al.: Poisson mixture over 512-bit block loads | [`blocked_fpr`] |
+//! | the same for sectorized probes, per 64-bit word | [`sectorized_fpr`] |
 //!
 //! # Examples
 //! ```
@@ -134,19 +135,69 @@ pub fn blocked_fpr(m: u64, k: u32, n: u64) -> f64 {
         // would take about √λ steps, which for an error rate within 1e-16 of 1 is forever.
         return 1.0;
     }
-    let distinct = distinct_distribution(k);
+    let distinct = distinct_distribution(k, BLOCK_BITS);
     let block = BLOCK_BITS as f64;
     let zero_per_probe = (-1.0 / block).ln_1p(); // ln(1 - 1/512)
     let f_block = |i: u64| -> f64 {
         let q = 1.0 - (k as f64 * i as f64 * zero_per_probe).exp();
-        let mut qd = 1.0;
-        let mut sum = 0.0;
-        for &pd in &distinct[1..] {
-            qd *= q;
-            sum += pd * qd;
-        }
-        sum
+        all_set(&distinct, q)
     };
+    poisson_mixture(lambda, f_block)
+}
+
+/// Σ_d P(D = d) · q^d: the chance that the D distinct bits of a probe set are all set, each
+/// independently with probability `q`.
+fn all_set(distinct: &[f64], q: f64) -> f64 {
+    let mut qd = 1.0;
+    let mut sum = distinct[0];
+    for &pd in &distinct[1..] {
+        qd *= q;
+        sum += pd * qd;
+    }
+    sum
+}
+
+/// The false-positive rate of the cache-blocked filter with sectorized probes
+/// ([`BlockScheme::Sectorized`](crate::BlockScheme::Sectorized)): `m` bits in 512-bit blocks of
+/// 8 words, `n` items, `k` probes per item in ⌈k/8⌉ rounds that each probe every word once,
+/// except a partial last round that probes `k % 8` consecutive words from a random one.
+///
+/// As [`blocked_fpr`], a Poisson mixture over the load i of a block (mean λ = n·512/m), but per
+/// word: writing k = 8a + b, an item probes a given word a + 1 times with probability b/8, else
+/// a times, so a given bit is left clear by one item with probability
+/// u = (63/64)^a · (1 − b/512), and after i items it is set with q_i = 1 − u^i (the same
+/// marginal as 1 − (1 − 1/512)^{ik} up to second order). A query probes b words a + 1 times and
+/// 8 − b words a times; with D_c the distinct bits among c draws from 64,
+/// f(i) = g_{a+1}(q_i)^b · g_a(q_i)^{8−b}, where g_c(q) = Σ_d P(D_c = d) q^d. This takes the
+/// words' fills as independent given i: exact when 8 divides k (every item then probes every
+/// word equally), an approximation otherwise that the filter crate's tests check against
+/// measured rates. `m` is rounded up to a whole number of blocks.
+#[must_use]
+pub fn sectorized_fpr(m: u64, k: u32, n: u64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let k = k.clamp(1, MAX_HASHES);
+    let blocks = m.div_ceil(BLOCK_BITS).max(1);
+    let lambda = n as f64 / blocks as f64;
+    if lambda > SATURATED_ITEMS_PER_BLOCK {
+        return 1.0;
+    }
+    let (a, b) = (k / 8, k % 8);
+    let word_bits = 64.0_f64;
+    let low = distinct_distribution(a, 64);
+    let high = distinct_distribution(a + 1, 64);
+    // ln u
+    let ln_clear = a as f64 * (-1.0 / word_bits).ln_1p() + (-(b as f64) / 512.0).ln_1p();
+    let f_block = |i: u64| -> f64 {
+        let q = 1.0 - (i as f64 * ln_clear).exp();
+        all_set(&high, q).powi(b as i32) * all_set(&low, q).powi(8 - b as i32)
+    };
+    poisson_mixture(lambda, f_block)
+}
+
+/// Σ_i Pois(λ; i) · f(i).
+fn poisson_mixture(lambda: f64, f_block: impl Fn(u64) -> f64) -> f64 {
     // Poisson weights relative to the mode (weight 1 there), summed outwards until negligible,
     // then normalized: no ln-gamma needed and no underflow for large λ.
     let mode = lambda.floor() as u64;
@@ -182,9 +233,9 @@ pub fn blocked_fpr(m: u64, k: u32, n: u64) -> f64 {
 const SATURATED_ITEMS_PER_BLOCK: f64 = 100_000.0;
 
 /// P(D = d) for d in 0..=k, where D is the number of distinct values among k uniform draws with
-/// replacement from 512 bits.
-fn distinct_distribution(k: u32) -> Vec<f64> {
-    let block = BLOCK_BITS as f64;
+/// replacement from `cells` bits.
+fn distinct_distribution(k: u32, cells: u64) -> Vec<f64> {
+    let block = cells as f64;
     let mut dist = vec![0.0; k as usize + 1];
     dist[0] = 1.0;
     for draw in 0..k as usize {
@@ -201,15 +252,24 @@ fn distinct_distribution(k: u32) -> Vec<f64> {
 /// this walks from the classic optimum towards the better side).
 #[must_use]
 pub fn blocked_best_hashes(m: u64, n: u64) -> u32 {
-    best_blocked(m, n).1
+    best_blocked(blocked_fpr, m, n).1
 }
 
-/// (fpr, k) at the k minimizing the blocked FPR.
-fn best_blocked(m: u64, n: u64) -> (f64, u32) {
+/// The k that minimizes [`sectorized_fpr`] for `m` bits and `n` items.
+#[must_use]
+pub fn sectorized_best_hashes(m: u64, n: u64) -> u32 {
+    best_blocked(sectorized_fpr, m, n).1
+}
+
+/// An FPR formula of a blocked filter: (m, k, n) → f.
+type FprFn = fn(u64, u32, u64) -> f64;
+
+/// (fpr, k) at the k minimizing the blocked FPR `fpr`.
+fn best_blocked(fpr: FprFn, m: u64, n: u64) -> (f64, u32) {
     let mut k = optimal_hashes(m, n);
-    let mut f = blocked_fpr(m, k, n);
+    let mut f = fpr(m, k, n);
     while k > 1 {
-        let g = blocked_fpr(m, k - 1, n);
+        let g = fpr(m, k - 1, n);
         if g >= f {
             break;
         }
@@ -217,7 +277,7 @@ fn best_blocked(m: u64, n: u64) -> (f64, u32) {
         f = g;
     }
     while k < MAX_HASHES {
-        let g = blocked_fpr(m, k + 1, n);
+        let g = fpr(m, k + 1, n);
         if g >= f {
             break;
         }
@@ -234,15 +294,25 @@ fn best_blocked(m: u64, n: u64) -> (f64, u32) {
 /// the best for one item.
 #[must_use]
 pub fn blocked_capacity(m: u64, f_max: f64) -> (u64, u32) {
-    let fits = |n: u64| best_blocked(m, n).0 <= f_max;
+    capacity_by(blocked_fpr, m, f_max)
+}
+
+/// [`blocked_capacity`] for the sectorized probes: [`sectorized_fpr`] ≤ `f_max`.
+#[must_use]
+pub fn sectorized_capacity(m: u64, f_max: f64) -> (u64, u32) {
+    capacity_by(sectorized_fpr, m, f_max)
+}
+
+fn capacity_by(fpr: FprFn, m: u64, f_max: f64) -> (u64, u32) {
+    let fits = |n: u64| best_blocked(fpr, m, n).0 <= f_max;
     if !(f_max > 0.0 && f_max < 1.0 && fits(1)) {
-        return (0, blocked_best_hashes(m, 1));
+        return (0, best_blocked(fpr, m, 1).1);
     }
     let mut lo = 1u64; // fits
     let mut hi = leaf_capacity(m, f_max).saturating_mul(2).saturating_add(64); // expected not to
     while fits(hi) {
         if hi == u64::MAX {
-            return (hi, blocked_best_hashes(m, hi));
+            return (hi, best_blocked(fpr, m, hi).1);
         }
         lo = hi;
         hi = hi.saturating_mul(2);
@@ -251,7 +321,7 @@ pub fn blocked_capacity(m: u64, f_max: f64) -> (u64, u32) {
         let mid = lo + (hi - lo) / 2;
         if fits(mid) { lo = mid } else { hi = mid }
     }
-    (lo, blocked_best_hashes(m, lo))
+    (lo, best_blocked(fpr, m, lo).1)
 }
 
 /// The smallest number of bits m (a multiple of 512) and its best k such that a blocked filter
@@ -260,24 +330,37 @@ pub fn blocked_capacity(m: u64, f_max: f64) -> (u64, u32) {
 /// Values of `p` outside `(0, 1)` are clamped into it ([`Plan::new`] validates).
 #[must_use]
 pub fn blocked_bits(n: u64, p: f64) -> (u64, u32) {
+    bits_by(blocked_fpr, n, p)
+}
+
+/// [`blocked_bits`] for the sectorized probes: the smallest m (a multiple of 512) and its best
+/// k with [`sectorized_fpr`] ≤ `p` at `n` items. What
+/// [`BlockedBloom::with_capacity`](crate::BlockedBloom::with_capacity) uses.
+#[must_use]
+pub fn sectorized_bits(n: u64, p: f64) -> (u64, u32) {
+    bits_by(sectorized_fpr, n, p)
+}
+
+fn bits_by(fpr: FprFn, n: u64, p: f64) -> (u64, u32) {
     if n == 0 {
         return (BLOCK_BITS, 1);
     }
     let p = if p.is_nan() { 0.5 } else { p.clamp(f64::MIN_POSITIVE, 1.0 - f64::EPSILON) };
     let max_blocks = MAX_BITS / BLOCK_BITS;
-    let fits = |blocks: u64| best_blocked(blocks * BLOCK_BITS, n).0 <= p;
+    let fits = |blocks: u64| best_blocked(fpr, blocks * BLOCK_BITS, n).0 <= p;
+    let best = |blocks: u64| best_blocked(fpr, blocks * BLOCK_BITS, n).1;
     let mut lo = (bloom_bits(n, p) / BLOCK_BITS).clamp(1, max_blocks); // usually too small
     if fits(lo) {
         // Only for tiny n, where one block is already generous.
         while lo > 1 && fits(lo - 1) {
             lo -= 1;
         }
-        return (lo * BLOCK_BITS, blocked_best_hashes(lo * BLOCK_BITS, n));
+        return (lo * BLOCK_BITS, best(lo));
     }
     let mut hi = lo;
     while !fits(hi) {
         if hi == max_blocks {
-            return (hi * BLOCK_BITS, blocked_best_hashes(hi * BLOCK_BITS, n));
+            return (hi * BLOCK_BITS, best(hi));
         }
         lo = hi;
         hi = hi.saturating_mul(2).min(max_blocks);
@@ -287,7 +370,7 @@ pub fn blocked_bits(n: u64, p: f64) -> (u64, u32) {
         let mid = lo + (hi - lo) / 2;
         if fits(mid) { hi = mid } else { lo = mid }
     }
-    (hi * BLOCK_BITS, blocked_best_hashes(hi * BLOCK_BITS, n))
+    (hi * BLOCK_BITS, best(hi))
 }
 
 /// Why a [`Plan`] could not be made.
@@ -521,15 +604,67 @@ mod tests {
     }
 
     #[test]
+    fn sectorized_formula_basics() {
+        let (m, n) = (10 * 1_000_000u64, 1_000_000u64);
+        assert_eq!(sectorized_fpr(m, 7, 0), 0.0);
+        assert!(sectorized_fpr(1 << 30, 7, 1) < 1e-15);
+        assert!(sectorized_fpr(512, 7, 100_000) > 0.999);
+        for k in [1u32, 3, 7, 8, 9, 16, 30, 64] {
+            let mut last = 0.0;
+            for n in [1u64, 1_000, 100_000, 1_000_000, 3_000_000] {
+                let f = sectorized_fpr(m, k, n);
+                assert!((0.0..=1.0).contains(&f) && f >= last, "k {k} n {n}: {f}");
+                last = f;
+            }
+        }
+        // k = 1: one bit in one word, as in the scattered scheme: the same formula.
+        assert!((sectorized_fpr(m, 1, n) - blocked_fpr(m, 1, n)).abs() < 1e-12);
+        // Close to the scattered scheme; for k ≤ 8 a little better (no two probes of an item
+        // in one word).
+        for k in 2..=8 {
+            let (s, b) = (sectorized_fpr(m, k, n), blocked_fpr(m, k, n));
+            assert!(s < b && s > 0.9 * b, "k {k}: {s} vs {b}");
+        }
+        assert_eq!(distinct_distribution(0, 64), vec![1.0]);
+    }
+
+    #[test]
+    fn sectorized_capacity_and_bits_are_consistent() {
+        for &p in &[0.1, 0.01, 0.001, 0.0001, 1e-6] {
+            let m = 1u64 << 20;
+            let (n, k) = sectorized_capacity(m, p);
+            assert!(n > 0);
+            assert!(sectorized_fpr(m, k, n) <= p);
+            assert!(best_blocked(sectorized_fpr, m, n + 1).0 > p);
+            assert_eq!(k, sectorized_best_hashes(m, n));
+            let (bits, kb) = sectorized_bits(n, p);
+            assert_eq!(bits % BLOCK_BITS, 0);
+            assert!(bits <= m);
+            assert!(sectorized_fpr(bits, kb, n) <= p);
+            assert!(best_blocked(sectorized_fpr, bits - BLOCK_BITS, n).0 > p);
+            // Within half a percent of the scattered scheme's bits (docs/filters.md).
+            let (old, _) = blocked_bits(n, p);
+            let ratio = bits as f64 / old as f64;
+            assert!((0.99..=1.005).contains(&ratio), "p={p}: {bits} vs {old}");
+            // A leaf sized for the scattered scheme meets its bound in the sectorized one
+            // (the engine sizes leaves so and makes them with `BlockedBloom::new`).
+            let (un, uk) = blocked_capacity(m, p);
+            assert!(sectorized_fpr(m, uk, un) <= p, "p={p}");
+        }
+        assert_eq!(sectorized_bits(0, 0.01), (512, 1));
+        assert_eq!(sectorized_capacity(512, 2.0).0, 0);
+    }
+
+    #[test]
     fn distinct_distribution_sums_to_one() {
         for k in [1, 2, 7, 16, 64] {
-            let d = distinct_distribution(k);
+            let d = distinct_distribution(k, 512);
             let s: f64 = d.iter().sum();
             assert!((s - 1.0).abs() < 1e-12);
             assert_eq!(d[0], 0.0);
         }
         // Two draws collide with probability 1/512.
-        let d = distinct_distribution(2);
+        let d = distinct_distribution(2, 512);
         assert!((d[1] - 1.0 / 512.0).abs() < 1e-15);
     }
 
@@ -540,7 +675,7 @@ mod tests {
             let (n, k) = blocked_capacity(m, p);
             assert!(n > 0);
             assert!(blocked_fpr(m, k, n) <= p);
-            assert!(best_blocked(m, n + 1).0 > p);
+            assert!(best_blocked(blocked_fpr, m, n + 1).0 > p);
             // Blocking costs capacity relative to the classic formula (4), but not much.
             let classic = leaf_capacity(m, p);
             assert!(n < classic && n as f64 > 0.6 * classic as f64, "p={p}: {n} vs {classic}");
@@ -549,7 +684,7 @@ mod tests {
             assert_eq!(bits % BLOCK_BITS, 0);
             assert!(bits <= m);
             assert!(blocked_fpr(bits, kb, n) <= p);
-            assert!(best_blocked(bits - BLOCK_BITS, n).0 > p || bits == BLOCK_BITS);
+            assert!(best_blocked(blocked_fpr, bits - BLOCK_BITS, n).0 > p || bits == BLOCK_BITS);
         }
         assert_eq!(blocked_capacity(512, 1e-300).0, 0);
         assert_eq!(blocked_capacity(512, 2.0).0, 0);

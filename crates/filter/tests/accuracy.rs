@@ -3,7 +3,7 @@
 //! negative. Queries are sized so that ≥ ~250 false positives are expected per case.
 
 use urlseen_filter::hash::mix64;
-use urlseen_filter::{BitmapIndex, BlockedBloom, BloomFilter};
+use urlseen_filter::{BitmapIndex, BlockScheme, BlockedBloom, BloomFilter, plan};
 
 const MEMBERS: u64 = 1 << 40;
 const STRANGERS: u64 = 1 << 50;
@@ -50,6 +50,45 @@ impl Under for BlockedBloom {
     }
     fn estimated_fpr(&self) -> f64 {
         BlockedBloom::estimated_fpr(self)
+    }
+}
+
+/// The blocked filter in the first (scattered) scheme, sized by `plan::blocked_bits`.
+struct Scattered(BlockedBloom);
+
+impl Under for Scattered {
+    fn make(n: u64, p: f64, seed: u64) -> Self {
+        Scattered(BlockedBloom::with_capacity_scheme(n, p, seed, BlockScheme::Scattered))
+    }
+    fn insert(&mut self, fp: u64) -> bool {
+        self.0.insert(fp)
+    }
+    fn contains(&self, fp: u64) -> bool {
+        self.0.contains(fp)
+    }
+    fn estimated_fpr(&self) -> f64 {
+        self.0.estimated_fpr()
+    }
+}
+
+/// A sectorized filter sized as the engine sizes its leaves (by the scattered scheme's
+/// `plan::blocked_bits`): must meet the bound too, since `BlockedBloom::new` makes sectorized
+/// leaves.
+struct SectorizedByScatteredPlan(BlockedBloom);
+
+impl Under for SectorizedByScatteredPlan {
+    fn make(n: u64, p: f64, seed: u64) -> Self {
+        let (m, k) = plan::blocked_bits(n, p);
+        SectorizedByScatteredPlan(BlockedBloom::new(m, k, seed))
+    }
+    fn insert(&mut self, fp: u64) -> bool {
+        self.0.insert(fp)
+    }
+    fn contains(&self, fp: u64) -> bool {
+        self.0.contains(fp)
+    }
+    fn estimated_fpr(&self) -> f64 {
+        self.0.estimated_fpr()
     }
 }
 
@@ -114,6 +153,61 @@ fn classic_p_1e_3() {
 fn classic_p_1e_4() {
     sweep::<BloomFilter>("classic", 1e-4);
 }
+#[test]
+fn scattered_p_1e_1() {
+    sweep::<Scattered>("scatter", 1e-1);
+}
+#[test]
+fn scattered_p_1e_2() {
+    sweep::<Scattered>("scatter", 1e-2);
+}
+#[test]
+fn scattered_p_1e_3() {
+    sweep::<Scattered>("scatter", 1e-3);
+}
+#[test]
+fn scattered_p_1e_4() {
+    sweep::<Scattered>("scatter", 1e-4);
+}
+#[test]
+fn sectorized_by_scattered_plan() {
+    for p in [1e-1, 1e-2, 1e-3, 1e-4] {
+        check::<SectorizedByScatteredPlan>("sect/old", 100_000, p);
+    }
+}
+
+/// The sectorized formula at fixed k, across loads, including k with a partial last round
+/// (where the formula takes the words as independent) and k > 8: measured within 15 % of
+/// `plan::sectorized_fpr` (≥ ~2,000 expected false positives per case).
+#[test]
+fn sectorized_formula_across_k_and_load() {
+    let m = 1u64 << 20;
+    for k in [1u32, 3, 5, 7, 8, 10, 13, 16, 20] {
+        for bits_per_item in [6u64, 10, 16, 24] {
+            let n = m / bits_per_item;
+            let formula = plan::sectorized_fpr(m, k, n);
+            if formula < 2e-4 {
+                continue;
+            }
+            let queries = ((2_000.0 / formula) as u64).clamp(20_000, 10_000_000);
+            let mut f = BlockedBloom::new(m, k, 0x5EC7 ^ u64::from(k));
+            for i in 0..n {
+                f.insert(member(i));
+            }
+            let hits = (0..queries).filter(|&i| f.contains(stranger(i))).count();
+            let measured = hits as f64 / queries as f64;
+            eprintln!(
+                "sectorized k={k:<2} m/n={bits_per_item:<2} measured={measured:.3e} formula={formula:.3e} scattered formula={:.3e}",
+                plan::blocked_fpr(m, k, n)
+            );
+            assert!(
+                (0.85 * formula..=1.15 * formula).contains(&measured),
+                "k={k} m/n={bits_per_item}: measured {measured} vs formula {formula}"
+            );
+        }
+    }
+}
+
 #[test]
 fn blocked_p_1e_1() {
     sweep::<BlockedBloom>("blocked", 1e-1);

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use urlseen_filter::codec::{self, FORMAT_VERSION, HEADER_LEN, MAGIC};
 use urlseen_filter::hash::{fingerprint, mix64};
 use urlseen_filter::{
-    BitmapIndex, BlockedBloom, BloomFilter, CountingBloom, DecodeError, FilterKind,
+    BitmapIndex, BlockScheme, BlockedBloom, BloomFilter, CountingBloom, DecodeError, FilterKind,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -35,8 +35,18 @@ fn small_bloom() -> BloomFilter {
     });
     f
 }
+/// The first (scattered) scheme: the bits every blocked filter written before the sectorized
+/// scheme holds. Its fixture must never change.
 fn small_blocked() -> BlockedBloom {
-    let mut f = BlockedBloom::new(1024, 5, 42);
+    let mut f = BlockedBloom::with_scheme(1024, 5, 42, BlockScheme::Scattered);
+    small_fps().for_each(|fp| {
+        f.insert(fp);
+    });
+    f
+}
+/// The sectorized scheme (kind 5), with a k that takes a partial round (11 = 8 + 3).
+fn small_sectorized() -> BlockedBloom {
+    let mut f = BlockedBloom::with_scheme(1024, 11, 42, BlockScheme::Sectorized);
     small_fps().for_each(|fp| {
         f.insert(fp);
     });
@@ -72,6 +82,47 @@ fn golden_blocked() {
         f
     );
 }
+/// An old-scheme encoding decodes to a scattered filter that answers from the same bits, and
+/// keeps setting bits where older builds did.
+#[test]
+fn golden_blocked_keeps_the_scattered_scheme() {
+    let old = BlockedBloom::decode(&std::fs::read(fixture("blocked_v1.bin")).unwrap()).unwrap();
+    assert_eq!(old.scheme(), BlockScheme::Scattered);
+    assert!(small_fps().all(|fp| old.contains(fp)));
+    // Inserting the same items again into a fresh scattered filter gives the same bytes.
+    assert_eq!(small_blocked().encode(), std::fs::read(fixture("blocked_v1.bin")).unwrap());
+    // Its positions are those of the first scheme (pinned by the fixture's bits): every
+    // position of every item is set in the decoded filter, and those are all its bits.
+    let mut all: Vec<u64> = small_fps().flat_map(|fp| old.positions(fp)).collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len() as u64, old.count_ones());
+    // The same items in the sectorized scheme set other bits.
+    let mut new = BlockedBloom::with_scheme(1024, 5, 42, BlockScheme::Sectorized);
+    small_fps().for_each(|fp| {
+        new.insert(fp);
+    });
+    assert_ne!(new.encode()[HEADER_LEN..], old.encode()[HEADER_LEN..]);
+}
+#[test]
+fn golden_sectorized() {
+    let f = small_sectorized();
+    golden("blocked_sectorized_v1.bin", &f.encode(), PINNED_SECTORIZED);
+    let back = BlockedBloom::decode(&std::fs::read(fixture("blocked_sectorized_v1.bin")).unwrap())
+        .unwrap();
+    assert_eq!(back, f);
+    assert_eq!(back.scheme(), BlockScheme::Sectorized);
+    let b = f.encode();
+    assert_eq!(b[10], FilterKind::BlockedSectorized.tag());
+    assert_eq!(b[10], 5);
+    assert_eq!(codec::peek_kind(&b).unwrap(), FilterKind::BlockedSectorized);
+    assert_eq!(BlockedBloom::read_from(&b[..]).unwrap(), f);
+    // Other filters refuse it by kind, as a build that predates the scheme refuses tag 5.
+    assert!(matches!(
+        BloomFilter::decode(&b),
+        Err(DecodeError::WrongKind { expected: FilterKind::Bloom, found: 5 })
+    ));
+}
 #[test]
 fn golden_counting() {
     let f = small_counting();
@@ -90,6 +141,7 @@ fn golden_bitmap() {
 
 const PINNED_BLOOM: u64 = 2992343625126496942;
 const PINNED_BLOCKED: u64 = 2050659675197077606;
+const PINNED_SECTORIZED: u64 = 4568511646242202130;
 const PINNED_COUNTING: u64 = 16875384085624596233;
 const PINNED_BITMAP: u64 = 3160170401396912097;
 
@@ -283,12 +335,17 @@ proptest! {
     }
 
     #[test]
-    fn blocked_round_trip(bits in 1u64..5000, k in 1u32..20, seed: u64, fps in arb_fps()) {
-        let mut f = BlockedBloom::new(bits, k, seed);
+    fn blocked_round_trip(bits in 1u64..5000, k in 1u32..20, seed: u64, fps in arb_fps(),
+                          sectorized: bool) {
+        let scheme = if sectorized { BlockScheme::Sectorized } else { BlockScheme::Scattered };
+        let mut f = BlockedBloom::with_scheme(bits, k, seed, scheme);
         fps.iter().for_each(|&fp| { f.insert(fp); });
         let back = BlockedBloom::decode(&f.encode()).unwrap();
         prop_assert_eq!(&back, &f);
+        prop_assert_eq!(back.scheme(), scheme);
         prop_assert!(fps.iter().all(|&fp| back.contains(fp)));
+        let read = BlockedBloom::read_from(&f.encode()[..]).unwrap();
+        prop_assert_eq!(&read, &f);
     }
 
     #[test]
@@ -311,7 +368,7 @@ proptest! {
     /// Arbitrary bytes, with or without a valid-looking start, never panic.
     #[test]
     fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..300),
-                                   kind in 1u8..5, version in 0u16..3) {
+                                   kind in 1u8..7, version in 0u16..3) {
         let mut b = MAGIC.to_vec();
         b.extend_from_slice(&version.to_le_bytes());
         b.push(kind);
@@ -327,17 +384,18 @@ proptest! {
 
     /// Any single corrupted byte, and any truncation, of a valid encoding is an error.
     #[test]
-    fn corruption_is_detected(which in 0usize..4, at: prop::sample::Index, flip in 1u8..=255,
+    fn corruption_is_detected(which in 0usize..5, at: prop::sample::Index, flip in 1u8..=255,
                               cut: prop::sample::Index) {
         let good = match which {
             0 => small_bloom().encode(),
             1 => small_blocked().encode(),
             2 => small_counting().encode(),
+            3 => small_sectorized().encode(),
             _ => small_bitmap().encode(),
         };
         let decode = |b: &[u8]| match which {
             0 => BloomFilter::decode(b).map(|_| ()),
-            1 => BlockedBloom::decode(b).map(|_| ()),
+            1 | 3 => BlockedBloom::decode(b).map(|_| ()),
             2 => CountingBloom::decode(b).map(|_| ()),
             _ => BitmapIndex::decode(b).map(|_| ()),
         };

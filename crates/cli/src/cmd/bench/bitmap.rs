@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bitmap.insert(mix64(i));
         }
         let bitmap_insert_ns = t.elapsed().as_nanos() as f64 / n.max(1) as f64;
-        let k = plan::blocked_best_hashes(slots, n.max(1));
+        let k = plan::sectorized_best_hashes(slots, n.max(1));
         let mut bloom = BlockedBloom::new(slots, k, 1);
         let t = Instant::now();
         for i in 0..n {
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bloom_bytes: bloom.memory_bytes() as u64,
             bloom_hashes: k,
             bloom_measured: bloom_hits as f64 / q,
-            bloom_formula: plan::blocked_fpr(slots, k, n),
+            bloom_formula: plan::sectorized_fpr(slots, k, n),
             bitmap_insert_ns,
             bloom_insert_ns,
         });

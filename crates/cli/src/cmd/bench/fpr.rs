@@ -97,7 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 classic_measured: classic_hits as f64 / q,
                 dsbf_measured: dsbf_hits as f64 / q,
                 formula_8: plan::dsbf_fpr(k, n, u64::from(c), m),
-                blocked_formula: plan::blocked_fpr(m, k_dsbf, n / u64::from(c)),
+                blocked_formula: plan::sectorized_fpr(m, k_dsbf, n / u64::from(c)),
             });
         }
     }

@@ -328,8 +328,15 @@ fn bitfield_run(
                         .iter()
                         .map(|n| Ok(redis::Client::open(n.as_str())?.get_connection()?))
                         .collect::<anyhow::Result<Vec<_>>>()?;
-                    // Only its geometry is used: `positions` computes where the k bits go.
-                    let layout = urlseen_filter::BlockedBloom::new(m, k, options.seed);
+                    // Only its geometry is used: `positions` computes where the k bits go. The
+                    // first (scattered) scheme, so that the bitmap baseline sets the same bits
+                    // as before the sectorized scheme.
+                    let layout = urlseen_filter::BlockedBloom::with_scheme(
+                        m,
+                        k,
+                        options.seed,
+                        urlseen_filter::BlockScheme::Scattered,
+                    );
                     let mut buf = String::new();
                     let mut new = 0;
                     loop {
