@@ -390,8 +390,8 @@ const KEPT_CACHE_MAX: u64 = 1 << 16;
 /// A split drops duplicate kept records when at least one record in this many is kept.
 const KEEP_DEDUP_RATIO: u64 = 8;
 /// A thread keeps its batch buffers (see [`BatchScratch`]) while they hold at most this many
-/// entries each; a larger batch's are freed when it ends.
-const SCRATCH_KEEP_MAX: usize = 1 << 16;
+/// entries each (about 1 MiB in all); a larger batch's are freed when it ends.
+const SCRATCH_KEEP_MAX: usize = 1 << 14;
 
 /// The working buffers of one batch insert, kept per thread between batches: a batch of 4,096
 /// otherwise allocates about ten vectors and grows the answer lists by doubling, and its
