@@ -10,6 +10,7 @@
 //! `N`: fingerprints the namespace (created for 100,000) grows to first; `ROUNDS` rounds of
 //! `PER` fresh fingerprints each, check-and-insert in batches of 4,096, into the namespace and
 //! then into the filter (same bits in total, filled with as many fingerprints), one thread.
+//! `STEP`: the split policy's migration step (default: the policy's).
 
 use std::time::Instant;
 
@@ -33,7 +34,10 @@ fn fresh(next: &mut u64, buf: &mut [u64]) {
 fn main() {
     let (n, rounds, per) = (env("N", 2e7), env("ROUNDS", 12.0), env("PER", 1_048_576.0));
     let db = Db::in_memory();
-    let options = NamespaceOptions { capacity: 100_000, ..Default::default() };
+    let mut options = NamespaceOptions { capacity: 100_000, ..Default::default() };
+    if let Ok(step) = std::env::var("STEP") {
+        options.split.step = step.parse().unwrap_or(options.split.step);
+    }
     let Ok(ns) = db.create_namespace("grown", options) else {
         eprintln!("cannot create the namespace");
         return;
