@@ -290,7 +290,9 @@ fn read_and_fingerprint<S: SeenSet>(
 ) {
     let stdin = io::stdin().lock();
     let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
-    let mut err = io::stderr().lock();
+    // Stderr is locked per message, never held: the answering thread reports retries there
+    // while this one waits for it.
+    let err = io::stderr();
     let mut results = Vec::new();
     while let Ok(mut batch) = free.recv() {
         match input.next_batch(&mut batch.lines) {
@@ -339,7 +341,7 @@ fn read_and_fingerprint<S: SeenSet>(
                     batch.invalid += 1;
                     if report_invalid {
                         // Best effort, as any diagnostic: a closed stderr stops nothing.
-                        let _ = writeln!(err, "urlseen: line {}: {reason}", line.no);
+                        let _ = writeln!(err.lock(), "urlseen: line {}: {reason}", line.no);
                     }
                     *slot = Slot::Invalid;
                 }
