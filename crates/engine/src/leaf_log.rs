@@ -102,7 +102,7 @@ pub(crate) fn current_minute() -> u32 {
 /// Where the leaves of one tree keep their fingerprints.
 #[derive(Debug, Clone)]
 pub enum LeafStore {
-    /// On the heap, 8 bytes per URL (`Db::in_memory`).
+    /// On the heap, 12 bytes per record, fingerprint and host hash (`Db::in_memory`).
     Memory,
     /// One file per leaf in a directory.
     Files(Arc<LeafFiles>),
