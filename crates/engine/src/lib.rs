@@ -104,6 +104,7 @@ pub mod recrawl;
 pub mod redis;
 pub mod reserve;
 mod routing;
+mod split_workers;
 pub mod storage;
 pub mod tree;
 mod url_journal;
