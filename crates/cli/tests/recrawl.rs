@@ -19,7 +19,14 @@ fn run(args: &[&str], input: &[u8]) -> (Vec<String>, String, bool) {
     let input = input.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    // A command refused before it reads its input (a bad option) may close the pipe first;
+    // one that succeeds must have taken all of it.
+    if let Err(e) = writer.join().unwrap() {
+        assert!(
+            e.kind() == std::io::ErrorKind::BrokenPipe && !out.status.success(),
+            "writing the input: {e}"
+        );
+    }
     let stdout = String::from_utf8(out.stdout).unwrap();
     (
         stdout.lines().map(str::to_owned).collect(),
