@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 use super::meta::{self, State};
 use super::router::{Place, Req};
 use super::scripts::Script;
-use super::{Error, RedisNamespace, Result, SplitStop, token};
+use super::{Error, RedisNamespace, Result, SplitStop};
 use crate::tree::NodeId;
 
 /// The hosts a client listed in the namespace's host dictionary (`urlseen:{ns}:hosts`), and
@@ -317,27 +317,12 @@ impl RedisNamespace {
         host: &str,
         stop: Option<SplitStop>,
     ) -> Result<LeafForget> {
-        let token = format!("{:016x}", token());
-        let mut lock = ::redis::cmd("SET");
-        lock.arg(self.key(id, "lock"))
-            .arg(token.as_str())
-            .arg("NX")
-            .arg("PX")
-            .arg(self.config.lock_ttl.as_millis() as u64);
-        if self.router.one(self.place(id), lock)? == Value::Nil {
-            return Ok(LeafForget::Moved);
-        }
-        let result = self.forget_locked(id, h, host, &token, stop);
-        if matches!(result, Ok(LeafForget::Stopped)) {
-            return result;
-        }
-        let mut unlock = self.router.scripts.call(Script::Unlock, &[&self.key(id, "lock")]);
-        unlock.arg(token.as_str());
-        let unlocked = self.router.one(self.place(id), unlock);
-        if result.is_ok() {
-            unlocked?;
-        }
-        result
+        let result = self.under_split_lock(
+            id,
+            |token| self.forget_locked(id, h, host, token, stop),
+            |outcome| matches!(outcome, LeafForget::Stopped),
+        )?;
+        Ok(result.unwrap_or(LeafForget::Moved))
     }
 
     fn forget_locked(

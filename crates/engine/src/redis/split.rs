@@ -119,6 +119,28 @@ impl RedisNamespace {
     /// # Errors
     /// Connection errors; [`Error::Protocol`] if the split finds the data inconsistent.
     pub fn try_split(&self, id: NodeId, stop: Option<SplitStop>) -> Result<SplitOutcome> {
+        let result = self.under_split_lock(
+            id,
+            |token| self.split_locked(id, token, stop),
+            |outcome| matches!(outcome, SplitOutcome::Stopped),
+        );
+        let Some(result) = result.transpose() else { return Ok(SplitOutcome::Busy) };
+        if matches!(result, Ok(SplitOutcome::Done)) {
+            self.counters.splits_done.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Runs `work` under leaf `id`'s split lock (a random token set with `NX` for the lock's
+    /// TTL), the one lock a split and a forget of the leaf take; `Ok(None)` if another client
+    /// holds it. The lock is released after, unless `work` returns an outcome that `keep`
+    /// says holds on to it (a stopped split or forget leaves it to expire, as a crash would).
+    pub(super) fn under_split_lock<T>(
+        &self,
+        id: NodeId,
+        work: impl FnOnce(&str) -> Result<T>,
+        keep: impl FnOnce(&T) -> bool,
+    ) -> Result<Option<T>> {
         let token = format!("{:016x}", token());
         let mut lock = ::redis::cmd("SET");
         lock.arg(self.key(id, "lock"))
@@ -127,21 +149,19 @@ impl RedisNamespace {
             .arg("PX")
             .arg(self.config.lock_ttl.as_millis() as u64);
         if self.router.one(self.place(id), lock)? == Value::Nil {
-            return Ok(SplitOutcome::Busy);
+            return Ok(None);
         }
-        let result = self.split_locked(id, &token, stop);
-        if !matches!(result, Ok(SplitOutcome::Stopped)) {
-            let mut unlock = self.router.scripts.call(Script::Unlock, &[&self.key(id, "lock")]);
-            unlock.arg(token.as_str());
-            let unlocked = self.router.one(self.place(id), unlock);
-            if result.is_ok() {
-                unlocked?;
-            }
+        let result = work(&token);
+        if matches!(&result, Ok(outcome) if keep(outcome)) {
+            return result.map(Some);
         }
-        if matches!(result, Ok(SplitOutcome::Done)) {
-            self.counters.splits_done.fetch_add(1, Ordering::Relaxed);
+        let mut unlock = self.router.scripts.call(Script::Unlock, &[&self.key(id, "lock")]);
+        unlock.arg(token.as_str());
+        let unlocked = self.router.one(self.place(id), unlock);
+        if result.is_ok() {
+            unlocked?;
         }
-        result
+        result.map(Some)
     }
 
     /// Runs a split of `id` and stops where `stop` says, keeping the lock as a worker that died
