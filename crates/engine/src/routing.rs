@@ -247,6 +247,12 @@ impl Directory {
         }
     }
 
+    /// Where node `id`'s range starts (`None` for an unknown node or an empty range): with its
+    /// depth, it names the node's place in the tree, whatever its id.
+    pub(crate) fn place(&self, id: NodeId) -> Option<u64> {
+        self.spans.get(id as usize).filter(|s| !s.is_empty()).map(|s| s.lo)
+    }
+
     /// The leaf that owns range hash `h`, and whether a frozen filter lies above it: `None`,
     /// `Some(node)` for exactly one, the splitting node `node`, or `Some(`[`NO_NODE`]`)` for
     /// others (walk down to find them).

@@ -18,8 +18,10 @@
 //! # Splits
 //! A leaf whose log reaches its split point becomes *splitting*: its filter and log are frozen,
 //! `fanout` empty children are added under it (each `growth` times its bits, up to a maximum:
-//! every depth has its own size, [`TreeParams::level`], so a tree created small stays shallow),
-//! and from then on
+//! every depth has its own size, [`TreeParams::level`], so a tree created small stays shallow;
+//! each child is smaller than that by a share its place in the tree draws, up to
+//! [`SPLIT_SPREAD`], so that leaves do not all reach their split points at once,
+//! [`TreeParams::split_level`]), and from then on
 //! - inserts go to the children (after checking the frozen filter, which still answers),
 //! - queries check the frozen filter and then the children,
 //! - a migrator re-hashes the frozen log into the children, one bounded step at a time,
@@ -73,6 +75,12 @@ pub type NodeId = u32;
 
 const ROOT: NodeId = 0;
 const PRECOMPUTED_LEVELS: usize = 64;
+/// The largest share by which a split's child is smaller than its depth's size (see
+/// [`TreeParams::split_level`]). A child starts at most `1/fanout` of its parent's split
+/// point full; with children at least `1 - SPLIT_SPREAD` of the largest, none starts more
+/// than `0.5 / 0.7` full, so none splits again at once.
+pub const SPLIT_SPREAD: f64 = 0.3;
+const SPREAD_SALT: u64 = 0xd6e8_feb8_6659_fd93;
 /// Items handed to a leaf filter's batched insert at once: enough for its prefetch window to
 /// pay off, small enough to live on the stack.
 const GROUP_CHUNK: usize = 256;
@@ -158,19 +166,52 @@ impl TreeParams {
             }
             let level = match prev {
                 Some(p) if p.bits == bits => p,
-                _ => {
-                    let (capacity, hashes) = plan::blocked_capacity(bits, self.fpr);
-                    let capacity = capacity.max(1);
-                    let split_point =
-                        ((capacity as f64 * self.split.threshold).floor() as u64).max(1);
-                    let split_at =
-                        if self.split.mode == SplitMode::Never { u64::MAX } else { split_point };
-                    Level { bits, hashes, capacity, split_at }
-                }
+                _ => self.sized(bits),
             };
             self.levels[i] = level;
             prev = Some(level);
         }
+    }
+
+    /// A leaf of `bits` bits (a multiple of 512): formula 4 for blocked filters gives its
+    /// capacity and probes, the split policy its split point.
+    pub fn sized(&self, bits: u64) -> Level {
+        let (capacity, hashes) = plan::blocked_capacity(bits, self.fpr);
+        let capacity = capacity.max(1);
+        let split_point = ((capacity as f64 * self.split.threshold).floor() as u64).max(1);
+        let split_at = if self.split.mode == SplitMode::Never { u64::MAX } else { split_point };
+        Level { bits, hashes, capacity, split_at }
+    }
+
+    /// The size of a leaf that a split makes at `depth`, in the place `place` of the tree (a
+    /// number its position gives, the same on every run and after a restart; `None`: the
+    /// depth's size). Such a leaf is smaller than its depth's by a share of up to
+    /// [`SPLIT_SPREAD`] that its place draws, and holds as many fewer fingerprints: every leaf
+    /// keeps formula 4 and the FPR bound, and the bits per fingerprint do not change.
+    ///
+    /// Why: leaves of one size fill at one rate and reach their split points together, so
+    /// every leaf of a grown tree split in one wave, the whole tree was re-hashed at once, and
+    /// the frozen parents and their children were all in memory at once (about 1.5 times the
+    /// filters). Leaves of spread sizes split at spread times.
+    pub fn split_level(&self, depth: u32, place: Option<u64>) -> Level {
+        let level = self.level(depth);
+        let Some(place) = place else { return level };
+        let draw = hash::mix64(place ^ self.seed ^ u64::from(depth).wrapping_mul(SPREAD_SALT));
+        let share = (draw >> 11) as f64 / (1u64 << 53) as f64 * SPLIT_SPREAD;
+        let bits = ((level.bits as f64 * (1.0 - share)) as u64).div_ceil(512).max(1) * 512;
+        if bits >= level.bits { level } else { self.sized(bits) }
+    }
+
+    /// The size of a leaf at `depth` whose filter has `bits` bits, if a tree with these
+    /// parameters makes such leaves: its depth's size, or a split's spread one (see
+    /// [`Self::split_level`]).
+    fn level_of(&self, depth: u32, bits: u64) -> Option<Level> {
+        let level = self.level(depth);
+        if bits == level.bits {
+            return Some(level);
+        }
+        let least = ((level.bits as f64 * (1.0 - SPLIT_SPREAD)) as u64).div_ceil(512) * 512;
+        (bits.is_multiple_of(512) && bits >= least && bits < level.bits).then(|| self.sized(bits))
     }
 
     /// The size of the leaves at `depth` (the root's children are at depth 1).
@@ -200,9 +241,10 @@ struct Leaf {
     /// one after it. A snapshot stores it with the leaf, so recovery knows which log records
     /// the leaf already holds (see [`Dsbf::write_snapshot`]).
     last_lsn: u64,
-    /// The element count at which this leaf splits: its depth's (see [`TreeParams::level`]).
-    split_at: u64,
-    /// Kept records in `log` (see the module docs): they do not count towards `split_at`.
+    /// The leaf's size: its depth's, or for a split's child a spread one (see
+    /// [`TreeParams::split_level`]).
+    level: Level,
+    /// Kept records in `log` (see the module docs): they do not count towards the split point.
     kept: u64,
     /// Exact mode: the leaf's fingerprints, sorted, to confirm Bloom positives against.
     index: Option<LeafIndex>,
@@ -212,6 +254,11 @@ impl Leaf {
     /// URLs recorded in this leaf: its log without the kept records.
     fn fill(&self) -> u64 {
         self.log.len() - self.kept
+    }
+
+    /// The count of recorded URLs at which this leaf splits.
+    fn split_at(&self) -> u64 {
+        self.level.split_at
     }
 }
 
@@ -578,7 +625,8 @@ impl Dsbf {
         let mut nodes = Vec::with_capacity(c as usize + 1);
         nodes.push(Node::Inner { depth: 0, children: (1..=c).collect() });
         for id in 1..=c {
-            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, false, id, 1)));
+            let level = params.level(1);
+            let leaf = Box::new(RwLock::new(new_leaf(&params, &leaves, false, id, level)));
             nodes.push(Node::Leaf { depth: 1, leaf });
         }
         Self::with_nodes(params, workers, leaves, nodes, Routing::Ranges)
@@ -766,7 +814,7 @@ impl Dsbf {
         let mut pos = ReadPos::default();
         let mut records = Vec::new();
         let log = &leaf.log;
-        let index = LeafIndex::build(store, leaf.split_at, |out| {
+        let index = LeafIndex::build(store, leaf.split_at(), |out| {
             if log.is_end(pos) {
                 return Ok(false);
             }
@@ -1081,7 +1129,7 @@ impl Dsbf {
         group: &[(NodeId, u32)],
         g: &mut Groups<'_, '_, '_, '_, E>,
     ) {
-        let mut room = leaf.split_at.saturating_sub(leaf.fill());
+        let mut room = leaf.split_at().saturating_sub(leaf.fill());
         let first_recorded = g.recorded.len();
         let first_kept = g.kept.len();
         let mut added = 0;
@@ -1149,7 +1197,7 @@ impl Dsbf {
                 Err(e) => g.failed = Some(e),
             }
         }
-        if leaf.fill() >= leaf.split_at {
+        if leaf.fill() >= leaf.split_at() {
             g.full.push(group[0].0);
         }
     }
@@ -1246,7 +1294,7 @@ impl Dsbf {
                 kept_hosts: &[],
             })?;
             leaf.last_lsn = leaf.last_lsn.max(lsn);
-            if leaf.fill() >= leaf.split_at && !full.contains(&id) {
+            if leaf.fill() >= leaf.split_at() && !full.contains(&id) {
                 full.push(id);
             }
         }
@@ -1400,7 +1448,7 @@ impl Dsbf {
         let Some(node) = topo.nodes.get_mut(id as usize) else { return false };
         let Node::Leaf { depth, leaf } = node else { return false };
         let leaf_mut = leaf.get_mut();
-        if leaf_mut.fill() < leaf_mut.split_at {
+        if leaf_mut.fill() < leaf_mut.split_at() {
             return false;
         }
         let depth = *depth;
@@ -1418,15 +1466,19 @@ impl Dsbf {
         let cursor = Mutex::new(Cursor { dedup, ..Cursor::default() });
         let frozen = Box::new(Frozen { filter, log, last_lsn, kept, index, cursor });
         *node = Node::Splitting { depth, frozen, children };
-        let exact = self.index.get().is_some();
-        for id in first_child..first_child + fanout {
-            let leaf = new_leaf(&self.params, &self.leaves, exact, id, depth + 1);
-            let leaf = Box::new(RwLock::new(leaf));
-            topo.nodes.push(Node::Leaf { depth: depth + 1, leaf });
-        }
         if let Some(dir) = &mut topo.dir {
             let children: Vec<NodeId> = (first_child..first_child + fanout).collect();
             dir.split(id, &children);
+        }
+        let exact = self.index.get().is_some();
+        for id in first_child..first_child + fanout {
+            // Where the child's range starts is its place: the same on every run. Trees
+            // routed per level (before snapshot version 4) have no ranges and keep one size.
+            let place = topo.dir.as_ref().and_then(|dir| dir.place(id));
+            let level = self.params.split_level(depth + 1, place);
+            let leaf = new_leaf(&self.params, &self.leaves, exact, id, level);
+            let leaf = Box::new(RwLock::new(leaf));
+            topo.nodes.push(Node::Leaf { depth: depth + 1, leaf });
         }
         self.splits_started.fetch_add(1, Ordering::Relaxed);
         true
@@ -1535,7 +1587,7 @@ impl Dsbf {
             let mut end = chunk.len();
             for (group, leaf) in &groups {
                 // Kept records take no room: the cut is at the first counted record past it.
-                let mut room = leaf.split_at.saturating_sub(leaf.fill());
+                let mut room = leaf.split_at().saturating_sub(leaf.fill());
                 for &(leaf_id, pos) in group.iter() {
                     if (pos as usize) >= end {
                         break;
@@ -1680,9 +1732,9 @@ impl Dsbf {
         before()?;
         let mut count = ForgetCount::default();
         for node in topo.nodes.iter_mut() {
-            let Node::Leaf { depth, leaf } = node else { continue };
+            let Node::Leaf { leaf, .. } = node else { continue };
             let leaf = leaf.get_mut();
-            let level = self.params.level(*depth);
+            let level = leaf.level;
             let mut filter = BlockedBloom::new(level.bits, level.hashes, self.params.probe_seed());
             let dropped = leaf.log.rewrite(&self.leaves, drop, &mut |r| {
                 filter.insert(r.fp);
@@ -1746,15 +1798,11 @@ impl Dsbf {
                         id: id as NodeId,
                         depth: *depth,
                         count,
-                        capacity: self.params.level(*depth).capacity,
-                        bits: self.params.level(*depth).bits,
+                        capacity: leaf.level.capacity,
+                        bits: leaf.level.bits,
                         fill_ratio: leaf.filter.fill_ratio(),
                         allocated: leaf.filter.is_allocated(),
-                        estimated_fpr: plan::blocked_fpr(
-                            self.params.level(*depth).bits,
-                            self.params.level(*depth).hashes,
-                            count,
-                        ),
+                        estimated_fpr: plan::blocked_fpr(leaf.level.bits, leaf.level.hashes, count),
                     });
                 }
             }
@@ -1815,8 +1863,13 @@ fn group_by_node(items: &mut Vec<(NodeId, u32)>, nodes: usize, scratch: &mut Vec
     std::mem::swap(items, scratch);
 }
 
-fn new_leaf(params: &TreeParams, leaves: &LeafStore, exact: bool, id: NodeId, depth: u32) -> Leaf {
-    let level = params.level(depth);
+fn new_leaf(
+    params: &TreeParams,
+    leaves: &LeafStore,
+    exact: bool,
+    id: NodeId,
+    level: Level,
+) -> Leaf {
     // In memory the log fills to `split_at` before the leaf splits: reserve it once instead of
     // growing it by copies. The allocator maps pages lazily, so an empty leaf costs no memory.
     let reserve = level.split_at.min(1 << 24) as usize;
@@ -1824,7 +1877,7 @@ fn new_leaf(params: &TreeParams, leaves: &LeafStore, exact: bool, id: NodeId, de
         filter: BlockedBloom::new(level.bits, level.hashes, params.probe_seed()),
         log: LeafLog::new(leaves, id, reserve),
         last_lsn: 0,
-        split_at: level.split_at,
+        level,
         kept: 0,
         index: exact.then(|| LeafIndex::new(level.split_at)),
     }
@@ -1885,7 +1938,8 @@ pub struct LeafStats {
     pub count: u64,
     /// The leaf's capacity `u` under `f_max`.
     pub capacity: u64,
-    /// Bits of its filter (`m` at its depth).
+    /// Bits of its filter: its depth's `m`, or a split's spread size
+    /// ([`TreeParams::split_level`]).
     pub bits: u64,
     /// Fraction of the filter's bits set.
     pub fill_ratio: f64,
@@ -2009,6 +2063,61 @@ mod tests {
         assert_eq!(s.splitting_nodes, 0);
         assert_eq!(s.count, new);
         assert!(s.leaves.iter().all(|l| l.count <= u), "no leaf passes its split point");
+        assert!(recorded.iter().all(|&fp| t.contains(fp)));
+    }
+
+    #[test]
+    fn split_sizes_spread_by_place_and_each_keeps_formula_4() {
+        let p = TreeParams::new(
+            100,
+            0.01,
+            1 << 20,
+            9,
+            SplitPolicy { growth: 1, ..SplitPolicy::default() },
+        );
+        let full = p.level(3);
+        assert_eq!(p.split_level(3, None), full, "no place: the depth's size");
+        let least = ((full.bits as f64 * (1.0 - SPLIT_SPREAD)) as u64).div_ceil(512) * 512;
+        let sizes: Vec<Level> =
+            (0..1000u64).map(|i| p.split_level(3, Some(i.wrapping_mul(1 << 54)))).collect();
+        for level in &sizes {
+            assert!(level.bits.is_multiple_of(512) && (least..=full.bits).contains(&level.bits));
+            // Formula 4 for its own bits: the bound holds at its split point, bits per URL stay.
+            assert_eq!(*level, p.sized(level.bits));
+            assert!(plan::blocked_fpr(level.bits, level.hashes, level.split_at) <= 0.01);
+            assert_eq!(p.level_of(3, level.bits), Some(*level), "a snapshot accepts it");
+        }
+        let mean = sizes.iter().map(|l| l.bits as f64).sum::<f64>() / sizes.len() as f64;
+        let spread = 1.0 - mean / full.bits as f64;
+        assert!((0.12..0.18).contains(&spread), "mean share below the depth's size {spread}");
+        assert!(sizes.iter().any(|l| l.bits < least + (full.bits - least) / 10));
+        // The same place draws the same size; depths draw apart.
+        assert_eq!(p.split_level(3, Some(5 << 50)), p.split_level(3, Some(5 << 50)));
+        let differ = (0..100u64)
+            .filter(|&i| p.split_level(3, Some(i << 56)) != p.split_level(4, Some(i << 56)))
+            .count();
+        assert!(differ > 80, "depths 3 and 4 agree on {} of 100 places", 100 - differ);
+        // Sizes a tree never makes are refused.
+        assert_eq!(p.level_of(3, least - 512), None);
+        assert_eq!(p.level_of(3, full.bits + 512), None);
+        assert_eq!(p.level_of(3, full.bits - 100), None);
+    }
+
+    #[test]
+    fn a_grown_tree_has_leaves_of_spread_sizes_within_their_bounds() {
+        let t = tree(SplitMode::Inline);
+        let level = t.params().level(2);
+        let fps: Vec<u64> = (0..level.split_at * 60).map(|i| hash::mix64(i + 3)).collect();
+        let recorded: Vec<u64> = fps.iter().copied().filter(|&fp| !t.insert(fp)).collect();
+        let s = t.stats();
+        let mut sizes: Vec<u64> = s.leaves.iter().map(|l| l.bits).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        assert!(sizes.len() >= 2, "leaves of {sizes:?} bits after {} splits", s.splits_done);
+        for l in &s.leaves {
+            assert!(l.count <= l.capacity, "leaf {} holds {} of {}", l.id, l.count, l.capacity);
+            assert!(l.estimated_fpr <= 0.01, "leaf {}: {}", l.id, l.estimated_fpr);
+        }
         assert!(recorded.iter().all(|&fp| t.contains(fp)));
     }
 

@@ -440,15 +440,15 @@ impl Dsbf {
                     }
                     let filter = BlockedBloom::decode(&r.take(filter_len as usize)?)
                         .map_err(|e| format!("node {id}: leaf filter: {e}"))?;
-                    let level = params.level(depth);
-                    if filter.num_bits() != level.bits.div_ceil(512) * 512
-                        || filter.num_hashes() != level.hashes
-                        || filter.seed() != params.probe_seed()
-                    {
-                        return Err(format!(
-                            "node {id}: leaf filter parameters differ from the namespace's"
-                        ));
-                    }
+                    let level = params
+                        .level_of(depth, filter.num_bits())
+                        .filter(|level| {
+                            filter.num_hashes() == level.hashes
+                                && filter.seed() == params.probe_seed()
+                        })
+                        .ok_or_else(|| {
+                            format!("node {id}: leaf filter parameters differ from the namespace's")
+                        })?;
                     let log = if version == SNAPSHOT_V1 {
                         // Upgrade: the inline log goes to the leaf's file as it is read.
                         let n = r.u64()?;
@@ -467,8 +467,7 @@ impl Dsbf {
                     guard.resize(id as usize + 1, 0);
                     guard[id as usize] = last_lsn.max(1);
                     // Exact mode builds its index later, from the file (`enable_exact`).
-                    let split_at = level.split_at;
-                    let leaf = Leaf { filter, log, last_lsn, split_at, kept, index: None };
+                    let leaf = Leaf { filter, log, last_lsn, level, kept, index: None };
                     nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(leaf)) });
                 }
                 other => return Err(format!("node {id}: unknown node tag {other}")),
