@@ -60,6 +60,16 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error.
     fn open_read(&self, path: &Path) -> io::Result<Option<Box<dyn Read + Send>>>;
+    /// [`Self::open_read`] from byte `offset` on (a reopened log starts at its checkpoint).
+    /// The default reads the bytes before `offset` and drops them.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn open_read_from(&self, path: &Path, offset: u64) -> io::Result<Option<Box<dyn Read + Send>>> {
+        let Some(mut r) = self.open_read(path)? else { return Ok(None) };
+        io::copy(&mut (&mut r).take(offset), &mut io::sink())?;
+        Ok(Some(r))
+    }
     /// Appends `bytes` to `path`, creating it if missing, without syncing (a leaf's fingerprint
     /// file: [`Self::sync_file`] makes it durable at a checkpoint).
     ///
@@ -210,6 +220,18 @@ impl Storage for OsStorage {
     fn open_read(&self, path: &Path) -> io::Result<Option<Box<dyn Read + Send>>> {
         match File::open(path) {
             Ok(f) => Ok(Some(Box::new(io::BufReader::with_capacity(1 << 20, f)))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open_read_from(&self, path: &Path, offset: u64) -> io::Result<Option<Box<dyn Read + Send>>> {
+        use std::io::{Seek, SeekFrom};
+        match File::open(path) {
+            Ok(mut f) => {
+                f.seek(SeekFrom::Start(offset))?;
+                Ok(Some(Box::new(io::BufReader::with_capacity(1 << 20, f))))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }

@@ -109,6 +109,48 @@ fn clean_restart_keeps_everything_with_splits() {
     assert!(ns.seen(&recorded[0]).unwrap());
 }
 
+/// A reopen reads the log from the snapshot's offset, not from its start: a record damaged
+/// before that offset (which the snapshot and the leaf files cover) does not stop it, and
+/// `check_data_dir` (`urlseen check`), which reads every record, still finds the damage.
+#[test]
+fn a_reopen_reads_the_log_from_its_checkpoint_and_check_reads_all_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let urls = distinct_urls(5, 20_000);
+    let recorded = {
+        let db = Db::open(dir.path()).unwrap();
+        let r = record(&db, "jobs", &urls);
+        db.close().unwrap();
+        r
+    };
+    let log = log_file(dir.path(), "jobs");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    std::fs::write(&log, &bytes).unwrap();
+
+    let checks = urlseen_engine::check_data_dir(dir.path()).unwrap();
+    let problems: Vec<&String> = checks.iter().flat_map(|c| &c.problems).collect();
+    assert!(
+        problems.iter().any(|p| p.contains("bad record") && p.contains("valid record")),
+        "check reads the whole log and finds the damage: {problems:?}"
+    );
+
+    let db = Db::open(dir.path()).unwrap();
+    let ns = db.namespace("jobs").unwrap();
+    let rec = ns.recovery().unwrap();
+    assert!(rec.snapshot_offset.is_some(), "{rec:?}");
+    assert_eq!((rec.replayed_records, rec.truncated_bytes), (0, 0), "{rec:?}");
+    assert_eq!(ns.len(), recorded.len() as u64);
+    assert_all_seen(&db, "jobs", &recorded);
+    // What comes after the checkpoint is read, and replayed after the next restart.
+    let more = record(&db, "jobs", &distinct_urls(6, 2_000));
+    drop(ns);
+    drop(db);
+    let db = Db::open(dir.path()).unwrap();
+    assert_all_seen(&db, "jobs", &more);
+    assert_all_seen(&db, "jobs", &recorded);
+}
+
 #[test]
 fn a_crash_image_recovers_from_the_log_alone() {
     for fsync in [Fsync::Always, Fsync::EverySec, Fsync::No] {

@@ -169,6 +169,10 @@ impl Storage for FaultyStorage {
         self.inner.open_read(path)
     }
 
+    fn open_read_from(&self, path: &Path, offset: u64) -> io::Result<Option<Box<dyn Read + Send>>> {
+        self.inner.open_read_from(path, offset)
+    }
+
     fn append_to(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let before = self.faults.appended.fetch_add(bytes.len() as u64, Ordering::SeqCst);
         let limit = self.faults.disk_full_after.load(Ordering::SeqCst);
