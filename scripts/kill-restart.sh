@@ -24,7 +24,11 @@ if [[ -s $tmp/printed && $(tail -c1 "$tmp/printed" | od -An -c | tr -d ' ') != '
     sed -i '$ d' "$tmp/printed"
 fi
 echo "killed after ${secs}s: $(wc -l < "$tmp/printed") URLs printed (acknowledged)"
-again=$( { /usr/bin/time -v "$bin" filter --data "$dir" --stats < "$tmp/printed" 2> "$tmp/restart" ; } | tee "$tmp/again" | wc -l)
+if ! again=$( { /usr/bin/time -v "$bin" filter --data "$dir" --stats < "$tmp/printed" 2> "$tmp/restart" ; } | tee "$tmp/again" | wc -l); then
+    echo "the restart failed:" >&2
+    grep -v '^\s' "$tmp/restart" >&2
+    exit 1
+fi
 echo "restart: $(grep -o 'Elapsed (wall clock) time.*' "$tmp/restart"), peak RSS $(awk -F': ' '/Maximum resident/ {print $2}' "$tmp/restart") KiB"
 # `filter` prints a batch (at most 4,096 lines) before it records it, so a kill between the two
 # prints that batch's URLs again after the restart (at-least-once: repeated, never lost). Any
