@@ -46,7 +46,7 @@ use urlseen_engine::redis::RedisDb;
 use crate::client::OnReply;
 use crate::error::{
     BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, OOM, URL_NOT_UTF8, WRONGTYPE,
-    canon_error, engine_error, write_error,
+    canon_error, write_error,
 };
 use crate::remote::{NOT_WITH_REDIS, Remote};
 
@@ -350,7 +350,7 @@ impl App {
         let name =
             std::str::from_utf8(key).map_err(|_| CommandError::custom(NAMESPACE_NOT_UTF8))?;
         self.check_size(&options)?;
-        self.db.create_namespace(name, options).map_err(|e| engine_error(&e))
+        self.db.create_namespace(name, options).map_err(CommandError::from)
     }
 
     /// The namespace `key`, created with `options` if it does not exist.
@@ -405,7 +405,7 @@ impl App {
     }
 
     fn check_size(&self, options: &NamespaceOptions) -> Result<(), CommandError> {
-        options.validate().map_err(|e| engine_error(&e))?;
+        options.validate()?;
         let bytes = options.planned_filter_bytes();
         if bytes > self.config.max_namespace_bytes {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
@@ -512,7 +512,7 @@ impl App {
         hosts: &[u32],
         out: &mut [bool],
     ) -> Result<(), CommandError> {
-        ns.contains_fingerprints(fps, out).map_err(|e| engine_error(&e))?;
+        ns.contains_fingerprints(fps, out)?;
         let mut new: Vec<u64> =
             fps.iter().zip(out.iter()).filter(|&(_, &seen)| !seen).map(|(&fp, _)| fp).collect();
         new.sort_unstable();
@@ -595,7 +595,7 @@ impl App {
                         true => ns.fingerprint(url).map(|fp| (fp, 0)),
                         false => ns.fingerprint_host(url),
                     }
-                    .map_err(|e| engine_error(&e))
+                    .map_err(CommandError::from)
                 },
             )
         };
@@ -642,7 +642,7 @@ impl App {
         lookup: &mut Lookup<'_>,
     ) -> Result<(), CommandError> {
         match lookup {
-            Lookup::Check => ns.contains_fingerprints(fps, seen).map_err(|e| engine_error(&e)),
+            Lookup::Check => ns.contains_fingerprints(fps, seen).map_err(CommandError::from),
             Lookup::Record => self.insert_hosts(ns, fps, hosts, seen),
             Lookup::RecordOnReply(on_reply) => {
                 self.insert_hosts_on_reply(ns, fps, hosts, seen, on_reply)
@@ -682,7 +682,7 @@ impl App {
         for url in urls {
             let fp = std::str::from_utf8(url.as_ref())
                 .map_err(|_| CommandError::custom(URL_NOT_UTF8))
-                .and_then(|url| ns.fingerprint(url).map_err(|e| engine_error(&e)));
+                .and_then(|url| ns.fingerprint(url).map_err(CommandError::from));
             match fp {
                 Ok(fp) => {
                     fps.push(fp);
@@ -733,7 +733,7 @@ impl App {
     /// In a persistent `Db`, its files could not be removed.
     pub fn drop_key(&self, key: &[u8]) -> Result<bool, CommandError> {
         let Ok(name) = std::str::from_utf8(key) else { return Ok(false) };
-        let dropped = self.db.drop_namespace(name).map_err(|e| engine_error(&e));
+        let dropped = self.db.drop_namespace(name).map_err(CommandError::from);
         self.invalidate_caches();
         dropped
     }
@@ -742,7 +742,7 @@ impl App {
     /// filter or a URL namespace: the dump carries its profile).
     ///
     /// # Errors
-    /// `ERR not found`; the engine's (see [`engine_error`]).
+    /// `ERR not found`; the engine's (see [`crate::error::engine_error`]).
     pub fn dump_chunk(
         &self,
         key: &[u8],
@@ -750,7 +750,7 @@ impl App {
     ) -> Result<urlseen_engine::DumpChunk, CommandError> {
         self.local_only()?;
         let ns = self.namespace(key).ok_or(CommandError::custom(crate::error::BF_NOT_FOUND))?;
-        ns.dump_chunk(iter, self.config.dump_chunk_bytes).map_err(|e| engine_error(&e))
+        ns.dump_chunk(iter, self.config.dump_chunk_bytes).map_err(CommandError::from)
     }
 
     /// `BF.LOADCHUNK key iterator data`: one chunk of a dump into `key` (see
@@ -758,7 +758,7 @@ impl App {
     ///
     /// # Errors
     /// `ERR not found` for a data chunk with no restore under way, `ERR item exists` for a
-    /// header to an existing key; the engine's (see [`engine_error`]).
+    /// header to an existing key; the engine's (see [`crate::error::engine_error`]).
     pub fn load_chunk(&self, key: &[u8], iter: i64, data: &[u8]) -> Result<(), CommandError> {
         self.local_only()?;
         let name =
@@ -775,7 +775,7 @@ impl App {
             Err(urlseen_engine::Error::NoSuchNamespace(_)) => {
                 Err(CommandError::custom(crate::error::BF_NOT_FOUND))
             }
-            Err(e) => Err(engine_error(&e)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -789,7 +789,7 @@ impl App {
         // Restores under way go too (they are not counted: their keys do not exist yet).
         for name in self.db.restoring() {
             if let Err(e) = self.db.drop_namespace(&name) {
-                return Err(engine_error(&e));
+                return Err(e.into());
             }
         }
         for name in self.db.namespace_names() {
@@ -797,7 +797,7 @@ impl App {
                 Ok(true) => dropped += 1,
                 Ok(false) => {}
                 Err(e) => {
-                    result = Err(engine_error(&e));
+                    result = Err(e.into());
                     break;
                 }
             }

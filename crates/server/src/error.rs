@@ -185,6 +185,13 @@ pub fn engine_error(e: &urlseen_engine::Error) -> CommandError {
     CommandError::Custom(Cow::Owned(text))
 }
 
+impl From<urlseen_engine::Error> for CommandError {
+    /// [`engine_error`]: `?` on an engine call gives the reply a command sends.
+    fn from(e: urlseen_engine::Error) -> Self {
+        engine_error(&e)
+    }
+}
+
 /// Maps the error of an engine *write* to its reply: [`engine_error`], except that the write
 /// that fails on the disk (the log, or the fingerprint store) answers `MISCONF`, as every later write to that namespace does. None
 /// of the command's answers is an acknowledgement, but what reached the disk before the failure

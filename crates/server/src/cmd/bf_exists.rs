@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use crate::app::{App, KeyKind, NamespaceCache};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
-use crate::error::{CommandError, WRONGTYPE, engine_error};
+use crate::error::{CommandError, WRONGTYPE};
 use crate::frame::Frame;
 use crate::parse::Parse;
 
@@ -46,7 +46,7 @@ fn bf_exists(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         Some(ns) if KeyKind::of(ns) != KeyKind::Bloom => {
             return Err(CommandError::custom(WRONGTYPE));
         }
-        Some(ns) => ns.contains_bytes(&item).map_err(|e| engine_error(&e))?,
+        Some(ns) => ns.contains_bytes(&item)?,
         None => false,
     };
     Ok(Frame::Boolean(found))
@@ -64,7 +64,7 @@ fn bf_exists_batch(ctx: Ctx<'_, Arc<App>>, calls: Vec<Parse>) -> Vec<CommandResu
             }
             Some(ns) => {
                 let fps: Vec<u64> = items.iter().map(|item| ns.fingerprint_bytes(item)).collect();
-                ns.contains_fingerprints(&fps, &mut found).map_err(|e| engine_error(&e))?;
+                ns.contains_fingerprints(&fps, &mut found)?;
             }
             None => {}
         }

@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
-use crate::error::engine_error;
 use crate::frame::Frame;
 use crate::parse::Parse;
 
@@ -37,7 +36,7 @@ fn bf_mexists(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let mut found = vec![false; args.remaining()];
     if let Some(ns) = ctx.app.bloom(&key, None)? {
         let fps: Vec<u64> = args.map(|item| ns.fingerprint_bytes(&item)).collect();
-        ns.contains_fingerprints(&fps, &mut found).map_err(|e| engine_error(&e))?;
+        ns.contains_fingerprints(&fps, &mut found)?;
     }
     Ok(Frame::Array(found.into_iter().map(Frame::Boolean).collect()))
 }
