@@ -209,6 +209,25 @@ const UPPER: u8 = 6;
 const DOT: u8 = 7;
 const COLON: u8 = 8;
 
+/// The first position at or after `i` whose byte is not [`PLAIN`] in `class` (`b.len()` if
+/// none). Eight bytes at a time while they are all plain: the eight lookups do not wait on one
+/// another, where a byte at a time waits on each compare (the path and query scans were a
+/// third of canonicalization, itself a quarter of `filter`'s CPU).
+#[inline]
+fn skip_plain(b: &[u8], mut i: usize, class: &[u8; 256]) -> usize {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let other = chunk.iter().fold(0u8, |acc, &c| acc | (class[usize::from(c)] ^ PLAIN));
+        if other != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while b.get(i).is_some_and(|&c| class[usize::from(c)] == PLAIN) {
+        i += 1;
+    }
+    i
+}
+
 /// Copies `s[from..to]`, normalizing the escapes in it; `false` if an escape is broken or (in a
 /// path) decodes to '.', which could form a dot segment the full parser would resolve.
 #[inline]
@@ -321,9 +340,7 @@ fn fast_path(s: &str, opts: &Options, out: &mut String) -> bool {
         let mut seg_start = i + 1;
         i += 1;
         path_end = loop {
-            while i < len && PATH_CLASS[usize::from(b[i])] == PLAIN {
-                i += 1;
-            }
+            i = skip_plain(b, i, &PATH_CLASS);
             if i == len {
                 break i;
             }
@@ -353,9 +370,7 @@ fn fast_path(s: &str, opts: &Options, out: &mut String) -> bool {
     if path_end < len && b[path_end] == b'?' {
         i = path_end + 1;
         query_end = loop {
-            while i < len && QUERY_CLASS[usize::from(b[i])] == PLAIN {
-                i += 1;
-            }
+            i = skip_plain(b, i, &QUERY_CLASS);
             if i == len {
                 break i;
             }
@@ -575,6 +590,26 @@ mod tests {
             })
             .count();
         assert!(accepted >= 400, "fast path accepted only {accepted} of 2000 generated URLs");
+    }
+
+    proptest! {
+        /// The eight-at-a-time scan stops where a byte-at-a-time one does, from any start.
+        #[test]
+        fn skip_plain_matches_a_byte_scan(
+            bytes in proptest::collection::vec(
+                prop_oneof![4 => proptest::sample::select(b"az09-._~!$&'()*+,;=:@".to_vec()), 1 => any::<u8>()],
+                0..64,
+            ),
+            start in 0usize..70,
+        ) {
+            for class in [&PATH_CLASS, &QUERY_CLASS] {
+                let mut naive = start.min(bytes.len());
+                while naive < bytes.len() && class[usize::from(bytes[naive])] == PLAIN {
+                    naive += 1;
+                }
+                prop_assert_eq!(skip_plain(&bytes, start.min(bytes.len()), class), naive);
+            }
+        }
     }
 
     proptest! {
