@@ -247,10 +247,14 @@ impl Directory {
         }
     }
 
-    /// Where node `id`'s range starts (`None` for an unknown node or an empty range): with its
-    /// depth, it names the node's place in the tree, whatever its id.
-    pub(crate) fn place(&self, id: NodeId) -> Option<u64> {
-        self.spans.get(id as usize).filter(|s| !s.is_empty()).map(|s| s.lo)
+    /// Where each of the `n` children that a split of node `id` would make starts its range
+    /// (`None` for an empty range or an unknown node): with its depth, it names the child's
+    /// place in the tree, whatever its id.
+    pub(crate) fn child_places(&self, id: NodeId, n: usize) -> Vec<Option<u64>> {
+        match self.spans.get(id as usize) {
+            Some(span) => span.split(n).iter().map(|s| (!s.is_empty()).then_some(s.lo)).collect(),
+            None => vec![None; n],
+        }
     }
 
     /// The leaf that owns range hash `h`, and whether a frozen filter lies above it: `None`,
