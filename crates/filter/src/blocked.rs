@@ -346,6 +346,50 @@ fn insert_loop(
     new
 }
 
+/// One filter of [`BlockedBloom::insert_batch_routed`]: its blocks and what places an item
+/// in them.
+struct Routed<'a> {
+    blocks: &'a mut [[u64; WORDS]],
+    seed: u64,
+    /// Items found new in this filter.
+    new: u64,
+}
+
+/// [`insert_loop`] over several filters: item `i` goes to `targets[route[i]]`, and the block
+/// of the item [`WINDOW`] places ahead is prefetched whichever filter it is in, so the window
+/// stays full across filters.
+#[inline(always)]
+fn routed_loop(
+    targets: &mut [Routed<'_>],
+    route: &[u32],
+    fps: &[u64],
+    out: &mut [bool],
+    insert: impl Fn(&mut [u64; WORDS], u64) -> bool,
+) {
+    let place = |targets: &[Routed<'_>], t: u32, fp: u64| {
+        let target = &targets[t as usize];
+        let h = mix64(fp ^ target.seed);
+        let b = reduce(h, target.blocks.len() as u64) as usize;
+        prefetch(&target.blocks[b]);
+        (h, b)
+    };
+    let mut ring = [(0u64, 0usize); WINDOW];
+    for ((slot, &fp), &t) in ring.iter_mut().zip(fps).zip(route) {
+        *slot = place(targets, t, fp);
+    }
+    for (i, (out, &t)) in out.iter_mut().zip(route).enumerate() {
+        let slot = i % WINDOW;
+        let (h, b) = ring[slot];
+        if let (Some(&ahead), Some(&to)) = (fps.get(i + WINDOW), route.get(i + WINDOW)) {
+            ring[slot] = place(targets, to, ahead);
+        }
+        let target = &mut targets[t as usize];
+        let present = insert(&mut target.blocks[b], h);
+        target.new += u64::from(!present);
+        *out = present;
+    }
+}
+
 /// [`insert_loop`] for [`BlockedBloom::contains_batch`].
 #[inline(always)]
 fn contains_loop(
@@ -388,7 +432,7 @@ mod avx2 {
         _mm256_srlv_epi64, _mm256_storeu_si256, _mm256_testz_si256,
     };
 
-    use super::{SECTOR_SALT, WORDS, contains_loop, insert_loop, mix64};
+    use super::{Routed, SECTOR_SALT, WORDS, contains_loop, insert_loop, mix64, routed_loop};
 
     /// The masks of words 0..4 and 4..8 (see `sector_masks`).
     #[target_feature(enable = "avx2")]
@@ -472,6 +516,18 @@ mod avx2 {
         k: u32,
     ) -> u64 {
         with_const_k!(k, k, { insert_loop(blocks, seed, fps, out, |b, h| insert(b, h, k)) })
+    }
+
+    /// `routed_loop` with the AVX2 sectorized insert.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn insert_batch_routed(
+        targets: &mut [Routed<'_>],
+        route: &[u32],
+        fps: &[u64],
+        out: &mut [bool],
+        k: u32,
+    ) {
+        with_const_k!(k, k, { routed_loop(targets, route, fps, out, |b, h| insert(b, h, k)) });
     }
 
     /// `contains_loop` with the AVX2 sectorized check.
@@ -842,6 +898,71 @@ impl BlockedBloom {
             }),
         };
         self.len += new;
+    }
+
+    /// [`insert_batch`](Self::insert_batch) over several filters at once: `fps[i]` goes to
+    /// `filters[route[i] as usize]`, in order, and `was_present[i]` answers it. One prefetch
+    /// window runs across all of them, where a batch split into one call per filter would
+    /// start each call's window cold (a tree of filters routes a batch this way). Equivalent
+    /// to the single calls in order. Filters of one scheme and hash count take the batched
+    /// path; others are inserted one by one.
+    ///
+    /// # Panics
+    /// If the lengths differ, or a route names no filter.
+    pub fn insert_batch_routed(
+        filters: &mut [&mut BlockedBloom],
+        route: &[u32],
+        fps: &[u64],
+        was_present: &mut [bool],
+    ) {
+        assert_eq!(fps.len(), was_present.len(), "insert_batch_routed: output length differs");
+        assert_eq!(fps.len(), route.len(), "insert_batch_routed: one route per item");
+        let Some(first) = filters.first() else {
+            assert!(fps.is_empty(), "insert_batch_routed: a route names no filter");
+            return;
+        };
+        let (k, scheme) = (first.num_hashes, first.scheme);
+        if filters.iter().any(|f| f.num_hashes != k || f.scheme != scheme) {
+            for ((&fp, &t), out) in fps.iter().zip(route).zip(was_present.iter_mut()) {
+                *out = filters[t as usize].insert(fp);
+            }
+            return;
+        }
+        for filter in filters.iter_mut().filter(|f| !f.is_allocated()) {
+            filter.allocate();
+        }
+        let mut targets: Vec<Routed<'_>> = filters
+            .iter_mut()
+            .map(|f| {
+                let seed = f.seed;
+                let blocks = f.block_words_mut().as_chunks_mut::<WORDS>().0;
+                Routed { blocks, seed, new: 0 }
+            })
+            .collect();
+        match scheme {
+            BlockScheme::Scattered => {
+                routed_loop(&mut targets, route, fps, was_present, |b, h| {
+                    scattered_insert(b, h, k)
+                });
+            }
+            #[cfg(target_arch = "x86_64")]
+            BlockScheme::Sectorized if has_avx2() => {
+                #[expect(unsafe_code, reason = "calls a #[target_feature] function")]
+                // SAFETY: the CPU has AVX2 (just detected).
+                unsafe {
+                    avx2::insert_batch_routed(&mut targets, route, fps, was_present, k);
+                }
+            }
+            BlockScheme::Sectorized => with_const_k!(k, k, {
+                routed_loop(&mut targets, route, fps, was_present, |b, h| {
+                    sectorized_insert(b, h, k)
+                });
+            }),
+        }
+        let new: Vec<u64> = targets.iter().map(|t| t.new).collect();
+        for (filter, new) in filters.iter_mut().zip(new) {
+            filter.len += new;
+        }
     }
 
     /// [`contains`](Self::contains) for each of `fps`, writing the results to `out`, while
@@ -1216,6 +1337,34 @@ mod tests {
                         let single: Vec<bool> = probe.iter().map(|&fp| a.contains(fp)).collect();
                         assert_eq!(hits, single, "{scheme:?} k {k} n {n}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn routed_batch_matches_single_calls_per_filter() {
+        let fps: Vec<u64> = (0..5000u64).map(|i| mix64(i) % 3000).collect();
+        let route: Vec<u32> = (0..5000u64).map(|i| (mix64(i ^ 77) % 3) as u32).collect();
+        for scheme in SCHEMES {
+            for ks in [[7, 7, 7], [7, 9, 7]] {
+                for n in [0usize, 1, 5, 16, 17, 5000] {
+                    // Three filters of different sizes and seeds, one unallocated.
+                    let mut fs: Vec<BlockedBloom> = (0..3)
+                        .map(|i| BlockedBloom::with_scheme(1 << (13 + i), ks[i], i as u64, scheme))
+                        .collect();
+                    fs[0].insert(1);
+                    let mut single = fs.clone();
+                    let mut out = vec![false; n];
+                    let mut refs: Vec<&mut BlockedBloom> = fs.iter_mut().collect();
+                    BlockedBloom::insert_batch_routed(&mut refs, &route[..n], &fps[..n], &mut out);
+                    let expected: Vec<bool> = fps[..n]
+                        .iter()
+                        .zip(&route[..n])
+                        .map(|(&fp, &t)| single[t as usize].insert(fp))
+                        .collect();
+                    assert_eq!(out, expected, "{scheme:?} k {ks:?} n {n}");
+                    assert_eq!(fs, single, "{scheme:?} k {ks:?} n {n}");
                 }
             }
         }

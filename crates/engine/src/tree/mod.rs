@@ -65,6 +65,7 @@ use crate::routing::{self, Directory, Routing, Shape};
 
 pub use crate::split_workers::SplitWorkers;
 
+mod direct;
 mod snapshot;
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
@@ -466,6 +467,9 @@ pub struct ExactHooks<'a> {
     pub learn: &'a mut dyn FnMut(u64),
 }
 
+/// Fingerprints logged as kept, and their host hashes.
+type KeptList<'a> = (&'a mut Vec<u64>, &'a mut Vec<u32>);
+
 /// The shared state of one round of a batch insert.
 struct Groups<'a, 'x, 'h, 'o, E> {
     fps: &'a [u64],
@@ -525,6 +529,8 @@ struct BatchScratch {
     asks: Vec<(NodeId, u32, NodeId)>,
     ask_fps: Vec<u64>,
     ask_out: Vec<bool>,
+    /// The one-pass path's (see `direct`).
+    direct: direct::Scratch,
 }
 
 impl BatchScratch {
@@ -541,6 +547,7 @@ impl BatchScratch {
         s.kept_hosts.clear();
         s.positives.clear();
         s.asks.clear();
+        s.direct.clear();
         s
     }
 
@@ -558,6 +565,7 @@ impl BatchScratch {
             self.asks.capacity(),
             self.ask_fps.capacity(),
             self.ask_out.capacity(),
+            self.direct.capacity(),
         ];
         if largest.iter().all(|&c| c <= SCRATCH_KEEP_MAX) {
             BATCH_SCRATCH.with(|cell| cell.set(self));
@@ -948,19 +956,74 @@ impl Dsbf {
         hosts: &[u32],
         out: &mut [bool],
         mode: Mode,
-        mut exact: Option<&mut ExactHooks<'_>>,
+        exact: Option<&mut ExactHooks<'_>>,
         on_new: &mut OnNew<'_, E>,
     ) -> Result<(), E> {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
         assert!(fps.len() < SEEN_ABOVE as usize, "insert_batch: at most 2^31 - 1 fingerprints");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "insert_batch: one host per fp");
-        let check_frozen = mode == Mode::CheckAndInsert;
         // Exact mode confirms every positive instead: a false one is recorded as new. Leaves
         // that never split never rebuild their filters: nothing to keep there.
         let keep_positives = mode == Mode::CheckAndInsert
             && exact.is_none()
             && self.params.split.mode != SplitMode::Never;
         let mut buffers = BatchScratch::take();
+        let mut start = 0;
+        if mode == Mode::CheckAndInsert && exact.is_none() {
+            // The common case, no split on the way: chunk by chunk in one pass (see `direct`),
+            // until a chunk needs the general path below.
+            while start < fps.len() {
+                let end = (start + direct::CHUNK).min(fps.len());
+                let chunk = (&fps[start..end], hosts.get(start..end).unwrap_or(&[]));
+                match self.insert_direct(
+                    chunk,
+                    &mut out[start..end],
+                    keep_positives,
+                    &mut buffers.direct,
+                    on_new,
+                ) {
+                    None => break,
+                    Some(Err(e)) => {
+                        buffers.give_back();
+                        return Err(e);
+                    }
+                    Some(Ok(())) => start = end,
+                }
+            }
+        }
+        let result = match start < fps.len() {
+            true => self.insert_batch_grouped(
+                (&fps[start..], hosts.get(start..).unwrap_or(&[])),
+                &mut out[start..],
+                mode,
+                keep_positives,
+                exact,
+                on_new,
+                &mut buffers,
+            ),
+            false => Ok(()),
+        };
+        buffers.give_back();
+        result
+    }
+
+    /// The general path of [`Self::insert_batch_core`]: groups the batch by leaf, asks frozen
+    /// filters on the way, and re-routes what a leaf that filled could not take.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the batch's state, passed apart to borrow it apart"
+    )]
+    fn insert_batch_grouped<E>(
+        &self,
+        (fps, hosts): (&[u64], &[u32]),
+        out: &mut [bool],
+        mode: Mode,
+        keep_positives: bool,
+        mut exact: Option<&mut ExactHooks<'_>>,
+        on_new: &mut OnNew<'_, E>,
+        buffers: &mut BatchScratch,
+    ) -> Result<(), E> {
+        let check_frozen = mode == Mode::CheckAndInsert;
         let BatchScratch {
             pending,
             routed,
@@ -973,7 +1036,8 @@ impl Dsbf {
             asks,
             ask_fps,
             ask_out,
-        } = &mut buffers;
+            direct: _,
+        } = buffers;
         pending.extend(0..fps.len() as u32);
         routed.reserve(fps.len());
         recorded.reserve(fps.len());
@@ -1121,7 +1185,6 @@ impl Dsbf {
                 self.start_split(id);
             }
         }
-        buffers.give_back();
         hooked
     }
 
@@ -1165,7 +1228,7 @@ impl Dsbf {
                 let host = g.hosts.get((i & !SEEN_ABOVE) as usize).copied().unwrap_or(0);
                 if i & SEEN_ABOVE != 0 {
                     // Answered "seen" by a frozen filter above.
-                    self.keep_in(leaf, fp, host, g);
+                    self.keep_in(leaf, fp, host, g.minute, &mut (g.kept, g.kept_hosts));
                     continue;
                 }
                 g.out[i as usize] = was;
@@ -1179,7 +1242,7 @@ impl Dsbf {
                     g.recorded_hosts.push(host);
                     added += 1;
                 } else if g.keep_positives {
-                    self.keep_in(leaf, fp, host, g);
+                    self.keep_in(leaf, fp, host, g.minute, &mut (g.kept, g.kept_hosts));
                 } else if g.exact.is_some()
                     && !leaf.index.as_ref().is_some_and(|index| index.in_tail(fp))
                 {
@@ -1209,15 +1272,15 @@ impl Dsbf {
 
     /// Logs `fp`, answered "seen" on a positive that may be false, as kept in `leaf` (see the
     /// module docs), unless the table of fingerprints kept lately has it.
-    fn keep_in<E>(&self, leaf: &mut Leaf, fp: u64, host: u32, g: &mut Groups<'_, '_, '_, '_, E>) {
+    fn keep_in(&self, leaf: &mut Leaf, fp: u64, host: u32, minute: u32, kept: &mut KeptList<'_>) {
         let slot = &self.kept_cache[(hash::mix64(fp) as usize) & (self.kept_cache.len() - 1)];
         // 0 marks an empty slot, so fingerprint 0 is always logged.
         if fp != 0 && slot.load(Ordering::Relaxed) == fp {
             return;
         }
-        self.record_in(leaf, LeafRecord::kept(fp, g.minute).with_host(host));
-        g.kept.push(fp);
-        g.kept_hosts.push(host);
+        self.record_in(leaf, LeafRecord::kept(fp, minute).with_host(host));
+        kept.0.push(fp);
+        kept.1.push(host);
         // Under the leaf's lock, which any later check of `fp` takes too, and which is held
         // until the log has the record: one who finds `fp` here finds its record logged.
         slot.store(fp, Ordering::Relaxed);
@@ -2136,6 +2199,85 @@ mod tests {
             assert!(l.estimated_fpr <= 0.01, "leaf {}: {}", l.id, l.estimated_fpr);
         }
         assert!(recorded.iter().all(|&fp| t.contains(fp)));
+    }
+
+    /// The one-pass path (see `direct`) answers and records exactly as the general path does:
+    /// the same batches, with repeats inside and across them, some larger than a chunk, into
+    /// two trees that split inline, give the same answers, leaves and filters.
+    #[test]
+    fn the_one_pass_path_matches_the_grouped_path() {
+        let one_pass = tree(SplitMode::Inline);
+        let grouped = tree(SplitMode::Inline);
+        let mut scratch = BatchScratch::default();
+        let mut next = 0u64;
+        let mut taken = 0;
+        for round in 0..40u64 {
+            let size = [1, 7, 300, direct::CHUNK + 5, 2 * direct::CHUNK][round as usize % 5];
+            let batch: Vec<u64> = (0..size as u64)
+                .map(|j| {
+                    next += 1;
+                    // About one in three repeats an earlier fingerprint, some within the batch.
+                    match hash::mix64(next) % 3 {
+                        0 => hash::mix64(hash::mix64(next) % next.max(1)),
+                        _ => hash::mix64(next + (j << 40)),
+                    }
+                })
+                .collect();
+            let (mut a, mut b) = (vec![false; size], vec![false; size]);
+            one_pass.insert_batch(&batch, &mut a);
+            let never: Result<(), std::convert::Infallible> = grouped.insert_batch_grouped(
+                (&batch, &[]),
+                &mut b,
+                Mode::CheckAndInsert,
+                true,
+                None,
+                &mut |_| Ok(0),
+                &mut scratch,
+            );
+            assert!(never.is_ok());
+            assert_eq!(a, b, "round {round}");
+            let ids = |t: &Dsbf| {
+                t.stats().leaves.iter().map(|l| (l.id, l.count, l.bits)).collect::<Vec<_>>()
+            };
+            assert_eq!(ids(&one_pass), ids(&grouped), "round {round}");
+            taken += usize::from(one_pass.stats().leaves.len() > 1);
+        }
+        assert!(taken > 20, "the trees grew early: most rounds had several leaves");
+        let (ta, tb) = (one_pass.topo.read(), grouped.topo.read());
+        for (na, nb) in ta.nodes.iter().zip(&tb.nodes) {
+            if let (Node::Leaf { leaf: la, .. }, Node::Leaf { leaf: lb, .. }) = (na, nb) {
+                assert!(la.read().filter == lb.read().filter, "the filters differ");
+            }
+        }
+        assert_eq!(one_pass.len(), grouped.len());
+    }
+
+    /// Chunks that fit go one pass; a chunk meeting a frozen filter takes the general path
+    /// and is still answered right: nothing recorded is ever answered new.
+    #[test]
+    fn batches_across_a_split_in_progress_lose_nothing() {
+        let t = Dsbf::in_memory(params(SplitMode::Background, 2, 64), SplitWorkers::new(1));
+        let mut recorded = Vec::new();
+        let mut next = 0u64;
+        for round in 0..60u64 {
+            let batch: Vec<u64> = (0..997u64)
+                .map(|_| {
+                    next += 1;
+                    hash::mix64(next)
+                })
+                .collect();
+            let mut out = vec![false; batch.len()];
+            t.insert_batch(&batch, &mut out);
+            recorded.extend(batch.iter().zip(&out).filter(|p| !p.1).map(|p| *p.0));
+            let mut again = vec![false; recorded.len()];
+            t.contains_batch(&recorded, &mut again);
+            assert!(again.iter().all(|&seen| seen), "round {round}: a recorded fp was lost");
+        }
+        t.complete_splits();
+        assert!(t.stats().leaves.len() > 8);
+        let mut again = vec![false; recorded.len()];
+        t.insert_batch(&recorded, &mut again);
+        assert!(again.iter().all(|&seen| seen));
     }
 
     #[test]

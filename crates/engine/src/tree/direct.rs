@@ -1,0 +1,239 @@
+//! The one-pass batch insert: the common case of a check-and-insert, where no split is under
+//! way on any fingerprint's path.
+//!
+//! The general path ([`Dsbf::insert_batch_grouped`]) groups a batch by leaf and probes each
+//! group on its own: with tens of leaves a batch of 4,096 gives each about a hundred
+//! fingerprints, and each group starts its prefetch window cold, then pays the grouping, a lock
+//! round and a log call of its own. Here a chunk is routed once through the directory, every
+//! leaf it touches is locked (in node order, as the migrator locks several leaves, so no two
+//! lockers of several leaves can deadlock), and one prefetching loop runs over the whole chunk
+//! across the leaves' filters ([`BlockedBloom::insert_batch_routed`]). Then each fingerprint's
+//! record goes to its leaf's log, and the chunk's records to the caller's hook in one call,
+//! still under the locks: once another writer can see a fingerprint's bits, its record is in
+//! the log, as on the general path.
+//!
+//! A chunk goes to the general path instead when a frozen filter lies above one of its
+//! fingerprints (a split is under way there: the frozen filter must be asked) or when a leaf
+//! has no room for its share (it is about to split). Chunks of [`CHUNK`] bound how long the
+//! locks are held.
+
+use urlseen_filter::BlockedBloom;
+
+use super::{Dsbf, Leaf, Logged, NodeId, OnNew, Topology};
+use crate::leaf_log::LeafRecord;
+
+/// Fingerprints per chunk: each chunk holds its leaves' locks for about as long as the general
+/// path holds one leaf's for a batch of this size.
+pub(super) const CHUNK: usize = 4096;
+
+/// No slot yet: the leaf at this position is not touched by the chunk.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A fingerprint of a chunk after its probe, as its leaf's log needs it.
+#[derive(Default, Clone, Copy)]
+struct Entry {
+    fp: u64,
+    host: u32,
+    /// The filter's answer: maybe seen.
+    seen: bool,
+}
+
+/// The one-pass path's buffers, kept per thread with the rest of a batch's.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// The slot (index into `touched`) of each fingerprint's leaf.
+    route: Vec<u32>,
+    /// The slot of the leaf at each directory position, or [`NO_SLOT`].
+    slot_of: Vec<u32>,
+    /// The leaves the chunk touches, by slot.
+    touched: Vec<NodeId>,
+    /// Fingerprints per slot.
+    counts: Vec<u64>,
+    /// The order in which the slots are locked (by node id).
+    order: Vec<u32>,
+    /// The chunk's fingerprints grouped by slot, in batch order within each.
+    by_leaf: Vec<Entry>,
+    /// While grouping: where the next position of each slot goes in `by_leaf`.
+    next: Vec<u32>,
+    recorded: Vec<u64>,
+    recorded_hosts: Vec<u32>,
+    kept: Vec<u64>,
+    kept_hosts: Vec<u32>,
+}
+
+impl Scratch {
+    pub(super) fn clear(&mut self) {
+        self.route.clear();
+        self.touched.clear();
+        self.counts.clear();
+        self.order.clear();
+        self.recorded.clear();
+        self.recorded_hosts.clear();
+        self.kept.clear();
+        self.kept_hosts.clear();
+    }
+
+    /// The most entries any of the buffers has room for.
+    pub(super) fn capacity(&self) -> usize {
+        [
+            self.route.capacity(),
+            self.slot_of.capacity(),
+            self.touched.capacity(),
+            self.counts.capacity(),
+            self.order.capacity(),
+            self.by_leaf.capacity(),
+            self.next.capacity(),
+            self.recorded.capacity(),
+            self.recorded_hosts.capacity(),
+            self.kept.capacity(),
+            self.kept_hosts.capacity(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+    }
+}
+
+impl Dsbf {
+    /// Check-and-insert of one chunk in one pass (see the module docs): `None` if the chunk
+    /// needs the general path (nothing was done then), otherwise what the hook returned.
+    pub(super) fn insert_direct<E>(
+        &self,
+        (fps, hosts): (&[u64], &[u32]),
+        out: &mut [bool],
+        keep_positives: bool,
+        s: &mut Scratch,
+        on_new: &mut OnNew<'_, E>,
+    ) -> Option<Result<(), E>> {
+        s.clear();
+        let minute = self.minute();
+        let topo = self.topo.read();
+        let dir = topo.dir.as_ref()?;
+        s.slot_of.clear();
+        s.slot_of.resize(dir.leaf_count(), NO_SLOT);
+        for &fp in fps {
+            let pos = dir.unfrozen_position(self.route_hash(fp))?;
+            let mut slot = s.slot_of[pos];
+            if slot == NO_SLOT {
+                slot = s.touched.len() as u32;
+                s.slot_of[pos] = slot;
+                s.touched.push(dir.leaf_at(pos));
+                s.counts.push(0);
+            }
+            s.counts[slot as usize] += 1;
+            s.route.push(slot);
+        }
+        let mut leaves = self.lock_touched(&topo, s)?;
+        let mut full = Vec::new();
+        let result =
+            self.insert_locked(&mut leaves, (fps, hosts), out, keep_positives, minute, s, on_new);
+        for (slot, leaf) in leaves.iter().enumerate() {
+            if leaf.fill() >= leaf.split_at() {
+                full.push(s.touched[slot]);
+            }
+        }
+        drop(leaves);
+        drop(topo);
+        for id in full {
+            self.start_split(id);
+        }
+        Some(result)
+    }
+
+    /// Write-locks the leaves of `s.touched` in node order; `None` if one is not a leaf (it
+    /// cannot be, under the topology lock) or has no room for its share of the chunk.
+    fn lock_touched<'t>(
+        &self,
+        topo: &'t Topology,
+        s: &mut Scratch,
+    ) -> Option<Vec<parking_lot::RwLockWriteGuard<'t, Leaf>>> {
+        s.order.extend(0..s.touched.len() as u32);
+        s.order.sort_unstable_by_key(|&slot| s.touched[slot as usize]);
+        let mut guards: Vec<Option<parking_lot::RwLockWriteGuard<'t, Leaf>>> =
+            (0..s.touched.len()).map(|_| None).collect();
+        for &slot in &s.order {
+            let leaf = topo.leaf(s.touched[slot as usize])?.write();
+            if leaf.split_at().saturating_sub(leaf.fill()) < s.counts[slot as usize] {
+                return None;
+            }
+            guards[slot as usize] = Some(leaf);
+        }
+        guards.into_iter().collect()
+    }
+
+    /// The chunk's probes, records and log call, under the leaves' locks.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the chunk's state, passed apart to borrow it apart"
+    )]
+    fn insert_locked<E>(
+        &self,
+        leaves: &mut [parking_lot::RwLockWriteGuard<'_, Leaf>],
+        (fps, hosts): (&[u64], &[u32]),
+        out: &mut [bool],
+        keep_positives: bool,
+        minute: u32,
+        s: &mut Scratch,
+        on_new: &mut OnNew<'_, E>,
+    ) -> Result<(), E> {
+        {
+            let mut filters: Vec<&mut BlockedBloom> =
+                leaves.iter_mut().map(|leaf| &mut leaf.filter).collect();
+            BlockedBloom::insert_batch_routed(&mut filters, &s.route, fps, out);
+        }
+        // The records go to their leaves' logs leaf by leaf (a counting sort by slot, batch
+        // order kept within each): in batch order, each record would land in another leaf's
+        // log, and with tens of logs the writes outrun what the CPU's stream prefetchers
+        // track, so nearly every new cache line of a log would be a miss.
+        s.next.clear();
+        let mut at = 0;
+        for &count in &s.counts {
+            s.next.push(at);
+            at += count as u32;
+        }
+        // What the records need is copied along (read in order here, not at random below).
+        s.by_leaf.clear();
+        s.by_leaf.resize(fps.len(), Entry::default());
+        for (i, (&slot, (&fp, &seen))) in s.route.iter().zip(fps.iter().zip(out.iter())).enumerate()
+        {
+            let next = &mut s.next[slot as usize];
+            let host = hosts.get(i).copied().unwrap_or(0);
+            s.by_leaf[*next as usize] = Entry { fp, host, seen };
+            *next += 1;
+        }
+        let mut added = 0;
+        let mut group_start = 0;
+        for (leaf, &count) in leaves.iter_mut().zip(&s.counts) {
+            let leaf: &mut Leaf = leaf;
+            let group = &s.by_leaf[group_start..group_start + count as usize];
+            group_start += count as usize;
+            for &Entry { fp, host, seen } in group {
+                if !seen {
+                    self.record_in(leaf, LeafRecord::new(fp, minute).with_host(host));
+                    s.recorded.push(fp);
+                    s.recorded_hosts.push(host);
+                    added += 1;
+                } else if keep_positives {
+                    self.keep_in(leaf, fp, host, minute, &mut (&mut s.kept, &mut s.kept_hosts));
+                }
+            }
+        }
+        self.len.fetch_add(added, std::sync::atomic::Ordering::Relaxed);
+        if s.recorded.is_empty() && s.kept.is_empty() {
+            return Ok(());
+        }
+        let lsn = on_new(&Logged {
+            new: &s.recorded,
+            new_hosts: &s.recorded_hosts,
+            kept: &s.kept,
+            kept_hosts: &s.kept_hosts,
+        })?;
+        // One log record holds the chunk, every touched leaf's share of it. (A leaf with no
+        // share, all its fingerprints positives not kept, gets the later mark too: it still
+        // holds every record of its own that ends before the mark, and none after.)
+        for leaf in leaves.iter_mut() {
+            leaf.last_lsn = leaf.last_lsn.max(lsn);
+        }
+        Ok(())
+    }
+}
