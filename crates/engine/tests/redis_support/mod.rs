@@ -149,23 +149,28 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start(n: usize) -> Cluster {
+        Cluster::start_with(n, &["--appendonly", "no"])
+    }
+
+    /// A cluster whose masters' writes survive `kill -9` (an fsync before every reply).
+    pub fn start_durable(n: usize) -> Cluster {
+        Cluster::start_with(n, &["--appendonly", "yes", "--appendfsync", "always"])
+    }
+
+    fn start_with(n: usize, persistence: &[&str]) -> Cluster {
         require("redis-cli");
-        let nodes: Vec<Server> = (0..n)
-            .map(|_| {
-                Server::start_with(&[
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "2000",
-                ])
-            })
-            .collect();
+        let mut args = vec![
+            "--save",
+            "",
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "2000",
+        ];
+        args.extend_from_slice(persistence);
+        let nodes: Vec<Server> = (0..n).map(|_| Server::start_with(&args)).collect();
         let addrs: Vec<String> = nodes.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
         let out = Command::new("redis-cli")
             .arg("--cluster")
@@ -181,8 +186,26 @@ impl Cluster {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        let cluster = Cluster { nodes };
+        cluster.wait_until_ok();
+        cluster
+    }
+
+    /// `kill -9` of every master, then all started again on their ports and directories (each
+    /// reloads its AOF and its cluster configuration); returns once the cluster is ok.
+    pub fn restart(&mut self) {
+        for node in &mut self.nodes {
+            node.kill();
+        }
+        for node in &mut self.nodes {
+            node.spawn();
+        }
+        self.wait_until_ok();
+    }
+
+    fn wait_until_ok(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
-        for s in &nodes {
+        for s in &self.nodes {
             loop {
                 let info: String =
                     redis::cmd("CLUSTER").arg("INFO").query(&mut s.conn()).unwrap_or_default();
@@ -193,7 +216,6 @@ impl Cluster {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        Cluster { nodes }
     }
 
     pub fn urls(&self) -> Vec<String> {

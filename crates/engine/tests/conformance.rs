@@ -1,0 +1,341 @@
+//! The conformance suite: the same scenarios against every place a namespace can live, in
+//! memory, on disk, in one Redis and in a 3-master Redis Cluster, through the one
+//! [`SeenSet`] interface a crawler uses. Each backend must:
+//!
+//! - answer a stream as an exact set would, up to its Bloom false positives (never a repeat
+//!   answered new, a URL new at most once within a batch, false positives under the bound);
+//! - split under concurrent clients and lose nothing (each URL new for at most one client);
+//! - keep everything acknowledged through a restart (disk: close and reopen; Redis and
+//!   Redis Cluster: `kill -9` of every server, with an fsync before every reply, then start
+//!   again and a new client), and stay writable after it;
+//! - keep its measured FPR under the namespace's bound while it grows by splits.
+//!
+//! An in-memory namespace has no restart to survive (it holds nothing past its process): the
+//! restart scenario runs for the three others.
+//!
+//! The backends' trees are shaped differently (the Redis backend routes per level and keeps
+//! its leaves one size), so their false positives fall on different URLs: the suite compares
+//! each backend with the exact answers, not the backends' false positives with each other.
+//! Every backend keeps every URL it answered "new"; the local ones also keep every "seen"
+//! through later splits, which the Redis backend does not yet ([`Backend::keeps_positives`]).
+
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
+
+mod redis_support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use redis_support::{Cluster, Server};
+use urlseen_corpus::distinct_urls;
+use urlseen_engine::redis::{RedisDb, RedisMode};
+use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, SeenSet, SplitPolicy};
+
+/// A batch of URLs asked of a namespace, one answer each ("seen").
+type Ask = Box<dyn Fn(&[&str]) -> Vec<bool> + Send + Sync>;
+
+/// One client's view of a namespace: what every scenario needs, whatever the backend.
+struct Client {
+    seen: Ask,
+    contains: Ask,
+    leaves: Box<dyn Fn() -> usize + Send + Sync>,
+}
+
+impl Client {
+    fn over<S: SeenSet + 'static>(
+        set: Arc<S>,
+        leaves: impl Fn() -> usize + Send + Sync + 'static,
+    ) -> Self {
+        let (a, b) = (Arc::clone(&set), set);
+        Client {
+            seen: Box::new(move |urls| a.seen_batch(urls).unwrap()),
+            contains: Box::new(move |urls| {
+                urls.iter().map(|url| b.contains(url).unwrap()).collect()
+            }),
+            leaves: Box::new(leaves),
+        }
+    }
+}
+
+/// A backend and what it holds (the local ones their `Db`, shared by their clients).
+enum Backend {
+    Memory(Db),
+    Disk { dir: tempfile::TempDir, db: Option<Db> },
+    Redis(Server),
+    Cluster(Cluster),
+}
+
+impl Backend {
+    fn memory() -> Self {
+        Backend::Memory(Db::in_memory())
+    }
+
+    fn disk() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            Db::open_with(dir.path(), DbOptions { fsync: Fsync::Always, ..Default::default() });
+        Backend::Disk { db: Some(db.unwrap()), dir }
+    }
+
+    fn redis() -> Self {
+        Backend::Redis(Server::start_durable())
+    }
+
+    fn cluster() -> Self {
+        Backend::Cluster(Cluster::start_durable(3))
+    }
+
+    /// A new client of namespace `name` (created with `options` if it does not exist): for
+    /// Redis its own connections and replicas, as another crawler process would have.
+    fn client(&self, name: &str, options: &NamespaceOptions) -> Client {
+        let local = |db: &Db| {
+            let ns = db.namespace_or_create(name, options.clone()).unwrap();
+            let stats = Arc::clone(&ns);
+            Client::over(ns, move || stats.stats().leaf_count)
+        };
+        let remote = |urls: Vec<String>, mode: RedisMode| {
+            let db = RedisDb::open(redis_support::options(urls, mode)).unwrap();
+            let ns = db.namespace(name, options.clone()).unwrap();
+            let stats = Arc::clone(&ns);
+            Client::over(ns, move || stats.stats().unwrap().leaves.len())
+        };
+        match self {
+            Backend::Memory(db) => local(db),
+            Backend::Disk { db, .. } => local(db.as_ref().unwrap()),
+            Backend::Redis(server) => remote(vec![server.url()], RedisMode::Single),
+            Backend::Cluster(cluster) => remote(cluster.urls(), RedisMode::Cluster),
+        }
+    }
+
+    /// Whether a Bloom positive answered "seen" stays "seen" after later splits (the local
+    /// backends log it as a kept record; docs/durability.md, "Seen stays seen"). The Redis
+    /// backend does not keep positives yet: there a false positive may flip to "new" once its
+    /// leaf has split, which the contract allows, since the URL was never recorded.
+    fn keeps_positives(&self) -> bool {
+        matches!(self, Backend::Memory(_) | Backend::Disk { .. })
+    }
+
+    /// The contract after a namespace took `all`: every URL answered "new" (`recorded`) is
+    /// seen; on a backend that keeps positives, every URL of `all` is.
+    fn assert_kept(&self, client: &Client, recorded: &[&str], all: &[&str], what: &str) {
+        let lost = |urls: &[&str]| {
+            let seen = (client.contains)(urls);
+            urls.iter().zip(seen).filter(|p| !p.1).map(|p| p.0.to_string()).collect::<Vec<_>>()
+        };
+        let missing = lost(recorded);
+        assert!(
+            missing.is_empty(),
+            "{what}: {} of {}, e.g. {}",
+            missing.len(),
+            recorded.len(),
+            missing[0]
+        );
+        if self.keeps_positives() {
+            let missing = lost(all);
+            assert!(missing.is_empty(), "{what} (a positive flipped): {:?}", missing.first());
+        }
+    }
+
+    /// A restart of the backend's servers (disk: the process's `Db` closed and opened again).
+    fn restart(&mut self) {
+        match self {
+            Backend::Memory(_) => unreachable!("memory keeps nothing past its process"),
+            Backend::Disk { dir, db } => {
+                db.take().unwrap().close().unwrap();
+                *db = Some(Db::open(dir.path()).unwrap());
+            }
+            Backend::Redis(server) => server.restart(),
+            Backend::Cluster(cluster) => cluster.restart(),
+        }
+    }
+}
+
+/// Leaves of 16 Kibit (about 1,700 URLs at 1%): a few thousand URLs split many times.
+fn small() -> NamespaceOptions {
+    NamespaceOptions {
+        capacity: 2_000,
+        fpr: 0.01,
+        leaf_bits: Some(1 << 14),
+        split: SplitPolicy::default(),
+        ..NamespaceOptions::default()
+    }
+}
+
+/// 4,000 distinct URLs and 2,000 repeats of them (some within a batch), in a fixed order, with
+/// equivalent spellings of some URLs (the canonical form is what is seen).
+fn stream() -> Vec<String> {
+    let distinct = distinct_urls(41, 4_000);
+    let mut out = Vec::with_capacity(6_000);
+    for (i, url) in distinct.iter().enumerate() {
+        out.push(url.clone());
+        if i % 2 == 1 {
+            // A repeat of a URL from earlier in this batch or an earlier one.
+            let earlier = &distinct[(i * 7919) % (i + 1)];
+            out.push(match i % 6 {
+                1 => earlier.replacen("http", "HTTP", 1),
+                _ => earlier.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// The stream through one client in batches of 250, against an exact set: no repeat answered
+/// new, and first sightings answered "seen" (false positives) under the bound.
+fn answers_as_an_exact_set(backend: &Backend) {
+    let client = backend.client("answers", &small());
+    let urls = stream();
+    let mut truth: HashSet<&str> = HashSet::new();
+    let (mut firsts, mut false_positives) = (0, 0);
+    let mut recorded: Vec<&str> = Vec::new();
+    for batch in urls.chunks(250) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        let answers = (client.seen)(&refs);
+        for (url, seen) in batch.iter().zip(answers) {
+            let canonical = canonical_key(url);
+            if truth.contains(canonical) {
+                assert!(seen, "{url} was recorded earlier and answered new");
+            } else {
+                truth.insert(canonical);
+                firsts += 1;
+                false_positives += usize::from(seen);
+            }
+            if !seen {
+                recorded.push(url);
+            }
+        }
+    }
+    assert_eq!(firsts, 4_000, "the stream's distinct URLs");
+    assert!(false_positives <= firsts / 100, "{false_positives} false positives of {firsts}");
+    assert!((client.leaves)() > 1, "the namespace split");
+    let all: Vec<&str> = urls.iter().map(String::as_str).collect();
+    backend.assert_kept(&client, &recorded, &all, "a recorded URL was lost");
+}
+
+/// The scheme is case-insensitive: `HTTP://x` is `http://x`.
+fn canonical_key(url: &str) -> &str {
+    url.strip_prefix("HTTP").or_else(|| url.strip_prefix("http")).unwrap_or(url)
+}
+
+/// Three clients feed the same 9,000 URLs in rotated orders while leaves split: each URL is
+/// new for at most one of them, nearly every URL for one, and afterwards every URL is seen.
+fn concurrent_splits_lose_nothing(backend: &Backend) {
+    const CLIENTS: usize = 3;
+    let urls = Arc::new(distinct_urls(43, 9_000));
+    let clients: Vec<Client> = (0..CLIENTS).map(|_| backend.client("shared", &small())).collect();
+    let barrier = Arc::new(Barrier::new(CLIENTS));
+    let news: Vec<Vec<usize>> = thread::scope(|scope| {
+        let handles: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(c, client)| {
+                let (urls, barrier) = (Arc::clone(&urls), Arc::clone(&barrier));
+                scope.spawn(move || {
+                    let mut order: Vec<usize> = (0..urls.len()).collect();
+                    order.rotate_left(c * urls.len() / CLIENTS);
+                    barrier.wait();
+                    let mut new = Vec::new();
+                    for chunk in order.chunks(500) {
+                        let refs: Vec<&str> = chunk.iter().map(|&i| urls[i].as_str()).collect();
+                        let seen = (client.seen)(&refs);
+                        new.extend(chunk.iter().zip(seen).filter(|p| !p.1).map(|p| *p.0));
+                    }
+                    new
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut count: HashMap<usize, usize> = HashMap::new();
+    for i in news.into_iter().flatten() {
+        *count.entry(i).or_default() += 1;
+    }
+    assert!(count.values().all(|&n| n == 1), "a URL was new for two clients");
+    assert!(count.len() > urls.len() * 98 / 100, "{} of {} new once", count.len(), urls.len());
+    let fresh = backend.client("shared", &small());
+    let all: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let recorded: Vec<&str> = count.keys().map(|&i| urls[i].as_str()).collect();
+    backend.assert_kept(&fresh, &recorded, &all, "a URL was lost in a split");
+    let leaves = (fresh.leaves)();
+    assert!(leaves > 2, "the namespace split under the clients ({leaves} leaves)");
+}
+
+/// What was acknowledged before a restart is seen after it, by a new client, and the
+/// namespace still takes new URLs.
+fn a_restart_keeps_everything_acknowledged(backend: &mut Backend) {
+    let urls = distinct_urls(47, 5_000);
+    let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let recorded: Vec<&str> = {
+        let client = backend.client("restart", &small());
+        let seen: Vec<bool> = refs.chunks(400).flat_map(|batch| (client.seen)(batch)).collect();
+        refs.iter().zip(seen).filter(|p| !p.1).map(|p| *p.0).collect()
+    };
+    assert!(recorded.len() > 4_900, "{} of 5,000 new before the restart", recorded.len());
+    backend.restart();
+    let client = backend.client("restart", &small());
+    backend.assert_kept(&client, &recorded, &refs, "an acknowledged URL was lost");
+    let more = distinct_urls(48, 1_000);
+    let more: Vec<&str> = more.iter().map(String::as_str).collect();
+    let new = (client.seen)(&more).iter().filter(|&&seen| !seen).count();
+    assert!(new > 980, "{new} of 1,000 fresh URLs new after the restart");
+}
+
+/// A namespace created for 10,000 URLs at 1% grows by splits to 30,000: on 30,000 other URLs
+/// its measured FPR stays under 1%.
+fn fpr_stays_under_the_bound(backend: &Backend) {
+    let options = NamespaceOptions { capacity: 10_000, fpr: 0.01, ..NamespaceOptions::default() };
+    let client = backend.client("fpr", &options);
+    let urls = distinct_urls(53, 60_000);
+    let (inserted, others) = urls.split_at(30_000);
+    for batch in inserted.chunks(1_000) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        (client.seen)(&refs);
+    }
+    let others: Vec<&str> = others.iter().map(String::as_str).collect();
+    let false_positives = (client.contains)(&others).iter().filter(|&&seen| seen).count();
+    assert!(false_positives <= 300, "FPR {} on 30,000 other URLs", false_positives as f64 / 3e4);
+}
+
+macro_rules! conformance {
+    ($($backend:ident),*) => {$(
+        mod $backend {
+            use super::*;
+
+            #[test]
+            fn answers_as_an_exact_set() {
+                super::answers_as_an_exact_set(&Backend::$backend());
+            }
+
+            #[test]
+            fn concurrent_splits_lose_nothing() {
+                super::concurrent_splits_lose_nothing(&Backend::$backend());
+            }
+
+            #[test]
+            fn fpr_stays_under_the_bound() {
+                super::fpr_stays_under_the_bound(&Backend::$backend());
+            }
+        }
+    )*};
+}
+
+conformance!(memory, disk, redis, cluster);
+
+// The restart scenario, for the backends that keep data past their process.
+
+#[test]
+fn disk_a_restart_keeps_everything_acknowledged() {
+    a_restart_keeps_everything_acknowledged(&mut Backend::disk());
+}
+
+#[test]
+fn redis_a_restart_keeps_everything_acknowledged() {
+    a_restart_keeps_everything_acknowledged(&mut Backend::redis());
+}
+
+#[test]
+fn cluster_a_restart_keeps_everything_acknowledged() {
+    a_restart_keeps_everything_acknowledged(&mut Backend::cluster());
+}
