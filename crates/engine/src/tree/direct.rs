@@ -20,7 +20,6 @@
 use urlseen_filter::BlockedBloom;
 
 use super::{Dsbf, Leaf, Logged, NodeId, OnNew, Topology};
-use crate::leaf_log::LeafRecord;
 
 /// Fingerprints per chunk: each chunk holds its leaves' locks for about as long as the general
 /// path holds one leaf's for a batch of this size.
@@ -28,15 +27,6 @@ pub(super) const CHUNK: usize = 4096;
 
 /// No slot yet: the leaf at this position is not touched by the chunk.
 const NO_SLOT: u32 = u32::MAX;
-
-/// A fingerprint of a chunk after its probe, as its leaf's log needs it.
-#[derive(Default, Clone, Copy)]
-struct Entry {
-    fp: u64,
-    host: u32,
-    /// The filter's answer: maybe seen.
-    seen: bool,
-}
 
 /// The one-pass path's buffers, kept per thread with the rest of a batch's.
 #[derive(Default)]
@@ -51,10 +41,16 @@ pub(super) struct Scratch {
     counts: Vec<u64>,
     /// The order in which the slots are locked (by node id).
     order: Vec<u32>,
-    /// The chunk's fingerprints grouped by slot, in batch order within each.
-    by_leaf: Vec<Entry>,
-    /// While grouping: where the next position of each slot goes in `by_leaf`.
+    /// Where each slot's run starts in `new_fps` (its share of the chunk's positions).
+    starts: Vec<u32>,
+    /// While gathering: where the next new fingerprint of each slot goes in `new_fps`.
     next: Vec<u32>,
+    /// The chunk's new fingerprints, a run per slot from its start, in batch order within
+    /// each (and their host hashes, when the chunk has them).
+    new_fps: Vec<u64>,
+    new_hosts: Vec<u32>,
+    /// The positions of the chunk's positives, when they are kept.
+    positives: Vec<u32>,
     recorded: Vec<u64>,
     recorded_hosts: Vec<u32>,
     kept: Vec<u64>,
@@ -81,8 +77,11 @@ impl Scratch {
             self.touched.capacity(),
             self.counts.capacity(),
             self.order.capacity(),
-            self.by_leaf.capacity(),
+            self.starts.capacity(),
             self.next.capacity(),
+            self.new_fps.capacity(),
+            self.new_hosts.capacity(),
+            self.positives.capacity(),
             self.recorded.capacity(),
             self.recorded_hosts.capacity(),
             self.kept.capacity(),
@@ -181,42 +180,55 @@ impl Dsbf {
                 leaves.iter_mut().map(|leaf| &mut leaf.filter).collect();
             BlockedBloom::insert_batch_routed(&mut filters, &s.route, fps, out);
         }
-        // The records go to their leaves' logs leaf by leaf (a counting sort by slot, batch
-        // order kept within each): in batch order, each record would land in another leaf's
-        // log, and with tens of logs the writes outrun what the CPU's stream prefetchers
-        // track, so nearly every new cache line of a log would be a miss.
-        s.next.clear();
+        // Each leaf's new fingerprints are gathered into a run of their own (a counting sort
+        // by slot, batch order kept within each run), and each run goes to its leaf's log in
+        // one append. In batch order, each record would land in another leaf's log, and with
+        // tens of logs the writes outrun what the CPU's stream prefetchers track, so nearly
+        // every new cache line of a log would be a miss; and a call per record cost more than
+        // the probe (a profile of a grown tree's inserts).
+        s.starts.clear();
         let mut at = 0;
         for &count in &s.counts {
-            s.next.push(at);
+            s.starts.push(at);
             at += count as u32;
         }
-        // What the records need is copied along (read in order here, not at random below).
-        s.by_leaf.clear();
-        s.by_leaf.resize(fps.len(), Entry::default());
+        s.next.clear();
+        s.next.extend_from_slice(&s.starts);
+        let with_hosts = !hosts.is_empty();
+        s.new_fps.resize(fps.len(), 0);
+        s.new_hosts.resize(if with_hosts { fps.len() } else { 0 }, 0);
+        s.positives.resize(fps.len(), 0);
+        let mut positives = 0;
         for (i, (&slot, (&fp, &seen))) in s.route.iter().zip(fps.iter().zip(out.iter())).enumerate()
         {
+            // Written whatever the answer, kept (the cursor moves) only for a new one: no
+            // branch on the answer, which a stream of repeats makes unpredictable.
             let next = &mut s.next[slot as usize];
-            let host = hosts.get(i).copied().unwrap_or(0);
-            s.by_leaf[*next as usize] = Entry { fp, host, seen };
-            *next += 1;
+            s.new_fps[*next as usize] = fp;
+            if with_hosts {
+                s.new_hosts[*next as usize] = hosts[i];
+            }
+            *next += u32::from(!seen);
+            s.positives[positives] = i as u32;
+            positives += usize::from(seen && keep_positives);
         }
         let mut added = 0;
-        let mut group_start = 0;
-        for (leaf, &count) in leaves.iter_mut().zip(&s.counts) {
-            let leaf: &mut Leaf = leaf;
-            let group = &s.by_leaf[group_start..group_start + count as usize];
-            group_start += count as usize;
-            for &Entry { fp, host, seen } in group {
-                if !seen {
-                    self.record_in(leaf, LeafRecord::new(fp, minute).with_host(host));
-                    s.recorded.push(fp);
-                    s.recorded_hosts.push(host);
-                    added += 1;
-                } else if keep_positives {
-                    self.keep_in(leaf, fp, host, minute, &mut (&mut s.kept, &mut s.kept_hosts));
-                }
+        for (slot, leaf) in leaves.iter_mut().enumerate() {
+            let run = s.starts[slot] as usize..s.next[slot] as usize;
+            let run_hosts = with_hosts.then(|| &s.new_hosts[run.clone()]);
+            self.record_run_in(leaf, &s.new_fps[run.clone()], run_hosts, minute);
+            s.recorded.extend_from_slice(&s.new_fps[run.clone()]);
+            match run_hosts {
+                Some(run_hosts) => s.recorded_hosts.extend_from_slice(run_hosts),
+                None => s.recorded_hosts.resize(s.recorded.len(), 0),
             }
+            added += run.len() as u64;
+        }
+        for &i in &s.positives[..positives] {
+            let i = i as usize;
+            let leaf: &mut Leaf = &mut leaves[s.route[i] as usize];
+            let host = hosts.get(i).copied().unwrap_or(0);
+            self.keep_in(leaf, fps[i], host, minute, &mut (&mut s.kept, &mut s.kept_hosts));
         }
         self.len.fetch_add(added, std::sync::atomic::Ordering::Relaxed);
         if s.recorded.is_empty() && s.kept.is_empty() {

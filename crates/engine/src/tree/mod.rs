@@ -879,6 +879,19 @@ impl Dsbf {
         }
     }
 
+    /// [`Self::record_in`] of a run of new (not kept) fingerprints made at `minute`, with their
+    /// host hashes (`None`: unknown): one append, unless the leaf has an exact index to feed.
+    fn record_run_in(&self, leaf: &mut Leaf, run: &[u64], hosts: Option<&[u32]>, minute: u32) {
+        if leaf.index.is_none() {
+            leaf.log.extend_recorded(&self.leaves, run, hosts, minute);
+            return;
+        }
+        for (i, &fp) in run.iter().enumerate() {
+            let host = hosts.map_or(0, |hosts| hosts[i]);
+            self.record_in(leaf, LeafRecord::new(fp, minute).with_host(host));
+        }
+    }
+
     /// Whether `index` holds `fp`; `true` without an index (the filter's answer stands) and
     /// when the index cannot be read (which fails the tree: a "seen" is never a lost URL).
     fn index_holds(&self, index: Option<&LeafIndex>, fp: u64) -> bool {
