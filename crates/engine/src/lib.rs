@@ -91,6 +91,7 @@ mod db;
 pub mod dump;
 mod error;
 pub mod exact;
+pub mod fingerprint;
 pub mod host;
 mod host_dict;
 pub mod leaf_index;

@@ -1,15 +1,13 @@
 //! A namespace: one crawl job's URL-seen set, a DSBF plus the way its URLs are canonicalized.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
-use urlseen_canon::Canonicalizer;
-use urlseen_filter::hash;
 
 use crate::error::{Error, Result};
 use crate::exact::{CountingOptions, CountingSet, ExactOptions, ExactStats, RecentCache};
+use crate::fingerprint::Fingerprinter;
 use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_index::IndexStore;
 use crate::leaf_log::LeafStore;
@@ -25,11 +23,6 @@ mod forget;
 mod stats;
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
 
-thread_local! {
-    /// One canonicalization buffer per thread: no allocation per URL on the hot path.
-    static CANON_BUF: RefCell<String> = RefCell::new(String::with_capacity(256));
-}
-
 /// What [`Namespace::seen_fingerprints_then`] calls with a batch's answers before committing.
 type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 
@@ -38,7 +31,7 @@ type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 pub struct Namespace {
     name: String,
     options: NamespaceOptions,
-    canon: Canonicalizer,
+    fingerprinter: Fingerprinter,
     set: Set,
     durable: Option<Durable>,
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
@@ -186,11 +179,11 @@ impl Namespace {
             // Every entry is on disk before the records that rely on it are.
             d.log.precede_with(Arc::clone(urls) as Arc<dyn crate::log::Precedes>);
         }
-        let canon = Canonicalizer::new(options.canon.clone());
+        let fingerprinter = Fingerprinter::new(&options);
         Ok(Namespace {
             name,
             options,
-            canon,
+            fingerprinter,
             set,
             durable,
             in_flight: InFlight::default(),
@@ -255,10 +248,7 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidUrl`] if the URL cannot be canonicalized.
     pub fn fingerprint(&self, url: &str) -> Result<u64> {
-        CANON_BUF.with_borrow_mut(|buf| {
-            self.canon.canonicalize_into(url, buf)?;
-            Ok(hash::fingerprint(buf.as_bytes(), self.options.seed))
-        })
+        Ok(self.fingerprinter.fingerprint(url)?)
     }
 
     /// [`Self::fingerprint`] and the hash of the URL's canonical host, which the record keeps
@@ -267,10 +257,8 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidUrl`] if the URL cannot be canonicalized.
     pub fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
-        CANON_BUF.with_borrow_mut(|buf| {
-            self.canon.canonicalize_into(url, buf)?;
-            let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
-            let Some(host) = crate::host::host_of(buf) else { return Ok((fp, 0)) };
+        self.fingerprinter.with_canonical(url, |canonical, fp| {
+            let Some(host) = crate::host::host_of(canonical) else { return Ok((fp, 0)) };
             let (h, full) = crate::host::host_hashes(host, self.options.seed);
             // Listed before any record can carry `h` (see `crate::host_dict`).
             self.hosts.note(h, full, host)?;
@@ -282,11 +270,11 @@ impl Namespace {
                     false => urls.journaled_lately(fp),
                 };
                 if !journaled {
-                    urls.append(fp, h, buf)?;
+                    urls.append(fp, h, canonical)?;
                 }
             }
             Ok((fp, h))
-        })
+        })?
     }
 
     /// [`Self::fingerprint_host`] for each of `urls`, in order, into `out` (cleared first):
@@ -301,38 +289,37 @@ impl Namespace {
         }
         let mut hosts = Vec::with_capacity(urls.len());
         let mut host_url = Vec::with_capacity(urls.len());
-        CANON_BUF.with_borrow_mut(|buf| {
-            for (i, url) in urls.iter().enumerate() {
-                let result =
-                    self.canon.canonicalize_into(url, buf).map_err(Error::from).map(|()| {
-                        let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
-                        let Some(host) = crate::host::host_of(buf) else { return (fp, 0) };
-                        let (h, full) = crate::host::host_hashes(host, self.options.seed);
-                        hosts.push((h, full));
-                        host_url.push(i);
-                        (fp, h)
-                    });
-                out.push(result);
-            }
-            // A host met for the first time is named again from its URL (rare, so cheaper
-            // than keeping every URL's host).
-            let failed = self.hosts.note_batch(&hosts, |k| {
-                let url = urls[host_url[k]];
-                self.canon.canonicalize_into(url, buf)?;
-                crate::host::host_of(buf).map(str::to_owned).ok_or_else(|| Error::InvalidHost {
+        for (i, url) in urls.iter().enumerate() {
+            let result = self.fingerprinter.with_canonical(url, |canonical, fp| {
+                let Some(host) = crate::host::host_of(canonical) else { return (fp, 0) };
+                let (h, full) = crate::host::host_hashes(host, self.options.seed);
+                hosts.push((h, full));
+                host_url.push(i);
+                (fp, h)
+            });
+            out.push(result.map_err(Error::from));
+        }
+        // A host met for the first time is named again from its URL (rare, so cheaper than
+        // keeping every URL's host).
+        let failed = self.hosts.note_batch(&hosts, |k| {
+            let url = urls[host_url[k]];
+            self.fingerprinter
+                .with_canonical(url, |canonical, _| {
+                    crate::host::host_of(canonical).map(str::to_owned)
+                })?
+                .ok_or_else(|| Error::InvalidHost {
                     host: url.to_owned(),
                     reason: "its host changed when canonicalized again".into(),
                 })
-            });
-            for (k, e) in failed {
-                out[host_url[k]] = Err(e);
-            }
         });
+        for (k, e) in failed {
+            out[host_url[k]] = Err(e);
+        }
     }
 
     /// The fingerprint of raw bytes, with no canonicalization (what `BF.*` items use).
     pub fn fingerprint_bytes(&self, item: &[u8]) -> u64 {
-        hash::fingerprint(item, self.options.seed)
+        self.fingerprinter.of_bytes(item)
     }
 
     /// Check-and-insert, the seed's `is_duplicate`: `true` if the URL was seen before (or is a

@@ -249,7 +249,7 @@ impl RedisNamespace {
     }
 
     fn forget_host_as(&self, host: &str, stop: Option<SplitStop>) -> Result<u64> {
-        let host = crate::host::canonical_host(&self.canon, host)?;
+        let host = crate::host::canonical_host(self.fingerprinter.canonicalizer(), host)?;
         let h = crate::host::host_hash(&host, self.options.seed);
         self.complete_splits()?;
         let meta = self.retrying(|| self.refresh_meta())?;

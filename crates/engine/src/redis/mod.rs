@@ -53,15 +53,14 @@ mod router;
 mod scripts;
 mod split;
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::fingerprint::Fingerprinter;
 use ::redis::Value;
 use parking_lot::{Mutex, RwLock};
-use urlseen_canon::Canonicalizer;
 use urlseen_filter::{BlockedBloom, hash};
 
 use crate::options::{NamespaceOptions, SplitMode};
@@ -71,10 +70,6 @@ use meta::{Meta, State};
 pub use recrawl::{MAX_MARGIN_MS, RedisSet, RedisWindow, RedisWindowStats};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
-
-thread_local! {
-    static CANON_BUF: RefCell<String> = RefCell::new(String::with_capacity(256));
-}
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes
 /// (and what a recrawl window's generation gives its expiry).
@@ -496,7 +491,7 @@ impl RedisDb {
         let ns = RedisNamespace {
             split_point,
             name: name.to_owned(),
-            canon: Canonicalizer::new(options.canon.clone()),
+            fingerprinter: Fingerprinter::new(&options),
             options,
             params,
             router: Arc::clone(&self.router),
@@ -764,7 +759,7 @@ pub struct RedisNamespace {
     /// Entries at which a leaf splits (kept even under [`SplitMode::Never`], whose `params`
     /// say never, so explicit splits still know when a leaf is full).
     split_point: u64,
-    canon: Canonicalizer,
+    fingerprinter: Fingerprinter,
     router: Arc<Router>,
     config: Arc<RedisOptions>,
     meta: RwLock<Arc<Meta>>,
@@ -1595,22 +1590,18 @@ impl crate::SeenSet for RedisNamespace {
     type Error = Error;
 
     fn fingerprint(&self, url: &str) -> Result<u64> {
-        CANON_BUF.with_borrow_mut(|buf| {
-            self.canon.canonicalize_into(url, buf).map_err(crate::Error::from)?;
-            Ok(hash::fingerprint(buf.as_bytes(), self.options.seed))
-        })
+        Ok(self.fingerprinter.fingerprint(url).map_err(crate::Error::from)?)
     }
 
     fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
-        CANON_BUF.with_borrow_mut(|buf| {
-            self.canon.canonicalize_into(url, buf).map_err(crate::Error::from)?;
-            let fp = hash::fingerprint(buf.as_bytes(), self.options.seed);
-            let Some(host) = crate::host::host_of(buf) else { return Ok((fp, 0)) };
+        let fp_host = self.fingerprinter.with_canonical(url, |canonical, fp| {
+            let Some(host) = crate::host::host_of(canonical) else { return (fp, 0) };
             let h = crate::host::host_hash(host, self.options.seed);
             // Listed in Redis before any record carries `h`: by the insert that sends it.
             self.hosts.note(h, host);
-            Ok((fp, h))
-        })
+            (fp, h)
+        });
+        Ok(fp_host.map_err(crate::Error::from)?)
     }
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {

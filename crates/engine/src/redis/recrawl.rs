@@ -31,13 +31,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::fingerprint::Fingerprinter;
 use ::redis::Value;
 use parking_lot::Mutex;
-use urlseen_canon::Canonicalizer;
-use urlseen_filter::hash;
 
 use super::router::{Layout, Place, Req};
-use super::{Backoff, CANON_BUF, Error, RedisDb, RedisNamespace, RedisStats, Result};
+use super::{Backoff, Error, RedisDb, RedisNamespace, RedisStats, Result};
 use crate::options::NamespaceOptions;
 use crate::recrawl::{Clock, GenerationReport, RecrawlReport, SystemClock};
 use crate::tree::NodeId;
@@ -102,7 +101,7 @@ pub struct RedisWindow {
     options: NamespaceOptions,
     /// Each generation's.
     gen_options: NamespaceOptions,
-    canon: Canonicalizer,
+    fingerprinter: Fingerprinter,
     /// `W`, `W/g` and the margin, in milliseconds.
     window: u64,
     span: u64,
@@ -216,7 +215,7 @@ impl RedisDb {
             db: self.clone(),
             name: name.to_owned(),
             gen_options: options.generation_options(),
-            canon: Canonicalizer::new(options.canon.clone()),
+            fingerprinter: Fingerprinter::new(&options),
             options,
             window: window_ms,
             span,
@@ -565,10 +564,7 @@ impl crate::SeenSet for RedisWindow {
     type Error = Error;
 
     fn fingerprint(&self, url: &str) -> Result<u64> {
-        CANON_BUF.with_borrow_mut(|buf| {
-            self.canon.canonicalize_into(url, buf).map_err(crate::Error::from)?;
-            Ok(hash::fingerprint(buf.as_bytes(), self.options.seed))
-        })
+        Ok(self.fingerprinter.fingerprint(url).map_err(crate::Error::from)?)
     }
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {

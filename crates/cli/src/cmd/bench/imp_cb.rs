@@ -297,17 +297,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// Fingerprints of the first `n` URLs of stream `seed` (canonicalized with the default
 /// profile), and how many of them are distinct.
 fn stream_fingerprints(seed: u64, n: usize) -> (Vec<u64>, u64) {
-    let canon = urlseen_canon::Canonicalizer::new(urlseen_canon::Options::default());
+    let fingerprinter = urlseen_engine::fingerprint::Fingerprinter::new(
+        &urlseen_engine::NamespaceOptions::default(),
+    );
     let mut generator = urlseen_corpus::Generator::new(seed);
-    let (mut url, mut canonical) = (String::new(), String::new());
+    let mut url = String::new();
     let fps = (0..n)
         .map(|_| {
             generator.next_into(&mut url);
-            let bytes = match canon.canonicalize_into(&url, &mut canonical) {
-                Ok(()) => canonical.as_bytes(),
-                Err(_) => url.as_bytes(),
-            };
-            urlseen_filter::hash::fingerprint(bytes, urlseen_engine::DEFAULT_SEED)
+            fingerprinter
+                .fingerprint(&url)
+                .unwrap_or_else(|_| fingerprinter.of_bytes(url.as_bytes()))
         })
         .collect();
     (fps, generator.counts().1)

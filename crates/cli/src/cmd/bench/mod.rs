@@ -59,21 +59,17 @@ pub fn fixed_tree(
 /// Fingerprints of `n` distinct generated URLs from stream `seed` (canonicalized with the
 /// default profile, hashed with the default seed), as the engine would compute them.
 pub fn corpus_fingerprints(seed: u64, n: usize) -> Vec<u64> {
-    let canon = urlseen_canon::Canonicalizer::new(urlseen_canon::Options::default());
+    let fingerprinter = urlseen_engine::fingerprint::Fingerprinter::new(
+        &urlseen_engine::NamespaceOptions::default(),
+    );
     let mut generator = urlseen_corpus::Generator::distinct(seed);
-    let (mut url, mut canonical) = (String::new(), String::new());
+    let mut url = String::new();
     (0..n)
         .map(|_| {
             generator.next_into(&mut url);
-            match canon.canonicalize_into(&url, &mut canonical) {
-                Ok(()) => urlseen_filter::hash::fingerprint(
-                    canonical.as_bytes(),
-                    urlseen_engine::DEFAULT_SEED,
-                ),
-                Err(_) => {
-                    urlseen_filter::hash::fingerprint(url.as_bytes(), urlseen_engine::DEFAULT_SEED)
-                }
-            }
+            fingerprinter
+                .fingerprint(&url)
+                .unwrap_or_else(|_| fingerprinter.of_bytes(url.as_bytes()))
         })
         .collect()
 }

@@ -316,13 +316,13 @@ fn bitfield_run(
         let mut c = redis::Client::open(n.as_str())?.get_connection()?;
         redis::cmd("DEL").arg(key(i)).exec(&mut c)?;
     }
-    let canon = urlseen_canon::Canonicalizer::new(options.canon.clone());
+    let fingerprinter = urlseen_engine::fingerprint::Fingerprinter::new(options);
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let results: Vec<anyhow::Result<u64>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
-                let (next, canon) = (Arc::clone(&next), &canon);
+                let (next, fingerprinter) = (Arc::clone(&next), &fingerprinter);
                 scope.spawn(move || -> anyhow::Result<u64> {
                     let mut conns = nodes
                         .iter()
@@ -337,7 +337,6 @@ fn bitfield_run(
                         options.seed,
                         urlseen_filter::BlockScheme::Scattered,
                     );
-                    let mut buf = String::new();
                     let mut new = 0;
                     loop {
                         let from = next.fetch_add(batch, Ordering::Relaxed);
@@ -353,11 +352,7 @@ fn bitfield_run(
                             .collect();
                         let mut per_node = vec![0usize; nodes.len()];
                         for u in chunk {
-                            if canon.canonicalize_into(u, &mut buf).is_err() {
-                                continue;
-                            }
-                            let fp =
-                                urlseen_filter::hash::fingerprint(buf.as_bytes(), options.seed);
+                            let Ok(fp) = fingerprinter.fingerprint(u) else { continue };
                             let node = urlseen_filter::hash::reduce(
                                 urlseen_filter::hash::mix64(fp ^ 0x4c4f_4348),
                                 nodes.len() as u64,
