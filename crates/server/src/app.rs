@@ -173,13 +173,24 @@ pub struct App {
     nonscaling: Mutex<()>,
     /// Bumped after every drop of a namespace: invalidates every [`NamespaceCache`].
     generation: AtomicU64,
-    /// `--redis`: where the URL namespaces live instead of `db`.
-    remote: Option<Remote>,
+    /// Where the `URL.*` namespaces live: `db`, or Redis under `--redis`.
+    keyspace: Keyspace,
     /// RAM the namespaces held when last measured, and when (ms since `started`): measuring
     /// walks every leaf, so writes read a figure at most [`USAGE_REFRESH`] old.
     used_memory: AtomicU64,
     used_measured_ms: AtomicU64,
     started: std::time::Instant,
+}
+
+/// Where an [`App`]'s `URL.*` namespaces live. `BF.*` keys are always in the `Db`; under
+/// [`Keyspace::Redis`] the commands that need a namespace in this process answer
+/// [`NOT_WITH_REDIS`].
+#[derive(Debug)]
+pub enum Keyspace {
+    /// In this process's [`Db`] (in memory or in a data directory).
+    Local,
+    /// In Redis or Redis Cluster, shared with every other process on the same servers.
+    Redis(Remote),
 }
 
 /// How stale the RAM figure that `maxmemory` checks may be.
@@ -204,7 +215,7 @@ impl App {
             default_canon,
             nonscaling: Mutex::new(()),
             generation: AtomicU64::new(0),
-            remote: None,
+            keyspace: Keyspace::Local,
             // Measured at the first write 100 ms after start (nothing is held before).
             used_memory: AtomicU64::new(0),
             used_measured_ms: AtomicU64::new(0),
@@ -216,31 +227,61 @@ impl App {
     #[must_use]
     /// Recrawl windows in Redis read the `Db`'s clock ([`urlseen_engine::DbOptions::clock`]).
     pub fn with_redis(mut self, redis: RedisDb) -> App {
-        self.remote = Some(Remote::new(redis, self.db.clock()));
+        self.keyspace = Keyspace::Redis(Remote::new(redis, self.db.clock()));
         self
+    }
+
+    /// Where the `URL.*` namespaces live.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.keyspace
     }
 
     /// The Redis side, under `--redis`.
     pub fn remote(&self) -> Option<&Remote> {
-        self.remote.as_ref()
+        match &self.keyspace {
+            Keyspace::Local => None,
+            Keyspace::Redis(remote) => Some(remote),
+        }
     }
 
-    /// `URL.SEEN`/`URL.CHECK` under `--redis`: `None` without it. Redis is network I/O, so it
-    /// runs off the runtime's hot path (see `blocking`).
-    pub fn remote_urls<U: AsRef<[u8]>>(
+    /// `URL.SEEN` and `URL.CHECK` and their HTTP routes: the one path from a namespace's name
+    /// and URLs to their answers, wherever the namespaces live, so that no two protocols can
+    /// answer a URL differently. A write (any `lookup` but [`Lookup::Check`]) creates a
+    /// namespace that does not exist with the server's defaults; a check of one answers each
+    /// valid URL new. `cache` is the connection's (a fresh one for a lone request).
+    ///
+    /// # Errors
+    /// As [`Self::seen_urls`]; the Redis backend's failures under `--redis`.
+    pub fn answer_urls<U: AsRef<[u8]>>(
         &self,
-        key: &[u8],
+        key: &Bytes,
         urls: &[U],
-        write: bool,
-    ) -> Option<Result<Vec<Result<bool, CommandError>>, CommandError>> {
-        let remote = self.remote.as_ref()?;
-        Some(blocking_call(|| remote.seen_urls(key, &self.config.url_defaults, urls, write)))
+        lookup: Lookup<'_>,
+        cache: &mut NamespaceCache,
+    ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
+        let write = !matches!(lookup, Lookup::Check);
+        if let Keyspace::Redis(remote) = &self.keyspace {
+            // Redis is network I/O: off the runtime's hot path (see `blocking`).
+            return blocking_call(|| remote.seen_urls(key, &self.config.url_defaults, urls, write));
+        }
+        let ns = match write {
+            true => self.cached(cache, key, || self.url_namespace(key).map(Some))?,
+            false => self.cached(cache, key, || Ok(self.namespace(key)))?,
+        };
+        match ns {
+            Some(ns) => {
+                let ns = Arc::clone(ns);
+                self.seen_urls(&ns, urls, lookup)
+            }
+            None if write => Err(CommandError::custom(crate::error::NO_SUCH_NAMESPACE)),
+            None => Ok(self.check_urls_absent(urls)),
+        }
     }
 
     /// `URL.FORGET ns HOST h` under `--redis`: `None` without it. Runs off the runtime's hot
     /// path (it rebuilds leaves in Redis: many round trips).
     pub fn remote_forget_host(&self, key: &[u8], host: &[u8]) -> Option<Result<u64, CommandError>> {
-        let remote = self.remote.as_ref()?;
+        let remote = self.remote()?;
         Some(blocking_call(|| remote.forget_host(key, &self.config.url_defaults, host)))
     }
 
@@ -254,7 +295,7 @@ impl App {
         key: &[u8],
         options: &NamespaceOptions,
     ) -> Result<(), CommandError> {
-        let remote = self.remote.as_ref().ok_or(CommandError::custom(NOT_WITH_REDIS))?;
+        let remote = self.remote().ok_or(CommandError::custom(NOT_WITH_REDIS))?;
         blocking_call(|| remote.reserve(key, options)).map(|_| ())
     }
 
@@ -264,7 +305,7 @@ impl App {
         &self,
         key: &[u8],
     ) -> Option<Result<Option<crate::remote::RemoteInfo>, CommandError>> {
-        let remote = self.remote.as_ref()?;
+        let remote = self.remote()?;
         Some(blocking_call(|| remote.info(key, &self.config.url_defaults)))
     }
 
@@ -274,9 +315,9 @@ impl App {
     /// # Errors
     /// As said.
     pub fn local_only(&self) -> Result<(), CommandError> {
-        match self.remote {
-            Some(_) => Err(CommandError::custom(NOT_WITH_REDIS)),
-            None => Ok(()),
+        match self.keyspace {
+            Keyspace::Redis(_) => Err(CommandError::custom(NOT_WITH_REDIS)),
+            Keyspace::Local => Ok(()),
         }
     }
 

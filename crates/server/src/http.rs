@@ -309,19 +309,10 @@ async fn batch(
     };
     let app = state.app.clone();
     let work = tokio::task::spawn_blocking(move || {
-        // Under `--redis` the namespace lives in Redis, as for `URL.SEEN`/`URL.CHECK`.
-        if let Some(answered) = app.remote_urls(ns.as_bytes(), &urls, write) {
-            return answered;
-        }
-        if write {
-            let namespace = app.url_namespace(ns.as_bytes())?;
-            app.seen_urls(&namespace, &urls, crate::app::Lookup::Record)
-        } else {
-            Ok(match app.namespace(ns.as_bytes()) {
-                Some(namespace) => app.seen_urls(&namespace, &urls, crate::app::Lookup::Check)?,
-                None => app.check_urls_absent(&urls),
-            })
-        }
+        // The path `URL.SEEN`/`URL.CHECK` take, wherever the namespaces live.
+        let lookup = if write { crate::app::Lookup::Record } else { crate::app::Lookup::Check };
+        let key = bytes::Bytes::from(ns.into_bytes());
+        app.answer_urls(&key, &urls, lookup, &mut crate::app::NamespaceCache::default())
     });
     match work.await {
         Ok(Ok(answers)) => Json(SeenResponse::from(answers)).into_response(),

@@ -21,7 +21,10 @@
 //! - [`Metrics`]: atomic counters and per-command latency histograms; [`Slowlog`]: the
 //!   slow log.
 //! - [`App`]: the engine's `Db` behind the `BF.*`, `URL.*` and keyspace commands
-//!   ([`dispatch()`] builds the full command table), where a namespace is a key.
+//!   ([`dispatch()`] builds the full command table), where a namespace is a key. Its
+//!   [`Keyspace`] says where the `URL.*` namespaces live (the `Db`, or Redis under `--redis`),
+//!   and [`App::answer_urls`] is the one path from URLs to answers that `URL.SEEN`,
+//!   `URL.CHECK` and the HTTP API all take, on either.
 //! - [`http`]: `/healthz`, `/metrics` and a JSON API, with axum.
 //!
 //! # Serving
@@ -80,7 +83,7 @@ pub mod server;
 pub mod slowlog;
 pub mod transaction;
 
-pub use app::{App, AppConfig, BloomParams, KeyKind, Lookup};
+pub use app::{App, AppConfig, BloomParams, KeyKind, Keyspace, Lookup};
 pub use client::{ConnState, OnReply};
 pub use cmd::info::InfoSection;
 pub use config::{Config, Limits};

@@ -36,14 +36,6 @@ fn url_check(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     let rest = args.into_rest();
     let urls = rest.as_slice();
-    let app = ctx.app;
-    if let Some(answered) = app.remote_urls(&key, urls, false) {
-        return Ok(super::url_seen::answers(answered?));
-    }
     let cache = ctx.conn.extension::<NamespaceCache>();
-    let answers = match app.cached(cache, &key, || Ok(app.namespace(&key)))? {
-        Some(ns) => app.seen_urls(ns, urls, Lookup::Check)?,
-        None => app.check_urls_absent(urls),
-    };
-    Ok(super::url_seen::answers(answers))
+    Ok(super::url_seen::answers(ctx.app.answer_urls(&key, urls, Lookup::Check, cache)?))
 }

@@ -52,17 +52,9 @@ fn url_seen(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     let rest = args.into_rest();
     let urls = rest.as_slice();
-    let app = ctx.app;
-    if let Some(answered) = app.remote_urls(&key, urls, true) {
-        return Ok(answers(answered?));
-    }
     let cache = ctx.conn.extension::<NamespaceCache>();
-    let Some(ns) = app.cached(cache, &key, || app.url_namespace(&key).map(Some))? else {
-        return Err(CommandError::custom(NO_SUCH_NAMESPACE));
-    };
-    let ns = Arc::clone(ns);
     let mut on_reply = Vec::new();
-    let answered = app.seen_urls(&ns, urls, Lookup::RecordOnReply(&mut on_reply));
+    let answered = ctx.app.answer_urls(&key, urls, Lookup::RecordOnReply(&mut on_reply), cache);
     ctx.conn.defer_all_until_replied(on_reply);
     Ok(answers(answered?))
 }
@@ -105,14 +97,13 @@ fn run_batch(
             urls.extend(next.into_rest());
             counts.push(urls.len() - before);
         }
-        let ns = match app.remote_urls(&key, &urls, true) {
-            Some(answered) => {
-                split_answers(answered, &counts, &mut results);
-                continue;
-            }
-            None => app.cached(cache, &key, || app.url_namespace(&key).map(Some)),
-        };
-        match ns {
+        if app.remote().is_some() {
+            // In Redis: one batch whatever the namespace (its NONSCALING refusal is per key).
+            let answered = app.answer_urls(&key, &urls, Lookup::RecordOnReply(on_reply), cache);
+            split_answers(answered, &counts, &mut results);
+            continue;
+        }
+        match app.cached(cache, &key, || app.url_namespace(&key).map(Some)) {
             Ok(Some(ns)) if ns.options().split.mode == SplitMode::Never => {
                 let mut start = 0;
                 for count in counts {
