@@ -176,13 +176,7 @@ impl NamespaceOptions {
     pub fn planned_filter_bytes(&self) -> u64 {
         let each = self.generation_options();
         let trees = if self.recrawl_after.is_some() { u64::from(self.generations) } else { 1 };
-        let p = crate::tree::TreeParams::new(
-            each.capacity,
-            each.fpr,
-            each.effective_leaf_bits(),
-            each.seed,
-            each.split,
-        );
+        let p = crate::tree::TreeParams::from(&each);
         u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees)
     }
 

@@ -285,7 +285,7 @@ pub(crate) fn create_at(
     }
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     let leaves = LeafStore::Files(leaf_files(&dir, db)?);
-    let tree = Dsbf::new(tree_params(options), Arc::clone(workers), leaves);
+    let tree = Dsbf::new(TreeParams::from(options), Arc::clone(workers), leaves);
     let set = open_set(&dir, options, tree, true)?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
@@ -470,7 +470,7 @@ pub(crate) fn recover(
         let set = Set::Recrawl(gens);
         return Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable: None })));
     }
-    let params = tree_params(&options);
+    let params = TreeParams::from(&options);
     let mut report = RecoveryReport::default();
     let files = match access {
         Access::ReadWrite => leaf_files(dir, db)?,
@@ -666,17 +666,6 @@ fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String
         }
     }
     Ok(None)
-}
-
-/// The tree parameters a namespace's options give.
-pub(crate) fn tree_params(options: &NamespaceOptions) -> TreeParams {
-    TreeParams::new(
-        options.capacity,
-        options.fpr,
-        options.effective_leaf_bits(),
-        options.seed,
-        options.split,
-    )
 }
 
 /// Exclusive ownership of a data directory for this process, released when dropped (or when the
@@ -1117,7 +1106,7 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
     }
     let files = LeafFiles::open_read_only(Arc::clone(storage), dir.join(LEAVES_DIR));
     let workers = SplitWorkers::new(1);
-    match Dsbf::read_snapshot(tree_params(&options), workers, LeafStore::Files(files), &mut reader)
+    match Dsbf::read_snapshot(TreeParams::from(&options), workers, LeafStore::Files(files), &mut reader)
     {
         Ok(loaded) => match loaded.tree.verify_leaf_files() {
             Ok(records) => c.notes.push(format!(

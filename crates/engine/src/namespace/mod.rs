@@ -127,7 +127,7 @@ impl Namespace {
         let set = if options.counting {
             Set::Counting(CountingSet::in_memory(counting_options(&options)?)?)
         } else {
-            let tree = Dsbf::new(crate::persist::tree_params(&options), workers, leaves);
+            let tree = Dsbf::new(crate::tree::TreeParams::from(&options), workers, leaves);
             let exact = match options.is_exact() {
                 true => Some(TreeExact::enable(&tree, index_store(&tree)?)?),
                 false => None,

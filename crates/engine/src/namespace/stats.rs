@@ -113,7 +113,7 @@ impl Namespace {
             1.0 - parts.iter().map(|s| 1.0 - f(s)).product::<f64>()
         };
         let g = self.options.generation_options();
-        let p = crate::persist::tree_params(&g);
+        let p = crate::tree::TreeParams::from(&g);
         let mut leaves_per_depth: Vec<u64> = Vec::new();
         for s in &parts {
             for (d, n) in s.leaves_per_depth.iter().enumerate() {

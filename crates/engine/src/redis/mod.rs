@@ -286,13 +286,7 @@ impl RedisDb {
                 reason: "a recrawl window in Redis is opened with RedisDb::open_namespace".into(),
             }));
         }
-        let params = TreeParams::new(
-            options.capacity,
-            options.fpr,
-            options.effective_leaf_bits(),
-            options.seed,
-            options.split,
-        );
+        let params = TreeParams::from(&options);
         let layout = match self.router.layout() {
             Layout::Single => "single".to_owned(),
             Layout::Nodes(n) => format!("nodes={n}"),

@@ -60,13 +60,17 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::error::Error;
 use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
-use crate::options::{SplitMode, SplitPolicy};
+use crate::options::SplitMode;
 use crate::routing::{self, Directory, Routing, Shape};
 
 pub use crate::split_workers::SplitWorkers;
 
 mod direct;
+mod params;
 mod snapshot;
+use params::PRECOMPUTED_LEVELS;
+pub use params::{Level, SPLIT_SPREAD, TreeParams};
+pub(crate) use params::{level_seed, probe_seed};
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
 pub(crate) use snapshot::{Reader, SNAPSHOT_MAGIC};
@@ -75,161 +79,9 @@ pub(crate) use snapshot::{Reader, SNAPSHOT_MAGIC};
 pub type NodeId = u32;
 
 const ROOT: NodeId = 0;
-const PRECOMPUTED_LEVELS: usize = 64;
-/// The largest share by which a split's child is smaller than its depth's size (see
-/// [`TreeParams::split_level`]). A child starts at most `1/fanout` of its parent's split
-/// point full; with children at least `1 - SPLIT_SPREAD` of the largest, none starts more
-/// than `0.5 / 0.7` full, so none splits again at once.
-pub const SPLIT_SPREAD: f64 = 0.3;
-const SPREAD_SALT: u64 = 0xd6e8_feb8_6659_fd93;
 /// Items handed to a leaf filter's batched insert at once: enough for its prefetch window to
 /// pay off, small enough to live on the stack.
 const GROUP_CHUNK: usize = 256;
-
-/// The sizes and seeds of a tree, derived once from the namespace options.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TreeParams {
-    /// Bits per leaf filter (`m`).
-    pub leaf_bits: u64,
-    /// Probes per lookup in a leaf (`k`).
-    pub leaf_hashes: u32,
-    /// Elements one leaf holds before its FPR would pass `f_max` (formula 4, for blocked
-    /// filters).
-    pub leaf_capacity: u64,
-    /// The element count at which a leaf splits.
-    pub split_at: u64,
-    /// Leaves under the root at creation (formula 5).
-    pub initial_leaves: u32,
-    /// The false-positive bound.
-    pub fpr: f64,
-    /// Seed of the probes and location hashes.
-    pub seed: u64,
-    /// The split policy.
-    pub split: SplitPolicy,
-    /// The largest leaf growth makes, in bits.
-    pub max_leaf_bits: u64,
-    /// The leaves' sizes by depth (index: depth − 1), after growth.
-    levels: [Level; PRECOMPUTED_LEVELS],
-}
-
-/// The size of the leaves at one depth of a tree.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Level {
-    /// Bits of the filter (`m`).
-    pub bits: u64,
-    /// Probes (`k`).
-    pub hashes: u32,
-    /// Elements before its FPR would pass `f_max` (formula 4, for blocked filters).
-    pub capacity: u64,
-    /// The element count at which it splits.
-    pub split_at: u64,
-}
-
-impl TreeParams {
-    /// Sizes a tree for `capacity` elements under `fpr`, with leaves of `leaf_bits` bits.
-    pub fn new(capacity: u64, fpr: f64, leaf_bits: u64, seed: u64, split: SplitPolicy) -> Self {
-        let (leaf_capacity, leaf_hashes) = plan::blocked_capacity(leaf_bits, fpr);
-        let leaf_capacity = leaf_capacity.max(1);
-        let split_point = ((leaf_capacity as f64 * split.threshold).floor() as u64).max(1);
-        let initial_leaves =
-            plan::leaf_count(capacity, split_point).clamp(1, u64::from(u32::MAX / 2));
-        let split_at = if split.mode == SplitMode::Never { u64::MAX } else { split_point };
-        let max_leaf_bits =
-            leaf_bits.max(crate::options::DEFAULT_MAX_LEAF_BITS).div_ceil(512) * 512;
-        let levels = [Level::default(); PRECOMPUTED_LEVELS];
-        let mut params = TreeParams {
-            leaf_bits,
-            leaf_hashes,
-            leaf_capacity,
-            split_at,
-            initial_leaves: initial_leaves as u32,
-            fpr,
-            seed,
-            split,
-            max_leaf_bits,
-            levels,
-        };
-        params.size_levels();
-        params
-    }
-
-    /// Fills in `levels`: depth 1 has the first leaves' size, each deeper one `growth` times
-    /// its parent's bits, up to `max_leaf_bits`.
-    fn size_levels(&mut self) {
-        let mut bits = self.leaf_bits;
-        let mut prev: Option<Level> = None;
-        for i in 0..PRECOMPUTED_LEVELS {
-            if i > 0 {
-                bits = bits
-                    .saturating_mul(u64::from(self.split.growth.max(1)))
-                    .min(self.max_leaf_bits);
-                bits = bits.div_ceil(512) * 512;
-            }
-            let level = match prev {
-                Some(p) if p.bits == bits => p,
-                _ => self.sized(bits),
-            };
-            self.levels[i] = level;
-            prev = Some(level);
-        }
-    }
-
-    /// A leaf of `bits` bits (a multiple of 512): formula 4 for blocked filters gives its
-    /// capacity and probes, the split policy its split point.
-    pub fn sized(&self, bits: u64) -> Level {
-        let (capacity, hashes) = plan::blocked_capacity(bits, self.fpr);
-        let capacity = capacity.max(1);
-        let split_point = ((capacity as f64 * self.split.threshold).floor() as u64).max(1);
-        let split_at = if self.split.mode == SplitMode::Never { u64::MAX } else { split_point };
-        Level { bits, hashes, capacity, split_at }
-    }
-
-    /// The size of a leaf that a split makes at `depth`, in the place `place` of the tree (a
-    /// number its position gives, the same on every run and after a restart; `None`: the
-    /// depth's size). Such a leaf is smaller than its depth's by a share of up to
-    /// [`SPLIT_SPREAD`] that its place draws, and holds as many fewer fingerprints: every leaf
-    /// keeps formula 4 and the FPR bound, and the bits per fingerprint do not change.
-    ///
-    /// Why: leaves of one size fill at one rate and reach their split points together, so
-    /// every leaf of a grown tree split in one wave, the whole tree was re-hashed at once, and
-    /// the frozen parents and their children were all in memory at once (about 1.5 times the
-    /// filters). Leaves of spread sizes split at spread times.
-    pub fn split_level(&self, depth: u32, place: Option<u64>) -> Level {
-        let level = self.level(depth);
-        let Some(place) = place else { return level };
-        let draw = hash::mix64(place ^ self.seed ^ u64::from(depth).wrapping_mul(SPREAD_SALT));
-        let share = (draw >> 11) as f64 / (1u64 << 53) as f64 * SPLIT_SPREAD;
-        let bits = shrunk_bits(level.bits, share);
-        if bits >= level.bits { level } else { self.sized(bits) }
-    }
-
-    /// The size of a leaf at `depth` whose filter has `bits` bits, if a tree with these
-    /// parameters makes such leaves: its depth's size, or a split's spread one (see
-    /// [`Self::split_level`]).
-    fn level_of(&self, depth: u32, bits: u64) -> Option<Level> {
-        let level = self.level(depth);
-        if bits == level.bits {
-            return Some(level);
-        }
-        let least = shrunk_bits(level.bits, SPLIT_SPREAD);
-        (bits.is_multiple_of(512) && bits >= least && bits < level.bits).then(|| self.sized(bits))
-    }
-
-    /// The size of the leaves at `depth` (the root's children are at depth 1).
-    pub fn level(&self, depth: u32) -> Level {
-        let i = (depth.max(1) as usize - 1).min(PRECOMPUTED_LEVELS - 1);
-        self.levels[i]
-    }
-
-    fn probe_seed(&self) -> u64 {
-        probe_seed(self.seed)
-    }
-}
-
-/// `bits` less a share `share` of it, rounded up to whole 512-bit blocks (at least one).
-fn shrunk_bits(bits: u64, share: f64) -> u64 {
-    ((bits as f64 * (1.0 - share)) as u64).div_ceil(512).max(1) * 512
-}
 
 enum Node {
     Inner { depth: u32, children: Box<[NodeId]> },
@@ -1976,17 +1828,6 @@ fn new_leaf(
     }
 }
 
-/// The location hash seed of level `depth` of a tree seeded `seed`: defined once, for the
-/// in-process tree and the Redis backend alike, so one seed routes alike in both.
-pub(crate) fn level_seed(seed: u64, depth: u32) -> u64 {
-    hash::mix64(seed ^ u64::from(depth + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-}
-
-/// The leaf filters' probe seed of a tree seeded `seed` (both backends).
-pub(crate) fn probe_seed(seed: u64) -> u64 {
-    hash::mix64(seed ^ 0x5052_4f42_4553_4545)
-}
-
 /// The shape of a tree and the fill of each leaf, from [`Dsbf::stats`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeStats {
@@ -2044,7 +1885,9 @@ pub struct LeafStats {
 
 #[cfg(test)]
 mod tests {
+    use super::params::shrunk_bits;
     use super::*;
+    use crate::options::SplitPolicy;
     use proptest::prelude::*;
 
     fn params(mode: SplitMode, fanout: u32, step: usize) -> TreeParams {
