@@ -98,7 +98,7 @@ fn run_batch(
             counts.push(urls.len() - before);
         }
         if app.remote().is_some() {
-            // In Redis: one batch whatever the namespace (its NONSCALING refusal is per key).
+            // In Redis: the merged run goes as one batch.
             let answered = app.answer_urls(&key, &urls, Lookup::RecordOnReply(on_reply), cache);
             split_answers(answered, &counts, &mut results);
             continue;
