@@ -1,0 +1,176 @@
+//! What the namespaces hold: the `maxmemory` checks of a create and of a write (Redis's
+//! `noeviction`), the RAM and disk figures `INFO` reports, and the per-namespace gauges of
+//! `/metrics`.
+
+use super::*;
+
+impl App {
+    pub(super) fn check_size(&self, options: &NamespaceOptions) -> Result<(), CommandError> {
+        options.validate()?;
+        let bytes = options.planned_filter_bytes();
+        if bytes > self.config.max_namespace_bytes {
+            return Err(CommandError::custom(INSUFFICIENT_MEMORY));
+        }
+        let budget = self.config.maxmemory;
+        if budget > 0 && self.committed_memory().saturating_add(bytes) > budget {
+            return Err(CommandError::custom(INSUFFICIENT_MEMORY));
+        }
+        Ok(())
+    }
+
+    /// What the namespaces hold, or what they will hold once every leaf is used, whichever is
+    /// more, summed: the reservations a new one is added to. (Filters are allocated as leaves
+    /// are first used, so what they hold now could admit reservations that, filled, would not
+    /// fit together.)
+    fn committed_memory(&self) -> u64 {
+        self.db
+            .namespace_names()
+            .iter()
+            .filter_map(|name| self.db.namespace(name))
+            .map(|ns| {
+                let s = ns.stats();
+                s.memory_bytes.max(s.filter_reserved_bytes)
+            })
+            .sum()
+    }
+
+    /// The configured `maxmemory` (0: no limit).
+    pub fn maxmemory(&self) -> u64 {
+        self.config.maxmemory
+    }
+
+    /// `-OOM …` when the namespaces hold more RAM than `maxmemory` (as Redis under
+    /// `noeviction`: writes are refused, reads go on). The figure is at most
+    /// [`USAGE_REFRESH`] old.
+    pub(super) fn check_memory(&self) -> Result<(), CommandError> {
+        let budget = self.config.maxmemory;
+        if budget == 0 {
+            return Ok(());
+        }
+        let now = self.started.elapsed().as_millis() as u64;
+        let measured = self.used_measured_ms.load(Ordering::Relaxed);
+        let used = if now.saturating_sub(measured) >= USAGE_REFRESH.as_millis() as u64
+            && self
+                .used_measured_ms
+                .compare_exchange(measured, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let used = self.usage().0;
+            self.used_memory.store(used, Ordering::Relaxed);
+            used
+        } else {
+            self.used_memory.load(Ordering::Relaxed)
+        };
+        if used > budget { Err(CommandError::custom(OOM)) } else { Ok(()) }
+    }
+
+    /// RAM and disk held over every namespace, in bytes.
+    pub fn usage(&self) -> (u64, u64) {
+        self.db
+            .namespace_names()
+            .iter()
+            .filter_map(|name| self.db.namespace(name))
+            .map(|ns| {
+                let s = ns.stats();
+                (s.memory_bytes, s.disk_bytes)
+            })
+            .fold((0, 0), |(m, d), (sm, sd)| (m + sm, d + sd))
+    }
+
+    /// Appends the per-namespace gauges to `out`, in the Prometheus text format.
+    pub fn write_prometheus(&self, out: &mut String) {
+        let stats: Vec<_> = self
+            .db
+            .namespace_names()
+            .iter()
+            .filter_map(|name| self.db.namespace(name))
+            .map(|ns| (KeyKind::of(&ns), ns.stats()))
+            .collect();
+        let _ = writeln!(out, "# HELP urlseen_namespaces Namespaces (keys) in the database.");
+        let _ = writeln!(out, "# TYPE urlseen_namespaces gauge");
+        let _ = writeln!(out, "urlseen_namespaces {}", stats.len());
+        type Getter = fn(&urlseen_engine::NamespaceStats) -> f64;
+        let series: [(&str, &str, &str, Getter); 10] = [
+            ("urls", "gauge", "Distinct URLs (items) recorded.", |s| s.count as f64),
+            ("memory_bytes", "gauge", "RAM held: filters, buffers and indexes.", |s| {
+                s.memory_bytes as f64
+            }),
+            (
+                "disk_bytes",
+                "gauge",
+                "Disk held: leaf fingerprint files, and with --data the log and snapshot.",
+                |s| s.disk_bytes as f64,
+            ),
+            ("fpr_bound", "gauge", "The configured false-positive bound.", |s| s.fpr_bound),
+            (
+                "estimated_fpr",
+                "gauge",
+                "Estimated false-positive rate of a random query (mean over leaves).",
+                |s| s.mean_leaf_fpr,
+            ),
+            (
+                "worst_leaf_fpr",
+                "gauge",
+                "Estimated false-positive rate of the fullest leaf.",
+                |s| s.worst_leaf_fpr,
+            ),
+            ("leaves", "gauge", "Leaf filters.", |s| s.leaf_count as f64),
+            ("height", "gauge", "Depth of the deepest leaf.", |s| f64::from(s.height)),
+            ("splits_started_total", "counter", "Leaf splits begun.", |s| s.splits_started as f64),
+            ("splits_total", "counter", "Leaf splits completed.", |s| s.splits_done as f64),
+        ];
+        for (name, kind, help, get) in series {
+            let _ = writeln!(out, "# HELP urlseen_namespace_{name} {help}");
+            let _ = writeln!(out, "# TYPE urlseen_namespace_{name} {kind}");
+            for (key_kind, s) in &stats {
+                let _ = writeln!(
+                    out,
+                    "urlseen_namespace_{name}{{namespace=\"{}\",type=\"{}\"}} {}",
+                    crate::metrics::escape(&s.name),
+                    key_kind.type_name(),
+                    get(s)
+                );
+            }
+        }
+        type PGetter = fn(&urlseen_engine::PersistenceStats) -> f64;
+        let durable: [(&str, &str, &str, PGetter); 4] = [
+            ("log_bytes", "gauge", "Bytes in the fingerprint log.", |p| p.log_bytes as f64),
+            ("fsyncs_total", "counter", "Log fsyncs since open.", |p| p.syncs as f64),
+            ("fsync_seconds_total", "counter", "Time spent in log fsyncs since open.", |p| {
+                p.sync_micros as f64 / 1e6
+            }),
+            (
+                "recovery_truncated_bytes",
+                "gauge",
+                "Bytes of a torn or damaged log tail cut when the namespace was opened.",
+                |p| p.recovery_truncated_bytes as f64,
+            ),
+        ];
+        if stats.iter().any(|(_, s)| s.persistence.is_some()) {
+            for (name, kind, help, get) in durable {
+                let _ = writeln!(out, "# HELP urlseen_namespace_{name} {help}");
+                let _ = writeln!(out, "# TYPE urlseen_namespace_{name} {kind}");
+                for (_, s) in &stats {
+                    if let Some(p) = &s.persistence {
+                        let _ = writeln!(
+                            out,
+                            "urlseen_namespace_{name}{{namespace=\"{}\",fsync=\"{}\"}} {}",
+                            crate::metrics::escape(&s.name),
+                            p.fsync,
+                            get(p)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The resident set size of this process in bytes, from `/proc/self/status` (Linux), or
+/// `None` elsewhere.
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
