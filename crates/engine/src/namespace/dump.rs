@@ -1,0 +1,109 @@
+//! A namespace's dump, chunk by chunk (`urlseen dump`, `BF.SCANDUMP`), and the restore of
+//! the records one holds.
+
+use super::*;
+
+impl Namespace {
+    /// One chunk of a dump of this namespace, in RedisBloom's `BF.SCANDUMP` protocol:
+    /// iterator 0 gives the header (name, options, counts) with [`crate::dump::ITER_HEADER`];
+    /// any iterator returned since gives the next chunk of fingerprints, at most `max_bytes`
+    /// long; the last one comes with [`crate::dump::ITER_FINAL`], which gives
+    /// `next == 0` and no data. Load them with [`Db::load_chunk`](crate::Db::load_chunk).
+    ///
+    /// The header call first finishes any split in progress, so an idle namespace dumps each
+    /// fingerprint exactly once. Then it reads the leaf logs a chunk at a time, under each
+    /// leaf's read lock: writes go on, and a dump taken while they do holds every record that
+    /// was there when it began (some twice, if their leaf split meanwhile) and maybe some added
+    /// since (see [`Dsbf::dump_records`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidIterator`], [`Error::InvalidOption`] for a `max_bytes` outside
+    /// [`crate::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dump::MAX_CHUNK_BYTES`],
+    /// [`Error::DumpUnsupported`] for a counting namespace or a recrawl window, a leaf file
+    /// that cannot be read; at `iter` 0, [`Error::Poisoned`] if a split in progress cannot be
+    /// finished.
+    pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
+        use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
+        if let Set::Recrawl(_) = &self.set {
+            return Err(Error::DumpUnsupported {
+                name: self.name.clone(),
+                reason: "a recrawl window's generations have no dump format yet",
+            });
+        }
+        let Set::Tree { tree, .. } = &self.set else {
+            return Err(Error::DumpUnsupported {
+                name: self.name.clone(),
+                reason: "a counting namespace keeps its fingerprints in its store, which has no                          dump yet",
+            });
+        };
+        let budget = dump::chunk_records(max_bytes)?;
+        match iter {
+            0 => {
+                // A split in progress has its records both in the frozen parent and, for
+                // those migrated, in a child: a walk would take them twice. Finishing it here
+                // makes the dump of an idle namespace exact.
+                tree.complete_splits();
+                tree.check()?;
+                let s = tree.stats();
+                let data = Header::encode(&self.name, &self.options, s.count, s.kept);
+                return Ok(DumpChunk { next: ITER_HEADER, data });
+            }
+            ITER_FINAL => return Ok(DumpChunk { next: 0, data: Vec::new() }),
+            _ => {}
+        }
+        let from = dump::decode_iter(iter)?;
+        let (mut recorded, mut kept) = (Vec::new(), Vec::new());
+        let after =
+            tree.dump_records(from, budget, &mut recorded, &mut kept).map_err(|e| match e {
+                Error::Corrupt { .. } if from.records > 0 => Error::InvalidIterator(iter),
+                other => other,
+            })?;
+        let next = match after {
+            Some(pos) => dump::encode_iter(pos)?,
+            None => ITER_FINAL,
+        };
+        let identity = dump::identity(&self.options);
+        let data = Data { identity, from: iter, next, last: after.is_none(), recorded, kept };
+        Ok(DumpChunk { next, data: data.encode() })
+    }
+
+    /// Records fingerprints of a dump as they were in the original: `recorded` as recorded
+    /// (counted), `kept` as kept records, each in the leaf it routes to, and in a persistent
+    /// `Db` in the log.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints`]; [`Error::DumpUnsupported`] for a counting namespace.
+    pub(crate) fn restore_records(&self, recorded: &[u64], kept: &[u64]) -> Result<()> {
+        let Set::Tree { tree, .. } = &self.set else {
+            return Err(Error::DumpUnsupported {
+                name: self.name.clone(),
+                reason: "a counting namespace cannot be restored from a dump",
+            });
+        };
+        if let Some(d) = &self.durable {
+            d.log.check()?;
+        }
+        tree.check()?;
+        let mut lsn = 0;
+        {
+            let mut log = |logged: &Logged<'_>| -> Result<u64> {
+                let Some(d) = &self.durable else { return Ok(0) };
+                let mut end = 0;
+                d.append(logged, &mut end)?;
+                lsn = lsn.max(end);
+                Ok(end)
+            };
+            let mut out = vec![false; recorded.len()];
+            tree.insert_batch_with(recorded, &[], &mut out, Mode::Record, &mut log)?;
+            let mut out = vec![false; kept.len()];
+            tree.insert_batch_with(kept, &[], &mut out, Mode::Keep, &mut log)?;
+        }
+        tree.check()?;
+        if let Some(d) = &self.durable
+            && lsn > 0
+        {
+            d.log.commit(lsn)?;
+        }
+        Ok(())
+    }
+}
