@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use urlseen_engine::{Db, NamespaceOptions};
+use urlseen_engine::{Db, Namespace, NamespaceOptions};
 use urlseen_filter::{BlockedBloom, hash};
 
 const BATCH: usize = 4096;
@@ -31,6 +31,21 @@ fn fresh(next: &mut u64, buf: &mut [u64]) {
         *fp = hash::mix64(*next);
         *next += 1;
     }
+}
+
+/// Checks and inserts `count` fresh fingerprints from the counter `next` into `ns`, `batch` at
+/// a time; the rate in millions a second, or `None` if an insert failed.
+fn feed(ns: &Namespace, next: &mut u64, count: u64, batch: usize) -> Option<f64> {
+    let (mut fps, mut out) = (vec![0u64; batch], vec![false; batch]);
+    let start = Instant::now();
+    let mut done = 0;
+    while done < count {
+        let take = ((count - done) as usize).min(batch);
+        fresh(next, &mut fps[..take]);
+        ns.seen_fingerprints(&fps[..take], &mut out[..take]).ok()?;
+        done += take as u64;
+    }
+    Some(done as f64 / start.elapsed().as_secs_f64() / 1e6)
 }
 
 fn main() {
@@ -50,28 +65,13 @@ fn main() {
         return;
     };
     let (mut ours, mut theirs, mut sized_next) = (0u64, 1u64 << 62, 1u64 << 61);
-    let mut fps = vec![0u64; 1 << 16];
-    let mut out = vec![false; 1 << 16];
-    let mut filled = 0;
-    while filled < n {
-        let take = ((n - filled) as usize).min(fps.len());
-        fresh(&mut ours, &mut fps[..take]);
-        if ns.seen_fingerprints(&fps[..take], &mut out[..take]).is_err() {
-            eprintln!("in-memory insert failed");
-            return;
-        }
-        filled += take as u64;
+    if feed(&ns, &mut ours, n, 1 << 16).is_none()
+        || feed(&presized, &mut sized_next, n, 1 << 16).is_none()
+    {
+        eprintln!("in-memory insert failed");
+        return;
     }
-    let mut filled = 0;
-    while filled < n {
-        let take = ((n - filled) as usize).min(fps.len());
-        fresh(&mut sized_next, &mut fps[..take]);
-        if presized.seen_fingerprints(&fps[..take], &mut out[..take]).is_err() {
-            eprintln!("in-memory insert failed");
-            return;
-        }
-        filled += take as u64;
-    }
+    let (mut fps, mut out) = (vec![0u64; 1 << 16], vec![false; 1 << 16]);
     db.wait_for_splits();
     let stats = ns.stats();
     let bits: u64 = stats.leaves.iter().map(|l| l.bits).sum();
@@ -97,28 +97,12 @@ fn main() {
     println!("round,dsbf_mps,presized_mps,ratio,leaves,height,presized_ns_mps,ratio_to_ns");
     let (mut batch, mut answers) = (vec![0u64; BATCH], vec![false; BATCH]);
     for round in 0..rounds {
-        let start = Instant::now();
-        let mut done = 0;
-        while done < per {
-            fresh(&mut ours, &mut batch);
-            if ns.seen_fingerprints(&batch, &mut answers).is_err() {
-                eprintln!("in-memory insert failed");
-                return;
-            }
-            done += BATCH as u64;
-        }
-        let dsbf = done as f64 / start.elapsed().as_secs_f64() / 1e6;
-        let start = Instant::now();
-        let mut done = 0;
-        while done < per {
-            fresh(&mut sized_next, &mut batch);
-            if presized.seen_fingerprints(&batch, &mut answers).is_err() {
-                eprintln!("in-memory insert failed");
-                return;
-            }
-            done += BATCH as u64;
-        }
-        let sized = done as f64 / start.elapsed().as_secs_f64() / 1e6;
+        let (Some(dsbf), Some(sized)) =
+            (feed(&ns, &mut ours, per, BATCH), feed(&presized, &mut sized_next, per, BATCH))
+        else {
+            eprintln!("in-memory insert failed");
+            return;
+        };
         let start = Instant::now();
         let mut done = 0;
         while done < per {

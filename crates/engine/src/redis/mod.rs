@@ -66,7 +66,8 @@ use urlseen_filter::{BlockedBloom, hash};
 
 use crate::fingerprint::Fingerprinter;
 use crate::options::{NamespaceOptions, SplitMode};
-use crate::tree::{NodeId, TreeParams, level_seed, probe_seed};
+use crate::tree::params::{level_seed, probe_seed};
+use crate::tree::{NodeId, TreeParams};
 pub use dump::RedisRestore;
 pub use error::{Error, Lost, Result};
 use meta::{Meta, State};

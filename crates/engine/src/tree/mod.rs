@@ -66,12 +66,12 @@ use crate::routing::{self, Directory, Routing, Shape};
 pub use crate::split_workers::SplitWorkers;
 
 mod direct;
-mod params;
+pub(crate) mod params;
 mod snapshot;
 mod split;
 use params::PRECOMPUTED_LEVELS;
+use params::level_seed;
 pub use params::{Level, SPLIT_SPREAD, TreeParams};
-pub(crate) use params::{level_seed, probe_seed};
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
 pub(crate) use snapshot::{Reader, SNAPSHOT_MAGIC};

@@ -23,15 +23,15 @@ impl App {
     /// are first used, so what they hold now could admit reservations that, filled, would not
     /// fit together.)
     fn committed_memory(&self) -> u64 {
-        self.db
-            .namespace_names()
-            .iter()
-            .filter_map(|name| self.db.namespace(name))
-            .map(|ns| {
-                let s = ns.stats();
-                s.memory_bytes.max(s.filter_reserved_bytes)
-            })
+        self.namespaces()
+            .map(|ns| ns.stats())
+            .map(|s| s.memory_bytes.max(s.filter_reserved_bytes))
             .sum()
+    }
+
+    /// Every namespace of the `Db` (one dropped meanwhile is left out).
+    fn namespaces(&self) -> impl Iterator<Item = Arc<Namespace>> + '_ {
+        self.db.namespace_names().into_iter().filter_map(|name| self.db.namespace(&name))
     }
 
     /// The configured `maxmemory` (0: no limit).
@@ -66,26 +66,14 @@ impl App {
 
     /// RAM and disk held over every namespace, in bytes.
     pub fn usage(&self) -> (u64, u64) {
-        self.db
-            .namespace_names()
-            .iter()
-            .filter_map(|name| self.db.namespace(name))
-            .map(|ns| {
-                let s = ns.stats();
-                (s.memory_bytes, s.disk_bytes)
-            })
-            .fold((0, 0), |(m, d), (sm, sd)| (m + sm, d + sd))
+        self.namespaces()
+            .map(|ns| ns.stats())
+            .fold((0, 0), |(m, d), s| (m + s.memory_bytes, d + s.disk_bytes))
     }
 
     /// Appends the per-namespace gauges to `out`, in the Prometheus text format.
     pub fn write_prometheus(&self, out: &mut String) {
-        let stats: Vec<_> = self
-            .db
-            .namespace_names()
-            .iter()
-            .filter_map(|name| self.db.namespace(name))
-            .map(|ns| (KeyKind::of(&ns), ns.stats()))
-            .collect();
+        let stats: Vec<_> = self.namespaces().map(|ns| (KeyKind::of(&ns), ns.stats())).collect();
         let _ = writeln!(out, "# HELP urlseen_namespaces Namespaces (keys) in the database.");
         let _ = writeln!(out, "# TYPE urlseen_namespaces gauge");
         let _ = writeln!(out, "urlseen_namespaces {}", stats.len());

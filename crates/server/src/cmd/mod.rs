@@ -47,7 +47,7 @@ pub mod watch;
 
 use std::sync::Arc;
 
-use crate::app::{App, rss_bytes};
+use crate::app::{App, Keyspace, rss_bytes};
 use crate::dispatch::Dispatch;
 use crate::server::ServerState;
 
@@ -91,9 +91,9 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
     let db = app.db();
     out.field("loading", 0).field("async_loading", 0);
     out.field("aof_enabled", u8::from(db.path().is_some()));
-    match (app.remote(), db.path()) {
-        (Some(_), _) => out.field("urlseen_storage", "redis"),
-        (None, Some(dir)) => {
+    match (app.keyspace(), db.path()) {
+        (Keyspace::Redis(_), _) => out.field("urlseen_storage", "redis"),
+        (Keyspace::Local, Some(dir)) => {
             // What recovery dropped when the namespaces were opened: stderr said so then; this
             // keeps saying it.
             let (mut truncated, mut rebuilt) = (0, 0);
@@ -109,7 +109,7 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
                 .field("urlseen_recovery_truncated_bytes", truncated)
                 .field("urlseen_recovery_snapshots_unused", rebuilt)
         }
-        (None, None) => out.field("urlseen_storage", "memory"),
+        (Keyspace::Local, None) => out.field("urlseen_storage", "memory"),
     };
 }
 

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use urlseen_engine::Profile;
 
-use crate::app::App;
+use crate::app::{App, Keyspace};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{
     CommandError, UNKNOWN_PROFILE, URL_BAD_CAPACITY, URL_BAD_ERROR_RATE, URL_BAD_GENERATIONS,
@@ -109,10 +109,11 @@ fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
             return Err(CommandError::Syntax);
         }
     }
-    if ctx.app.remote().is_some() {
-        ctx.app.remote_reserve(&key, &options)?;
-    } else {
-        ctx.app.create(&key, options)?;
+    match ctx.app.keyspace() {
+        Keyspace::Redis(_) => ctx.app.remote_reserve(&key, &options)?,
+        Keyspace::Local => {
+            ctx.app.create(&key, options)?;
+        }
     }
     Ok(Frame::ok())
 }
