@@ -43,6 +43,7 @@
 use std::io::{Read, Write};
 
 use urlseen_canon::CANON_VERSION;
+use urlseen_filter::frame::{Format, FormatError};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::error::{Error, Result};
@@ -61,8 +62,8 @@ pub const ITER_FINAL: i64 = i64::MAX;
 
 const NODE_BITS: u32 = 24;
 const RECORD_BITS: u32 = 38;
-const CHUNK_MAGIC: &[u8; 8] = b"URLSEEND";
-const CHUNK_VERSION: u16 = 1;
+const CHUNK_FORMAT: Format =
+    Format { name: "dump chunk", magic: *b"URLSEEND", version: 1, oldest: 1 };
 const KIND_HEADER: u8 = 1;
 const KIND_DATA: u8 = 2;
 const FLAG_FINAL: u8 = 1;
@@ -71,8 +72,14 @@ const FRAME_OVERHEAD: usize = 8 + 2 + 1 + 1 + 4 + 8;
 /// A data body's fixed part.
 const DATA_FIXED: usize = 8 + 8 + 8 + 4 + 4;
 
-const FILE_MAGIC: &[u8; 8] = b"URLSEENX";
-const FILE_VERSION: u16 = 1;
+const FILE_FORMAT: Format =
+    Format { name: "dump file", magic: *b"URLSEENX", version: 1, oldest: 1 };
+
+/// A chunk or dump file that does not fit its format: [`Error::UnsupportedVersion`] for a
+/// version this build does not read, [`Error::BadChunk`] for the rest.
+fn chunk_error(e: FormatError) -> Error {
+    Error::format_or(e, |e| Error::BadChunk { reason: e.to_string() })
+}
 
 /// One chunk of a dump: `BF.SCANDUMP`'s reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,14 +135,12 @@ pub(crate) fn chunk_records(max_bytes: usize) -> Result<usize> {
 
 fn frame(kind: u8, flags: u8, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(FRAME_OVERHEAD + body.len());
-    out.extend_from_slice(CHUNK_MAGIC);
-    out.extend_from_slice(&CHUNK_VERSION.to_le_bytes());
+    CHUNK_FORMAT.write_header(&mut out);
     out.push(kind);
     out.push(flags);
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(body);
-    let check = xxh3_64(&out);
-    out.extend_from_slice(&check.to_le_bytes());
+    Format::seal(&mut out, 0);
     out
 }
 
@@ -145,19 +150,9 @@ fn unframe(chunk: &[u8]) -> Result<(u8, u8, &[u8])> {
     if chunk.len() < FRAME_OVERHEAD {
         return Err(bad(&format!("{} bytes, shorter than any chunk", chunk.len())));
     }
-    let (framed, tail) = chunk.split_at(chunk.len() - 8);
-    let mut r = Reader::new(framed);
-    if r.take(8).map_err(|e| bad(&e))? != CHUNK_MAGIC {
-        return Err(bad("not a urlseen dump chunk (bad magic)"));
-    }
-    let version = r.u16().map_err(|e| bad(&e))?;
-    if version != CHUNK_VERSION {
-        return Err(Error::UnsupportedVersion {
-            what: "dump chunk",
-            found: u32::from(version),
-            supported: u32::from(CHUNK_VERSION),
-        });
-    }
+    CHUNK_FORMAT.check_header(chunk).map_err(chunk_error)?;
+    let framed = &chunk[..chunk.len() - urlseen_filter::frame::SEAL_LEN];
+    let mut r = Reader::new(&framed[urlseen_filter::frame::HEADER_LEN..]);
     let kind = r.u8().map_err(|e| bad(&e))?;
     let flags = r.u8().map_err(|e| bad(&e))?;
     let len = r.u32().map_err(|e| bad(&e))? as usize;
@@ -167,12 +162,7 @@ fn unframe(chunk: &[u8]) -> Result<(u8, u8, &[u8])> {
             framed.len() - (FRAME_OVERHEAD - 8)
         )));
     }
-    let mut stored = [0u8; 8];
-    stored.copy_from_slice(tail);
-    let (expected, got) = (u64::from_le_bytes(stored), xxh3_64(framed));
-    if expected != got {
-        return Err(bad(&format!("checksum mismatch (expected {expected:#x}, got {got:#x})")));
-    }
+    CHUNK_FORMAT.unseal(chunk).map_err(chunk_error)?;
     Ok((kind, flags, &framed[FRAME_OVERHEAD - 8..]))
 }
 
@@ -367,8 +357,7 @@ impl<W: Write> DumpWriter<W> {
     /// # Errors
     /// `out`'s.
     pub fn new(mut out: W) -> std::io::Result<Self> {
-        out.write_all(FILE_MAGIC)?;
-        out.write_all(&FILE_VERSION.to_le_bytes())?;
+        out.write_all(&FILE_FORMAT.header())?;
         out.write_all(&[0; 6])?;
         Ok(DumpWriter { out, chunks: 0, check: 0 })
     }
@@ -419,17 +408,7 @@ impl<R: Read> DumpReader<R> {
     pub fn new(mut input: R) -> Result<Self> {
         let mut head = [0u8; 16];
         read_all(&mut input, &mut head, "the file header")?;
-        if &head[..8] != FILE_MAGIC {
-            return Err(Error::BadChunk { reason: "not a urlseen dump file (bad magic)".into() });
-        }
-        let version = u16::from_le_bytes([head[8], head[9]]);
-        if version != FILE_VERSION {
-            return Err(Error::UnsupportedVersion {
-                what: "dump file",
-                found: u32::from(version),
-                supported: u32::from(FILE_VERSION),
-            });
-        }
+        FILE_FORMAT.check_header(&head).map_err(chunk_error)?;
         Ok(DumpReader { input, chunks: 0, check: 0, done: false })
     }
 

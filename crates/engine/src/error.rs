@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use urlseen_canon::CanonError;
+use urlseen_filter::frame::FormatError;
 
 /// Everything the engine can refuse.
 #[derive(Debug, thiserror::Error)]
@@ -243,6 +244,27 @@ impl Error {
 
     pub(crate) fn corrupt(path: &Path, reason: &str) -> Self {
         Error::Corrupt { path: path.to_owned(), reason: reason.to_owned() }
+    }
+
+    /// A file at `path` that does not fit its format: [`Error::UnsupportedVersion`] for a
+    /// version this build does not read, [`Error::Corrupt`] for the rest.
+    pub(crate) fn format(path: &Path, e: FormatError) -> Self {
+        Self::format_or(e, |e| Error::corrupt(path, &e.to_string()))
+    }
+
+    /// [`Error::UnsupportedVersion`] for a version this build does not read, `other` of the
+    /// rest.
+    pub(crate) fn format_or(e: FormatError, other: impl FnOnce(FormatError) -> Self) -> Self {
+        match e {
+            FormatError::UnsupportedVersion { format, found, newest, .. } => {
+                Error::UnsupportedVersion {
+                    what: format,
+                    found: u32::from(found),
+                    supported: u32::from(newest),
+                }
+            }
+            e => other(e),
+        }
     }
 }
 

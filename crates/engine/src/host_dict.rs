@@ -35,12 +35,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+use urlseen_filter::frame::Format;
+
 use crate::error::{Error, Result};
 use crate::storage::{AppendFile, Storage};
 
-const MAGIC: &[u8; 8] = b"URLSEENH";
-const VERSION: u16 = 1;
-const HEADER: usize = 10;
+const FORMAT: Format = Format { name: "hosts file", magic: *b"URLSEENH", version: 1, oldest: 1 };
+const HEADER: usize = urlseen_filter::frame::HEADER_LEN;
 
 /// The hosts recorded under one hash: almost always one. Each with its 64-bit host hash
 /// ([`crate::host::host_hashes`]), which [`HostDict::note`] compares instead of the name.
@@ -264,9 +265,7 @@ impl Writer {
                 let mut file =
                     self.storage.open_append(path).map_err(|e| Error::io("open", path, e))?;
                 if !self.has_header {
-                    let mut header = MAGIC.to_vec();
-                    header.extend_from_slice(&VERSION.to_le_bytes());
-                    file.append(&header).map_err(|e| Error::io("write", path, e))?;
+                    file.append(&FORMAT.header()).map_err(|e| Error::io("write", path, e))?;
                     self.has_header = true;
                 }
                 self.file.insert(file)
@@ -485,10 +484,6 @@ fn add(names: &mut Map, hash: u32, full: u64, host: &str) {
     }
 }
 
-fn checksum(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
-}
-
 fn encode(out: &mut Vec<u8>, hash: u32, host: &str) -> Result<()> {
     let len = u16::try_from(host.len()).map_err(|_| Error::InvalidHost {
         host: host.to_owned(),
@@ -498,8 +493,7 @@ fn encode(out: &mut Vec<u8>, hash: u32, host: &str) -> Result<()> {
     out.extend_from_slice(&hash.to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(host.as_bytes());
-    let check = checksum(&out[start..]);
-    out.extend_from_slice(&check.to_le_bytes());
+    Format::seal(out, start);
     Ok(())
 }
 
@@ -510,16 +504,7 @@ fn decode(path: &Path, bytes: &[u8], each: &mut dyn FnMut(u32, &str)) -> Result<
         // A header not yet synced: nothing was listed.
         return Ok(0);
     }
-    if &bytes[..8] != MAGIC {
-        return Err(Error::corrupt(path, "not a hosts file (bad magic)"));
-    }
-    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != VERSION {
-        return Err(Error::corrupt(
-            path,
-            &format!("hosts file version {version}, this build reads {VERSION}"),
-        ));
-    }
+    FORMAT.check_header(bytes).map_err(|e| Error::format(path, e))?;
     let mut at = HEADER;
     loop {
         let Some(head) = bytes.get(at..at + 6) else { return Ok(at) };
@@ -529,10 +514,8 @@ fn decode(path: &Path, bytes: &[u8], each: &mut dyn FnMut(u32, &str)) -> Result<
         let (Some(body), Some(stored)) = (bytes.get(at..end), bytes.get(end..end + 8)) else {
             return Ok(at);
         };
-        let mut check = [0u8; 8];
-        check.copy_from_slice(stored);
         let Ok(host) = std::str::from_utf8(&body[6..]) else { return Ok(at) };
-        if checksum(body) != u64::from_le_bytes(check) {
+        if FORMAT.verify(body, stored).is_err() {
             return Ok(at);
         }
         each(hash, host);
@@ -575,8 +558,7 @@ mod tests {
 
     #[test]
     fn entries_round_trip_and_a_torn_tail_ends_the_file() {
-        let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(&VERSION.to_le_bytes());
+        let mut bytes = FORMAT.header().to_vec();
         encode(&mut bytes, 1, "a.example").unwrap();
         encode(&mut bytes, 1, "b.example").unwrap();
         let whole = bytes.len();
@@ -596,6 +578,9 @@ mod tests {
         assert!(matches!(decode(p, &bad, &mut |_, _| {}), Err(Error::Corrupt { .. })));
         let mut newer = bytes;
         newer[8] = 9;
-        assert!(matches!(decode(p, &newer, &mut |_, _| {}), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            decode(p, &newer, &mut |_, _| {}),
+            Err(Error::UnsupportedVersion { found: 9, .. })
+        ));
     }
 }

@@ -33,14 +33,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use xxhash_rust::xxh3::Xxh3;
+use urlseen_filter::frame::Format;
 
 use crate::error::{Error, Result};
 use crate::storage::{AppendFile, Storage};
 
-const MAGIC: &[u8; 8] = b"URLSEENL";
 /// The log format version this build writes and reads.
 pub const LOG_VERSION: u16 = 1;
+/// The log's framing: magic `URLSEENL`, version [`LOG_VERSION`].
+const FORMAT: Format =
+    Format { name: "fingerprint log", magic: *b"URLSEENL", version: LOG_VERSION, oldest: 1 };
 /// Bytes of the log's header: a log this long holds no record.
 pub(crate) const HEADER_LEN: u64 = 16;
 /// Largest record payload accepted on read: a bigger length field is corruption.
@@ -266,9 +268,8 @@ impl FingerprintLog {
     /// [`Error::Io`].
     pub fn create(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync) -> Result<Self> {
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
-        header.extend_from_slice(MAGIC);
-        header.extend_from_slice(&LOG_VERSION.to_le_bytes());
-        header.extend_from_slice(&[0; 6]);
+        FORMAT.write_header(&mut header);
+        header.resize(HEADER_LEN as usize, 0);
         storage.write_atomic(path, &header).map_err(|e| Error::io("create log", path, e))?;
         Self::open_at(storage, path, policy, HEADER_LEN)
     }
@@ -640,14 +641,7 @@ fn encode_record(out: &mut Vec<u8>, kind: RecordKind, fingerprints: &[u64], host
     if hosts.len() % 2 == 1 {
         out.extend_from_slice(&[0; 4]);
     }
-    let check = checksum(&out[start..]);
-    out.extend_from_slice(&check.to_le_bytes());
-}
-
-fn checksum(bytes: &[u8]) -> u64 {
-    let mut h = Xxh3::new();
-    h.update(bytes);
-    h.digest()
+    Format::seal(out, start);
 }
 
 /// A bad or incomplete record further than this from the end of the log cannot be the torn
@@ -678,10 +672,7 @@ fn parse_stream(
     } else {
         storage.read_at(path, 0, &mut header).map_err(|e| Error::io("read log", path, e))?
     };
-    if got < header.len() {
-        return Err(Error::corrupt(path, "not a urlseen fingerprint log (bad magic)"));
-    }
-    check_header(path, &header)?;
+    check_header(path, &header[..got])?;
     let start = if from > HEADER_LEN && record_starts_at(storage, path, from, len)? {
         from
     } else {
@@ -762,16 +753,10 @@ fn record_starts_at(storage: &Arc<dyn Storage>, path: &Path, at: u64, len: u64) 
 }
 
 fn check_header(path: &Path, bytes: &[u8]) -> Result<()> {
-    if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
-        return Err(Error::corrupt(path, "not a urlseen fingerprint log (bad magic)"));
-    }
-    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version != LOG_VERSION {
-        return Err(Error::UnsupportedVersion {
-            what: "fingerprint log",
-            found: u32::from(version),
-            supported: u32::from(LOG_VERSION),
-        });
+    FORMAT.check_header(bytes).map_err(|e| Error::format(path, e))?;
+    if bytes.len() < HEADER_LEN as usize {
+        let e = FORMAT.truncated("header", HEADER_LEN as usize, bytes.len());
+        return Err(Error::format(path, e));
     }
     Ok(())
 }
@@ -794,9 +779,7 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, Vec<u32>, usize)>
     let total = 8 + len as usize + 8;
     let record = bytes.get(..total)?;
     let (body, tail) = record.split_at(total - 8);
-    let mut stored = [0u8; 8];
-    stored.copy_from_slice(tail);
-    if checksum(body) != u64::from_le_bytes(stored) || head[5..8] != [0, 0, 0] {
+    if FORMAT.verify(body, tail).is_err() || head[5..8] != [0, 0, 0] {
         return None;
     }
     let kind = match head[4] {
@@ -931,7 +914,7 @@ mod tests {
         let mut bad = Vec::new();
         encode_record(&mut bad, RecordKind::Recorded, &[1], &[]);
         bad[4] = RecordKind::RecordedHosts as u8;
-        let check = checksum(&bad[..bad.len() - 8]);
+        let check = urlseen_filter::frame::checksum(&bad[..bad.len() - 8]);
         let n = bad.len();
         bad[n - 8..].copy_from_slice(&check.to_le_bytes());
         assert!(parse_record(&bad).is_none());
@@ -1033,8 +1016,7 @@ mod tests {
         let s = storage();
         std::fs::write(&path, b"definitely not a log").unwrap();
         assert!(matches!(FingerprintLog::open(&s, &path, Fsync::No), Err(Error::Corrupt { .. })));
-        let mut header = MAGIC.to_vec();
-        header.extend_from_slice(&99u16.to_le_bytes());
+        let mut header = Format { version: 99, ..FORMAT }.header().to_vec();
         header.extend_from_slice(&[0; 6]);
         std::fs::write(&path, &header).unwrap();
         assert!(matches!(

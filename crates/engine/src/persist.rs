@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
+use urlseen_filter::frame::Format;
 
 use crate::error::{Error, Result};
 use crate::exact::{CountingSet, StoreDurability};
@@ -45,13 +46,15 @@ use crate::recrawl::{Clock, GENERATIONS_DIR, Generations, SystemClock};
 use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Logged, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
-const META_MAGIC: &[u8; 8] = b"URLSEENM";
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
 /// leaves it was made with. Version 3 added the recrawl window; it is written only for a
 /// namespace that has one, so that a directory without any stays readable by older builds, and
 /// versions 1 and 2 read as "no window". Version 4 added `keep_urls` (written only for a
 /// namespace that keeps its URLs, the same way).
 const META_VERSION: u16 = 4;
+/// A namespace meta's framing: magic `URLSEENM`, versions 1 to [`META_VERSION`].
+const META_FORMAT: Format =
+    Format { name: "namespace meta", magic: *b"URLSEENM", version: META_VERSION, oldest: 1 };
 
 /// How a data directory is opened.
 #[derive(Debug, Clone)]
@@ -617,7 +620,7 @@ fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
 fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
     let mut head = [0u8; 24];
     let n = storage.read_at(path, 0, &mut head).ok()?;
-    (n == head.len() && head[..8] == *crate::tree::SNAPSHOT_MAGIC)
+    (n == head.len() && head[..8] == crate::tree::SNAPSHOT_FORMAT.magic)
         .then(|| u64::from_le_bytes(head[16..24].try_into().unwrap_or_default()))
 }
 
@@ -749,7 +752,6 @@ impl DirLock {
 /// ```
 pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     let mut out = Vec::new();
-    out.extend_from_slice(META_MAGIC);
     // The oldest version that can say it: a build that predates a field can still read a
     // namespace that does not use it.
     let version: u16 = match (o.keep_urls, o.recrawl_after.is_some()) {
@@ -757,7 +759,7 @@ pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
         (false, true) => 3,
         (false, false) => 2,
     };
-    out.extend_from_slice(&version.to_le_bytes());
+    Format { version, ..META_FORMAT }.write_header(&mut out);
     out.extend_from_slice(&[0; 6]);
     out.extend_from_slice(&CANON_VERSION.to_le_bytes());
     out.extend_from_slice(&(name.len() as u32).to_le_bytes());
@@ -795,34 +797,17 @@ pub(crate) fn encode_meta(name: &str, o: &NamespaceOptions) -> Vec<u8> {
     if version >= 4 {
         out.push(u8::from(o.keep_urls));
     }
-    let check = xxhash_rust::xxh3::xxh3_64(&out);
-    out.extend_from_slice(&check.to_le_bytes());
+    Format::seal(&mut out, 0);
     out
 }
 
 pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, NamespaceOptions, u32)> {
     let bad = |reason: &str| Error::corrupt(path, reason);
-    let body_len = bytes.len().checked_sub(8).ok_or_else(|| bad("too short"))?;
-    let (body, tail) = bytes.split_at(body_len);
-    let mut stored = [0u8; 8];
-    stored.copy_from_slice(tail);
-    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(stored) {
-        return Err(bad("checksum mismatch"));
-    }
+    let version = META_FORMAT.check_header(bytes).map_err(|e| Error::format(path, e))?;
+    let body = META_FORMAT.unseal(bytes).map_err(|e| Error::format(path, e))?;
     let mut r = Reader::new(body);
     let err = |e: String| bad(&e);
-    if r.take(8).map_err(err)? != META_MAGIC {
-        return Err(bad("not a urlseen namespace (bad magic)"));
-    }
-    let version = r.u16().map_err(err)?;
-    if !(1..=META_VERSION).contains(&version) {
-        return Err(Error::UnsupportedVersion {
-            what: "namespace meta",
-            found: u32::from(version),
-            supported: u32::from(META_VERSION),
-        });
-    }
-    r.take(6).map_err(err)?;
+    r.take(urlseen_filter::frame::HEADER_LEN + 6).map_err(err)?;
     let canon_version = r.u32().map_err(err)?;
     let name_len = r.u32().map_err(err)? as usize;
     let name = String::from_utf8(r.take(name_len).map_err(err)?.to_vec())

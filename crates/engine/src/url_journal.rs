@@ -36,13 +36,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use xxhash_rust::xxh3::xxh3_64;
+use urlseen_filter::frame::Format;
 
 use crate::error::{Error, Result};
 use crate::storage::{AppendFile, Storage};
 
-const MAGIC: &[u8; 8] = b"URLSEENU";
-const VERSION: u16 = 1;
+const FORMAT: Format = Format { name: "URL journal", magic: *b"URLSEENU", version: 1, oldest: 1 };
 const HEADER_LEN: u64 = 16;
 /// Bytes of a block's head (length, count) and tail (checksum).
 const BLOCK_HEAD: usize = 8;
@@ -101,9 +100,8 @@ impl std::fmt::Debug for Sink {
 }
 
 fn header() -> Vec<u8> {
-    let mut h = MAGIC.to_vec();
-    h.extend_from_slice(&VERSION.to_le_bytes());
-    h.extend_from_slice(&[0; 6]);
+    let mut h = FORMAT.header().to_vec();
+    h.resize(HEADER_LEN as usize, 0);
     h
 }
 
@@ -380,8 +378,7 @@ impl Inner {
         block.extend_from_slice(&(self.buffer.len() as u32).to_le_bytes());
         block.extend_from_slice(&self.buffered.to_le_bytes());
         block.extend_from_slice(&self.buffer);
-        let check = xxh3_64(&block);
-        block.extend_from_slice(&check.to_le_bytes());
+        Format::seal(&mut block, 0);
         let result = match &mut self.sink {
             Sink::Memory(bytes) => {
                 bytes.extend_from_slice(&block);
@@ -454,11 +451,7 @@ fn read_block(
     let len = len as usize;
     block.resize(BLOCK_HEAD + len + BLOCK_TAIL, 0);
     read(offset, block)?;
-    let (body, tail) = block.split_at(BLOCK_HEAD + len);
-    let stored = u64::from_le_bytes(tail.try_into().map_err(|_| bad("a short checksum"))?);
-    if xxh3_64(body) != stored {
-        return Err(bad("a checksum mismatch"));
-    }
+    FORMAT.unseal(block).map_err(|_| bad("a checksum mismatch"))?;
     block.copy_within(BLOCK_HEAD..BLOCK_HEAD + len, 0);
     block.truncate(len);
     Ok((len, count))
@@ -472,21 +465,12 @@ fn read_block(
 /// refuses, forgetting nothing.
 fn walk(path: &Path, len: u64, read: &dyn Fn(u64, &mut [u8]) -> Result<()>) -> Result<(u64, u64)> {
     if len < HEADER_LEN {
-        return Err(Error::corrupt(path, "shorter than its header (not a URL journal)"));
+        let e = FORMAT.truncated("header", HEADER_LEN as usize, len as usize);
+        return Err(Error::format(path, e));
     }
     let mut head = [0u8; HEADER_LEN as usize];
     read(0, &mut head)?;
-    if &head[..8] != MAGIC {
-        return Err(Error::corrupt(path, "not a URL journal (bad magic)"));
-    }
-    let version = u16::from_le_bytes([head[8], head[9]]);
-    if version != VERSION {
-        return Err(Error::UnsupportedVersion {
-            what: "URL journal",
-            found: u32::from(version),
-            supported: u32::from(VERSION),
-        });
-    }
+    FORMAT.check_header(&head).map_err(|e| Error::format(path, e))?;
     let (mut offset, mut entries) = (HEADER_LEN, 0u64);
     let mut block = Vec::new();
     loop {

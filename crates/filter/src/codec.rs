@@ -24,10 +24,15 @@ use std::io::{self, Read, Write};
 
 use xxhash_rust::xxh3::Xxh3Default;
 
+use crate::frame::{Format, FormatError};
+
 /// The 8 magic bytes every encoded filter starts with.
 pub const MAGIC: [u8; 8] = *b"URLSEENF";
 /// The format version this crate writes and reads.
 pub const FORMAT_VERSION: u16 = 1;
+/// The encoding's framing: magic and versions (see [`crate::frame`]).
+pub const FORMAT: Format =
+    Format { name: "filter", magic: MAGIC, version: FORMAT_VERSION, oldest: FORMAT_VERSION };
 /// The length of the fixed header, in bytes.
 pub const HEADER_LEN: usize = 48;
 /// The length of the trailing checksum, in bytes.
@@ -155,6 +160,27 @@ pub enum DecodeError {
     Io(#[from] io::Error),
 }
 
+impl From<FormatError> for DecodeError {
+    fn from(e: FormatError) -> Self {
+        match e {
+            FormatError::BadMagic { found, .. } => {
+                let mut magic = [0u8; 8];
+                magic[..found.len().min(8)].copy_from_slice(&found[..found.len().min(8)]);
+                DecodeError::BadMagic { found: magic }
+            }
+            FormatError::UnsupportedVersion { found, newest, .. } => {
+                DecodeError::UnsupportedVersion { found, supported: newest }
+            }
+            FormatError::Truncated { section, needed, got, .. } => {
+                DecodeError::Truncated { section, expected: needed, got }
+            }
+            FormatError::ChecksumMismatch { stored, computed, .. } => {
+                DecodeError::ChecksumMismatch { expected: stored, got: computed }
+            }
+        }
+    }
+}
+
 /// The fixed header of every encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Header {
@@ -169,8 +195,7 @@ pub(crate) struct Header {
 impl Header {
     fn to_bytes(self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
-        b[0..8].copy_from_slice(&MAGIC);
-        b[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[..crate::frame::HEADER_LEN].copy_from_slice(&FORMAT.header());
         b[10] = self.kind.tag();
         b[11] = 0;
         b[12..16].copy_from_slice(&self.num_hashes.to_le_bytes());
@@ -188,18 +213,7 @@ impl Header {
             w.copy_from_slice(&b[i..i + 8]);
             u64::from_le_bytes(w)
         };
-        let mut magic = [0u8; 8];
-        magic.copy_from_slice(&b[0..8]);
-        if magic != MAGIC {
-            return Err(DecodeError::BadMagic { found: magic });
-        }
-        let version = u16::from_le_bytes([b[8], b[9]]);
-        if version != FORMAT_VERSION {
-            return Err(DecodeError::UnsupportedVersion {
-                found: version,
-                supported: FORMAT_VERSION,
-            });
-        }
+        FORMAT.check_header(b)?;
         let tag = b[10];
         if b[11] != 0 {
             return Err(DecodeError::InvalidParameter {

@@ -85,6 +85,7 @@
 //!   with equal seed and parameters.
 
 pub mod codec;
+pub mod frame;
 pub mod hash;
 pub mod plan;
 

@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use urlseen_filter::frame::Format;
 use urlseen_filter::{CountingBloom, MAX_BITS, MAX_HASHES, plan};
 
 use super::store::FpBuildHasher;
@@ -51,8 +52,9 @@ use super::{
 
 /// The file beside the store that fixes a set's filter geometry.
 pub const PARAMS_FILE: &str = "URLSEEN-COUNTING";
-const PARAMS_MAGIC: [u8; 8] = *b"USCOUNTS";
-const PARAMS_VERSION: u32 = 1;
+/// The params file's framing (its version a `u32`, as the store header's).
+const PARAMS_FORMAT: Format =
+    Format { name: "counting parameters", magic: *b"USCOUNTS", version: 1, oldest: 1 };
 const PARAMS_LEN: usize = 48;
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Where a 4-bit counter of [`CountingBloom`] saturates.
@@ -154,49 +156,25 @@ impl CountingOptions {
 
     fn encode(&self) -> [u8; PARAMS_LEN] {
         let mut b = [0u8; PARAMS_LEN];
-        b[..8].copy_from_slice(&PARAMS_MAGIC);
-        b[8..12].copy_from_slice(&PARAMS_VERSION.to_le_bytes());
+        b[..urlseen_filter::frame::HEADER_LEN].copy_from_slice(&PARAMS_FORMAT.header());
         b[12..16].copy_from_slice(&self.hashes.to_le_bytes());
         b[16..24].copy_from_slice(&self.capacity.to_le_bytes());
         b[24..32].copy_from_slice(&self.counters_per_item.to_bits().to_le_bytes());
         b[32..40].copy_from_slice(&self.seed.to_le_bytes());
-        let sum = xxhash_rust::xxh3::xxh3_64(&b[..40]);
+        let sum = urlseen_filter::frame::checksum(&b[..40]);
         b[40..].copy_from_slice(&sum.to_le_bytes());
         b
     }
 
     /// Decodes the geometry from a params file into `self` (keeping `exact`).
     fn decode_into(mut self, path: &Path, bytes: &[u8]) -> Result<Self> {
-        if bytes.len() < 8 || bytes[..8] != PARAMS_MAGIC {
-            return Err(StoreError::BadMagic { path: path.to_path_buf() });
-        }
-        if bytes.len() != PARAMS_LEN {
-            return Err(StoreError::Corrupt {
-                path: path.to_path_buf(),
-                reason: format!("{} bytes, expected {PARAMS_LEN}", bytes.len()),
-            });
-        }
+        super::store::check_fixed(&PARAMS_FORMAT, path, bytes, PARAMS_LEN)?;
         let u64_at = |i: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&bytes[i..i + 8]);
             u64::from_le_bytes(w)
         };
-        let u32_at =
-            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        let (expected, got) = (u64_at(40), xxhash_rust::xxh3::xxh3_64(&bytes[..40]));
-        if expected != got {
-            return Err(StoreError::ChecksumMismatch { path: path.to_path_buf(), expected, got });
-        }
-        let version = u32_at(8);
-        if version != PARAMS_VERSION {
-            return Err(StoreError::UnsupportedVersion {
-                path: path.to_path_buf(),
-                what: "version",
-                found: version,
-                supported: PARAMS_VERSION,
-            });
-        }
-        self.hashes = u32_at(12);
+        self.hashes = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
         self.capacity = u64_at(16);
         self.counters_per_item = f64::from_bits(u64_at(24));
         self.seed = u64_at(32);

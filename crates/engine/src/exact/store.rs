@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::{Mutex, RwLock};
+use urlseen_filter::frame::{Format, FormatError, HEADER_LEN as FRAME_LEN, SEAL_LEN};
 use urlseen_filter::hash::mix64;
 
 /// The result of every fingerprint-store operation.
@@ -52,6 +53,9 @@ pub const VERSION: u32 = 1;
 /// The value encoding of version 1: refcount `u32` LE, then the generation `u32` LE if non-zero.
 pub const VALUE_ENCODING: u32 = 1;
 const HEADER_LEN: usize = 24;
+/// The header's framing. Its version is a `u32` LE: the frame's `u16`, then a reserved 0.
+const FORMAT: Format =
+    Format { name: "fingerprint store header", magic: MAGIC, version: VERSION as u16, oldest: 1 };
 const LSM_DIR: &str = "lsm";
 const KEYSPACE: &str = "fingerprints";
 /// Not 8 bytes long, so no fingerprint key can collide with it.
@@ -664,13 +668,66 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreErr
 }
 
 fn header_bytes() -> [u8; HEADER_LEN] {
-    let mut h = [0u8; HEADER_LEN];
-    h[..8].copy_from_slice(&MAGIC);
-    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-    h[12..16].copy_from_slice(&VALUE_ENCODING.to_le_bytes());
-    let sum = xxhash_rust::xxh3::xxh3_64(&h[..16]);
-    h[16..].copy_from_slice(&sum.to_le_bytes());
-    h
+    let mut h = Vec::with_capacity(HEADER_LEN);
+    FORMAT.write_header(&mut h);
+    h.extend_from_slice(&[0, 0]);
+    h.extend_from_slice(&VALUE_ENCODING.to_le_bytes());
+    Format::seal(&mut h, 0);
+    h.try_into().unwrap_or([0; HEADER_LEN])
+}
+
+impl StoreError {
+    /// A file at `path` that does not fit its format.
+    fn format(path: &Path, e: FormatError) -> StoreError {
+        let path = path.to_path_buf();
+        match e {
+            FormatError::BadMagic { .. } => StoreError::BadMagic { path },
+            FormatError::ChecksumMismatch { stored, computed, .. } => {
+                StoreError::ChecksumMismatch { path, expected: stored, got: computed }
+            }
+            FormatError::UnsupportedVersion { found, newest, .. } => {
+                StoreError::UnsupportedVersion {
+                    path,
+                    what: "version",
+                    found: u32::from(found),
+                    supported: u32::from(newest),
+                }
+            }
+            e => StoreError::Corrupt { path, reason: e.to_string() },
+        }
+    }
+}
+
+/// Checks a file of exactly `len` bytes framed by `format`, whose last 8 bytes seal the rest
+/// and whose version is a `u32` (the frame's `u16`, then a reserved 0). Damage is reported
+/// before the version: a flipped bit there is damage, not a newer build's file.
+///
+/// # Errors
+/// [`StoreError::BadMagic`], [`StoreError::Corrupt`] for another length,
+/// [`StoreError::ChecksumMismatch`], [`StoreError::UnsupportedVersion`].
+pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize) -> Result<()> {
+    if !bytes.starts_with(&format.magic) {
+        let found = bytes[..bytes.len().min(8)].to_vec();
+        return Err(StoreError::format(path, FormatError::BadMagic { format: format.name, found }));
+    }
+    if bytes.len() != len {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            reason: format!("{} bytes, expected {len}", bytes.len()),
+        });
+    }
+    let (body, seal) = bytes.split_at(len - SEAL_LEN);
+    format.verify(body, seal).map_err(|e| StoreError::format(path, e))?;
+    if bytes[FRAME_LEN..FRAME_LEN + 2] != [0, 0] {
+        let word = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        return Err(StoreError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            what: "version",
+            found: word,
+            supported: u32::from(format.version),
+        });
+    }
+    format.check_header(bytes).map(drop).map_err(|e| StoreError::format(path, e))
 }
 
 /// Writes the header atomically: temporary file, fsync, rename, fsync of the directory.
@@ -686,32 +743,8 @@ fn write_header(dir: &Path) -> Result<()> {
 
 fn check_header(path: &Path) -> Result<()> {
     let bytes = fs::read(path).map_err(io_err("read header", path))?;
-    let corrupt =
-        |reason: &str| StoreError::Corrupt { path: path.to_path_buf(), reason: reason.into() };
-    if bytes.len() < 8 || bytes[..8] != MAGIC {
-        return Err(StoreError::BadMagic { path: path.to_path_buf() });
-    }
-    if bytes.len() != HEADER_LEN {
-        return Err(corrupt(&format!("header has {} bytes, expected {HEADER_LEN}", bytes.len())));
-    }
-    let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&bytes[16..24]);
-    let expected = u64::from_le_bytes(sum);
-    let got = xxhash_rust::xxh3::xxh3_64(&bytes[..16]);
-    if expected != got {
-        return Err(StoreError::ChecksumMismatch { path: path.to_path_buf(), expected, got });
-    }
-    let version = word(8);
-    if version != VERSION {
-        return Err(StoreError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            what: "version",
-            found: version,
-            supported: VERSION,
-        });
-    }
-    let encoding = word(12);
+    check_fixed(&FORMAT, path, &bytes, HEADER_LEN)?;
+    let encoding = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
     if encoding != VALUE_ENCODING {
         return Err(StoreError::UnsupportedVersion {
             path: path.to_path_buf(),

@@ -74,7 +74,7 @@ use params::level_seed;
 pub use params::{Level, SPLIT_SPREAD, TreeParams};
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
-pub(crate) use snapshot::{Reader, SNAPSHOT_MAGIC};
+pub(crate) use snapshot::{Reader, SNAPSHOT_FORMAT};
 use split::Frozen;
 
 /// Index of a node in the tree.

@@ -3,12 +3,19 @@
 //! bounds-checked readers the formats share.
 
 use super::*;
-pub(crate) const SNAPSHOT_MAGIC: &[u8; 8] = b"URLSEENS";
+use urlseen_filter::frame::Format;
 /// The snapshot format version this build writes. It reads this one, version 3 (per-level
 /// routing), version 2 (no kept records) and version 1, whose leaves carried their
 /// fingerprints inline (opening such a snapshot moves them to leaf files).
 pub const SNAPSHOT_VERSION: u16 = 4;
 const SNAPSHOT_V1: u16 = 1;
+/// A snapshot's framing: magic `URLSEENS`, versions 1 to [`SNAPSHOT_VERSION`].
+pub(crate) const SNAPSHOT_FORMAT: Format = Format {
+    name: "snapshot",
+    magic: *b"URLSEENS",
+    version: SNAPSHOT_VERSION,
+    oldest: SNAPSHOT_V1,
+};
 /// Version 2: leaf files, no kept records.
 const SNAPSHOT_V2: u16 = 2;
 /// Version 3: kept records; every tree routed per level (no routing byte).
@@ -233,8 +240,7 @@ impl Dsbf {
         // However this ends, the capture ends with it (and retained filters are freed).
         let _end = EndCapture(self);
         let mut w = HashingWriter { inner: w, hasher: Xxh3::new() };
-        w.write_all(SNAPSHOT_MAGIC)?;
-        w.write_all(&SNAPSHOT_VERSION.to_le_bytes())?;
+        w.write_all(&SNAPSHOT_FORMAT.header())?;
         w.write_all(&[self.routing.to_byte(), 0, 0, 0, 0, 0])?;
         w.write_all(&info.log_offset.to_le_bytes())?;
         w.write_all(&splits_done.to_le_bytes())?;
@@ -380,15 +386,8 @@ impl Dsbf {
             return Err("a tree in memory cannot load a snapshot".into());
         };
         let mut r = HashingReader { inner: r, hasher: Xxh3::new() };
-        if r.take(8)? != SNAPSHOT_MAGIC {
-            return Err("not a urlseen snapshot (bad magic)".into());
-        }
-        let version = r.u16()?;
-        if !(SNAPSHOT_V1..=SNAPSHOT_VERSION).contains(&version) {
-            return Err(format!(
-                "snapshot version {version}, this build reads {SNAPSHOT_V1} to {SNAPSHOT_VERSION}"
-            ));
-        }
+        let head = r.array::<{ urlseen_filter::frame::HEADER_LEN }>()?;
+        let version = SNAPSHOT_FORMAT.check_header(&head).map_err(|e| e.to_string())?;
         let reserved = r.take(6)?;
         let routing = if version <= SNAPSHOT_V3 {
             Routing::Levels
@@ -556,9 +555,6 @@ impl HashingReader<'_> {
     fn u8(&mut self) -> Result<u8, String> {
         Ok(self.array::<1>()?[0])
     }
-    fn u16(&mut self) -> Result<u16, String> {
-        Ok(u16::from_le_bytes(self.array()?))
-    }
     fn u32(&mut self) -> Result<u32, String> {
         Ok(u32::from_le_bytes(self.array()?))
     }
@@ -619,10 +615,6 @@ impl<'a> Reader<'a> {
     }
     pub(crate) fn u8(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])
-    }
-    pub(crate) fn u16(&mut self) -> Result<u16, String> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
     }
     pub(crate) fn u32(&mut self) -> Result<u32, String> {
         let b = self.take(4)?;
