@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
+use crate::backing::Backing;
 use crate::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
@@ -178,9 +179,8 @@ impl Db {
             if let persist::Opened::Namespace(r) =
                 persist::recover(&dir, &options, &workers, Access::ReadWrite)?
             {
-                let upgraded =
-                    r.durable.as_ref().is_some_and(|d| d.recovery.upgraded_from.is_some());
-                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable)?;
+                let upgraded = r.backing.recovery().is_some_and(|r| r.upgraded_from.is_some());
+                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
                 if upgraded {
                     // Written in this build's format now, so the old one is never read again.
                     ns.checkpoint()?;
@@ -246,7 +246,7 @@ impl Db {
             let dir = ns_root.join(entry);
             match persist::recover(&dir, &options, &workers, Access::ReadOnly)? {
                 persist::Opened::Namespace(r) => {
-                    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.durable)?;
+                    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
                     namespaces.insert(r.name, Arc::new(ns));
                 }
                 persist::Opened::Unfinished => {}
@@ -287,6 +287,13 @@ impl Db {
     /// The fsync policy (meaningful for a persistent `Db`).
     pub fn fsync(&self) -> Fsync {
         self.inner.options.fsync
+    }
+
+    /// Whether a write's acknowledgement waits for an fsync: a persistent `Db` whose policy
+    /// syncs per commit ([`Fsync::commit_syncs`]). A server runs such writes off its event
+    /// loop.
+    pub fn commit_syncs(&self) -> bool {
+        self.path().is_some() && self.fsync().commit_syncs()
     }
 
     /// Creates namespace `name`.
@@ -338,7 +345,12 @@ impl Db {
                 };
                 let clock = Arc::clone(&inner.options.clock);
                 let gens = Generations::new(name, &options, clock, home)?;
-                Namespace::from_parts(name.to_owned(), options, Set::Recrawl(gens), None)?
+                Namespace::from_parts(
+                    name.to_owned(),
+                    options,
+                    Set::Recrawl(gens),
+                    Backing::Volatile,
+                )?
             }
             None => {
                 let leaves = match &inner.spill {
@@ -354,9 +366,9 @@ impl Db {
             }
             Some((root, _)) => {
                 let dir = dir.unwrap_or_else(|| persist::namespace_dir(root, name));
-                let (durable, set) =
+                let (backing, set) =
                     persist::create_at(dir, name, &options, &inner.options, &inner.workers)?;
-                Namespace::from_parts(name.to_owned(), options, set, durable)?
+                Namespace::from_parts(name.to_owned(), options, set, backing)?
             }
         };
         Ok(ns)
@@ -536,7 +548,7 @@ impl Db {
                 sync_dir(&root.join("ns"))?;
                 match persist::recover(&dir, &inner.options, &inner.workers, Access::ReadWrite)? {
                     persist::Opened::Namespace(r) => {
-                        Namespace::from_parts(r.name, r.options, r.set, r.durable)?
+                        Namespace::from_parts(r.name, r.options, r.set, r.backing)?
                     }
                     persist::Opened::Unfinished => {
                         return Err(Error::corrupt(&dir, "the restored namespace has no meta"));
@@ -678,8 +690,8 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
             let all: Vec<Arc<Namespace>> = inner.namespaces.read().values().cloned().collect();
             drop(inner);
             for ns in all.iter().flat_map(Namespace::parts) {
-                let Some(d) = ns.durable() else { continue };
-                if d.log.policy() == Fsync::EverySec {
+                let Some(d) = ns.backing().durable() else { continue };
+                if d.log.policy().syncs_every_second() {
                     // A failure poisons the log (or the store); writers see it on their next
                     // call.
                     let _ = ns.sync();

@@ -87,6 +87,7 @@
 //!   [`Db::in_memory`] keeps them on the heap, 8 bytes per URL.
 
 mod backend;
+mod backing;
 mod db;
 pub mod dump;
 mod error;

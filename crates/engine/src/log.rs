@@ -64,6 +64,17 @@ pub enum Fsync {
 }
 
 impl Fsync {
+    /// Whether a commit waits for its records to be synced (`always`): the one question every
+    /// caller that acknowledges a write asks of the policy.
+    pub fn commit_syncs(self) -> bool {
+        self == Fsync::Always
+    }
+
+    /// Whether a background tick syncs the log every second (`everysec`).
+    pub fn syncs_every_second(self) -> bool {
+        self == Fsync::EverySec
+    }
+
     /// The name users write: `always`, `everysec`, `no`.
     pub fn name(self) -> &'static str {
         match self {
@@ -226,7 +237,7 @@ impl LogHold<'_> {
     /// As [`FingerprintLog::commit`].
     pub fn commit(mut self, lsn: u64) -> Result<()> {
         self.committed = true;
-        self.log.flush_held(lsn, self.log.policy == Fsync::Always)
+        self.log.flush_held(lsn, self.log.policy.commit_syncs())
     }
 
     /// Drops the records appended since the hold began, so no flush ever writes them, and
@@ -517,7 +528,7 @@ impl FingerprintLog {
     /// # Errors
     /// [`Error::Io`] (the log is then poisoned) or [`Error::Poisoned`].
     pub fn commit(&self, lsn: u64) -> Result<()> {
-        self.flush_to(lsn, self.policy == Fsync::Always)
+        self.flush_to(lsn, self.policy.commit_syncs())
     }
 
     /// Writes and syncs everything appended so far (the every-second tick, checkpoints, close).

@@ -30,12 +30,13 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
 use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
 use urlseen_filter::frame::Format;
 
+use crate::backing::{Backing, Durable};
 use crate::error::{Error, Result};
 use crate::exact::{CountingSet, StoreDurability};
 use crate::leaf_log::{LeafFiles, LeafStore};
@@ -44,7 +45,7 @@ use crate::namespace::{Set, TreeExact, counting_options, index_store};
 use crate::options::{DEFAULT_GENERATIONS, NamespaceOptions, SplitMode, SplitPolicy};
 use crate::recrawl::{Clock, GENERATIONS_DIR, Generations, SystemClock};
 use crate::storage::{OsStorage, Storage};
-use crate::tree::{Dsbf, Logged, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
 /// leaves it was made with. Version 3 added the recrawl window; it is written only for a
@@ -108,140 +109,6 @@ pub struct RecoveryReport {
     pub upgraded_from: Option<u16>,
 }
 
-/// The on-disk side of one namespace.
-#[derive(Debug)]
-pub(crate) struct Durable {
-    pub dir: PathBuf,
-    pub storage: Arc<dyn Storage>,
-    pub log: FingerprintLog,
-    pub checkpoint_bytes: u64,
-    /// Log offset covered by the newest snapshot on disk.
-    pub snapshot_end: AtomicU64,
-    /// Bytes of the newest snapshot on disk (the next checkpoint waits for the log to grow by
-    /// as much, so checkpoints cost O(1) amortized per URL however large the filters are).
-    pub snapshot_bytes: AtomicU64,
-    /// One checkpoint at a time.
-    pub checkpointing: Mutex<()>,
-    pub recovery: RecoveryReport,
-    /// A read-only open of a counting namespace: the copy of its store it reads (dropped after
-    /// the set, which is declared before `durable` in `Namespace`).
-    pub _scratch: Option<tempfile::TempDir>,
-}
-
-impl Durable {
-    /// Records newly recorded fingerprints, and those kept (see [`RecordKind::Kept`]), in the
-    /// log (buffered; `commit` makes them count).
-    /// Fingerprints whose hosts are known go in the kinds with hosts (12 bytes a URL), the
-    /// others (raw items, fingerprints) in the plain ones (8 bytes).
-    pub fn append(&self, logged: &Logged<'_>, lsn: &mut u64) -> Result<()> {
-        let known = |hosts: &[u32]| hosts.iter().any(|&h| h != 0);
-        if !logged.new.is_empty() {
-            *lsn = match known(logged.new_hosts) {
-                true => self.log.append_with_hosts(
-                    RecordKind::RecordedHosts,
-                    logged.new,
-                    logged.new_hosts,
-                )?,
-                false => self.log.append(RecordKind::Recorded, logged.new)?,
-            };
-        }
-        if !logged.kept.is_empty() {
-            *lsn = match known(logged.kept_hosts) {
-                true => self.log.append_with_hosts(
-                    RecordKind::KeptHosts,
-                    logged.kept,
-                    logged.kept_hosts,
-                )?,
-                false => self.log.append(RecordKind::Kept, logged.kept)?,
-            };
-        }
-        Ok(())
-    }
-
-    /// Writes a snapshot of `tree` covering the log up to now, streamed to disk (no copy of
-    /// the filters in memory). Then, before it replaces the old one: the log is synced up to
-    /// its offset, `sync_store` runs (exact mode syncs its store there, so the store holds
-    /// everything the snapshot covers and recovery need only reconcile the tail), and the
-    /// leaf files it names are synced. The files of leaves retired before it are deleted once
-    /// it is in place.
-    pub fn checkpoint(&self, tree: &Dsbf, sync_store: &dyn Fn() -> Result<()>) -> Result<()> {
-        // A log that refuses writes (poisoned, or opened read-only) would refuse the sync
-        // below anyway: refuse before a temporary snapshot file is made.
-        self.log.check()?;
-        let _one = self.checkpointing.lock();
-        let LeafStore::Files(files) = tree.leaf_store() else {
-            return Err(Error::InvalidOption {
-                name: "storage",
-                reason: "a namespace in memory has no snapshot".into(),
-            });
-        };
-        let path = self.dir.join("snapshot");
-        let mut info = None;
-        let mut failed = None;
-        let mut written = 0u64;
-        let result = self.storage.write_atomic_with(&path, &mut |w| {
-            let mut counted = CountingWriter { inner: w, bytes: 0 };
-            let taken = loop {
-                tree.complete_splits();
-                if let Err(e) = tree.check() {
-                    failed = Some(e);
-                    return Err(std::io::Error::other("a split failed"));
-                }
-                if let Some(taken) = tree.write_snapshot(&mut counted, &|| self.log.end())? {
-                    break taken;
-                }
-            };
-            written = counted.bytes;
-            // The snapshot must never claim log bytes or leaf file bytes that a power loss
-            // could take back: sync them before it replaces the old one.
-            let synced = self
-                .log
-                .sync_all()
-                .and_then(|()| sync_store())
-                .and_then(|()| files.sync(&taken.leaves));
-            if let Err(e) = synced {
-                failed = Some(e);
-                return Err(std::io::Error::other("sync before the snapshot failed"));
-            }
-            info = Some(taken);
-            Ok(())
-        });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        result.map_err(|e| Error::io("write snapshot", &path, e))?;
-        let Some(info) = info else { return Ok(()) };
-        self.snapshot_end.store(info.log_offset, Ordering::Release);
-        self.snapshot_bytes.store(written, Ordering::Release);
-        files.remove(&info.retired)
-    }
-
-    /// Whether the log grew enough since the last snapshot to take a new one: by
-    /// `checkpoint_bytes`, and by at least the size of the last snapshot.
-    pub fn wants_checkpoint(&self) -> bool {
-        let grown = self.log.end().saturating_sub(self.snapshot_end.load(Ordering::Acquire));
-        grown >= self.checkpoint_bytes.max(self.snapshot_bytes.load(Ordering::Acquire))
-    }
-}
-
-/// Counts the bytes written through it.
-struct CountingWriter<'a> {
-    inner: &'a mut dyn std::io::Write,
-    bytes: u64,
-}
-
-impl std::io::Write for CountingWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// The leaf files of the namespace in `dir`.
 fn leaf_files(dir: &Path, db: &DbOptions) -> Result<Arc<LeafFiles>> {
     LeafFiles::open(Arc::clone(&db.storage), dir.join(LEAVES_DIR), true)
@@ -265,7 +132,7 @@ pub(crate) fn create_at(
     options: &NamespaceOptions,
     db: &DbOptions,
     workers: &Arc<SplitWorkers>,
-) -> Result<(Option<Durable>, Set)> {
+) -> Result<(Backing, Set)> {
     let storage = &db.storage;
     // The Db has no namespace of this name, so anything in its directory is left over (a drop
     // whose removal failed half-way, an unfinished create): an old store or snapshot there
@@ -284,7 +151,7 @@ pub(crate) fn create_at(
         storage
             .write_atomic(&meta, &encode_meta(name, options))
             .map_err(|e| Error::io("write", &meta, e))?;
-        return Ok((None, Set::Recrawl(gens)));
+        return Ok((Backing::Volatile, Set::Recrawl(gens)));
     }
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     let leaves = LeafStore::Files(leaf_files(&dir, db)?);
@@ -306,7 +173,7 @@ pub(crate) fn create_at(
         recovery: RecoveryReport::default(),
         _scratch: None,
     };
-    Ok((Some(durable), set))
+    Ok((Some(durable).into(), set))
 }
 
 /// The directory of an exact-mode namespace's fingerprint store.
@@ -408,7 +275,7 @@ pub(crate) struct Recovered {
     pub options: NamespaceOptions,
     pub set: Set,
     /// `None` for a recrawl window (its generations have their own).
-    pub durable: Option<Durable>,
+    pub backing: Backing,
 }
 
 /// How a data directory is opened.
@@ -471,7 +338,12 @@ pub(crate) fn recover(
     if options.recrawl_after.is_some() {
         let gens = Generations::recover(&name, &options, dir, db, workers, access)?;
         let set = Set::Recrawl(gens);
-        return Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable: None })));
+        return Ok(Opened::Namespace(Box::new(Recovered {
+            name,
+            options,
+            set,
+            backing: Backing::Volatile,
+        })));
     }
     let params = TreeParams::from(&options);
     let mut report = RecoveryReport::default();
@@ -579,7 +451,7 @@ pub(crate) fn recover(
         recovery: report,
         _scratch: scratch,
     };
-    Ok(Opened::Namespace(Box::new(Recovered { name, options, set, durable: Some(durable) })))
+    Ok(Opened::Namespace(Box::new(Recovered { name, options, set, backing: Some(durable).into() })))
 }
 
 /// A copy of the store directory `store` in a new temporary directory (as `store/` there), for

@@ -294,7 +294,7 @@ impl Generations {
             match persist::recover(&path, db, workers, access)? {
                 persist::Opened::Namespace(r) => {
                     let hosts = Arc::clone(&gens.hosts);
-                    let ns = Namespace::with_hosts(r.name, r.options, r.set, r.durable, hosts)?;
+                    let ns = Namespace::with_hosts(r.name, r.options, r.set, r.backing, hosts)?;
                     live.push(Generation { start, ns: Arc::new(ns) });
                 }
                 persist::Opened::Unfinished => {}
@@ -382,10 +382,10 @@ impl Generations {
             }
             Home::Dir { workers, db, dir, .. } => {
                 let at = self.generation_dir(dir, start);
-                let (durable, set) = persist::create_at(at, &name, &options, db, workers)?;
+                let (backing, set) = persist::create_at(at, &name, &options, db, workers)?;
                 // The generation directory is in place: make its name durable with it.
                 sync_dir(&dir.join(GENERATIONS_DIR));
-                Namespace::with_hosts(name, options, set, durable, Arc::clone(&self.hosts))
+                Namespace::with_hosts(name, options, set, backing, Arc::clone(&self.hosts))
             }
         }
     }

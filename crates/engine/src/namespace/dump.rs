@@ -80,18 +80,14 @@ impl Namespace {
                 reason: "a counting namespace cannot be restored from a dump",
             });
         };
-        if let Some(d) = &self.durable {
-            d.log.check()?;
-        }
+        self.backing.check()?;
         tree.check()?;
-        let mut lsn = 0;
+        let mut lsn = Lsn(0);
         {
             let mut log = |logged: &Logged<'_>| -> Result<u64> {
-                let Some(d) = &self.durable else { return Ok(0) };
-                let mut end = 0;
-                d.append(logged, &mut end)?;
+                let end = self.backing.append(logged)?;
                 lsn = lsn.max(end);
-                Ok(end)
+                Ok(end.0)
             };
             let mut out = vec![false; recorded.len()];
             tree.insert_batch_with(recorded, &[], &mut out, Mode::Record, &mut log)?;
@@ -99,11 +95,7 @@ impl Namespace {
             tree.insert_batch_with(kept, &[], &mut out, Mode::Keep, &mut log)?;
         }
         tree.check()?;
-        if let Some(d) = &self.durable
-            && lsn > 0
-        {
-            d.log.commit(lsn)?;
-        }
+        self.backing.commit(lsn)?;
         Ok(())
     }
 }

@@ -46,13 +46,9 @@ impl Namespace {
         let Set::Counting(set) = &self.set else {
             return Err(Error::ForgetUnsupported(self.name.clone()));
         };
-        if let Some(d) = &self.durable {
-            d.log.check()?;
-        }
+        self.backing.check()?;
         set.forget_many(fps, out)?;
-        if let Some(d) = &self.durable
-            && d.log.policy() == Fsync::Always
-        {
+        if self.backing.commit_syncs() {
             set.sync()?;
         }
         Ok(())
@@ -162,9 +158,7 @@ impl Namespace {
             // Each live generation, in turn.
             Set::Recrawl(gens) => return gens.forget_host(h, check),
             Set::Counting(set) => {
-                if let Some(d) = &self.durable {
-                    d.log.check()?;
-                }
+                self.backing.check()?;
                 // The store is the source of truth, and each fingerprint leaves it before its
                 // counters go: a crash part-way leaves part of the host forgotten, and the
                 // forget not acknowledged (run it again).
@@ -172,12 +166,7 @@ impl Namespace {
                 if outcome == Err(u64::MAX) {
                     check()?;
                 }
-                if let Some(d) = &self.durable {
-                    set.sync().map_err(|e| {
-                        d.log.poison_for(format!("namespace {:?}: {e}", self.name));
-                        e
-                    })?;
-                }
+                self.sync_store(set)?;
                 return outcome.map_err(|records| Error::ForgetHostUnknown {
                     name: self.name.clone(),
                     records,
@@ -189,14 +178,24 @@ impl Namespace {
         }
         let mut logged = || -> Result<()> {
             check()?;
-            if let Some(d) = &self.durable {
-                d.log.append_with_hosts(crate::log::RecordKind::ForgetHost, &[], &[h])?;
-            }
+            self.backing.append_forget(crate::log::RecordKind::ForgetHost, &[], &[h])?;
             Ok(())
         };
         let count =
             self.forget_in_tree(tree, exact.as_ref(), "by host", &|r| r.host == h, &mut logged)?;
         Ok(count.recorded)
+    }
+
+    /// After a forget in a counting namespace's store, in a data directory: syncs it, and a
+    /// failed sync poisons the namespace (the store may hold part of the forget).
+    fn sync_store(&self, set: &crate::exact::CountingSet) -> Result<()> {
+        if self.backing.durable().is_none() {
+            return Ok(());
+        }
+        set.sync().map_err(|e| {
+            self.backing.poison(|| format!("namespace {:?}: {e}", self.name));
+            e.into()
+        })
     }
 
     /// Forgets the records of `tree` that `drop` matches, durably, in the order
@@ -217,18 +216,16 @@ impl Namespace {
         drop: &dyn Fn(&crate::leaf_log::LeafRecord) -> bool,
         logged: &mut dyn FnMut() -> Result<()>,
     ) -> Result<crate::tree::ForgetCount> {
-        if let Some(d) = &self.durable {
-            d.log.check()?;
-        }
+        self.backing.check()?;
         tree.check()?;
         // No checkpoint from here until the leaves are rewritten: a snapshot of a tree half
         // rewritten, or one taken before the forget record, must never be on disk with them.
-        let one = self.durable.as_ref().map(|d| d.checkpointing.lock());
+        let one = self.backing.hold_checkpoints();
         let unknown = tree.count_records(&|r| r.host == 0)?;
         if unknown > 0 {
             return Err(Error::ForgetHostUnknown { name: self.name.clone(), records: unknown });
         }
-        if let Some(d) = &self.durable {
+        if let Some(d) = self.backing.durable() {
             // Without a snapshot, recovery replays the whole log into new leaf files, the
             // forget record included, whatever state the leaf files were left in.
             let path = d.dir.join("snapshot");
@@ -240,7 +237,7 @@ impl Namespace {
             // Under the tree's exclusive lock: every record before it in the log is in the
             // tree, and none after it.
             logged()?;
-            self.durable.as_ref().map_or(Ok(()), |d| d.log.sync_all())
+            self.backing.sync()
         };
         let result = tree.forget_where(drop, &mut before);
         if let Some(exact) = exact {
@@ -249,20 +246,18 @@ impl Namespace {
         let count = match result {
             Ok(count) => count,
             Err(e) => {
-                if let Some(d) = &self.durable {
-                    d.log.poison_for(format!(
+                self.backing.poison(|| {
+                    format!(
                         "namespace {:?}: a forget {what} failed half-way ({e}); reopen to \
                          finish it from the log",
                         self.name
-                    ));
-                }
+                    )
+                });
                 return Err(e);
             }
         };
         std::mem::drop(one);
-        if let Some(d) = &self.durable {
-            d.checkpoint(tree, &|| Ok(()))?;
-        }
+        self.backing.checkpoint(tree)?;
         Ok(count)
     }
 
@@ -344,10 +339,8 @@ impl Namespace {
                     // Nothing is recorded from here until the forget is done: what was
                     // journaled meanwhile is read too.
                     scan(scanned, urls.end()?)?;
-                    if let Some(d) = &self.durable {
-                        let fps: Vec<u64> = found.borrow().iter().copied().collect();
-                        d.log.append_with_hosts(crate::log::RecordKind::ForgetUrls, &fps, &[h])?;
-                    }
+                    let fps: Vec<u64> = found.borrow().iter().copied().collect();
+                    self.backing.append_forget(crate::log::RecordKind::ForgetUrls, &fps, &[h])?;
                     Ok(())
                 };
                 let drop = |r: &crate::leaf_log::LeafRecord| {
@@ -358,9 +351,7 @@ impl Namespace {
                 Ok(count.recorded)
             }
             Set::Counting(set) => {
-                if let Some(d) = &self.durable {
-                    d.log.check()?;
-                }
+                self.backing.check()?;
                 // Records with no host have no entry: they might be URLs under the prefix.
                 let unknown = set.count_host(0)?;
                 if unknown > 0 {
@@ -373,11 +364,7 @@ impl Namespace {
                 let fps: Vec<u64> = found.into_inner().into_iter().collect();
                 let mut out = vec![false; fps.len()];
                 let result = set.forget_many(&fps, &mut out);
-                if let Some(d) = &self.durable {
-                    set.sync().inspect_err(|e| {
-                        d.log.poison_for(format!("namespace {:?}: {e}", self.name));
-                    })?;
-                }
+                self.sync_store(set)?;
                 result?;
                 Ok(out.iter().filter(|&&forgotten| forgotten).count() as u64)
             }

@@ -5,15 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
+use crate::backing::{Backing, Lsn};
 use crate::error::{Error, Result};
 use crate::exact::{CountingOptions, CountingSet, ExactOptions, ExactStats, RecentCache};
 use crate::fingerprint::Fingerprinter;
 use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_index::IndexStore;
 use crate::leaf_log::LeafStore;
-use crate::log::Fsync;
 use crate::options::NamespaceOptions;
-use crate::persist::{Durable, RecoveryReport};
+use crate::persist::RecoveryReport;
 use crate::recrawl::{Generations, RecrawlReport};
 use crate::reserve::{InFlight, Reservation};
 use crate::tree::{Dsbf, ExactHooks, LeafStats, Logged, Mode, SplitWorkers};
@@ -35,7 +35,8 @@ pub struct Namespace {
     options: NamespaceOptions,
     fingerprinter: Fingerprinter,
     set: Set,
-    durable: Option<Durable>,
+    /// Where its answers rest: the process, or a data directory.
+    backing: Backing,
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
     in_flight: InFlight,
     /// The hosts recorded under each host hash: the collision guard of a forget by host. A
@@ -136,24 +137,24 @@ impl Namespace {
             };
             Set::Tree { tree, exact }
         };
-        Self::from_parts(name, options, set, None)
+        Self::from_parts(name, options, set, Backing::Volatile)
     }
 
     pub(crate) fn from_parts(
         name: String,
         options: NamespaceOptions,
         set: Set,
-        durable: Option<Durable>,
+        backing: Backing,
     ) -> Result<Self> {
-        let hosts = match (&durable, &set) {
+        let hosts = match (backing.durable(), &set) {
             (_, Set::Recrawl(gens)) => gens.hosts(),
             (Some(d), _) => {
-                let read_only = d.log.is_read_only();
+                let read_only = backing.is_read_only();
                 Arc::new(HostDict::open(&d.storage, &d.dir, read_only, options.seed)?)
             }
             (None, _) => Arc::new(HostDict::in_memory()),
         };
-        Self::with_hosts(name, options, set, durable, hosts)
+        Self::with_hosts(name, options, set, backing, hosts)
     }
 
     /// A namespace whose records' hosts are listed in `hosts`: its own, or for a generation
@@ -167,17 +168,17 @@ impl Namespace {
         name: String,
         options: NamespaceOptions,
         set: Set,
-        durable: Option<Durable>,
+        backing: Backing,
         hosts: Arc<HostDict>,
     ) -> Result<Self> {
-        if let (Some(d), Some(file)) = (&durable, hosts.file()) {
+        if let (Some(d), Some(file)) = (backing.durable(), hosts.file()) {
             d.log.precede_with(file);
         }
         let urls = match options.keep_urls {
-            true => Some(Arc::new(Self::open_url_journal(&set, durable.as_ref())?)),
+            true => Some(Arc::new(Self::open_url_journal(&set, &backing)?)),
             false => None,
         };
-        if let (Some(urls), Some(d)) = (&urls, &durable) {
+        if let (Some(urls), Some(d)) = (&urls, backing.durable()) {
             // Every entry is on disk before the records that rely on it are.
             d.log.precede_with(Arc::clone(urls) as Arc<dyn crate::log::Precedes>);
         }
@@ -187,7 +188,7 @@ impl Namespace {
             options,
             fingerprinter,
             set,
-            durable,
+            backing,
             in_flight: InFlight::default(),
             hosts,
             urls,
@@ -196,8 +197,8 @@ impl Namespace {
 
     /// The URL journal of a namespace that keeps its URLs: in its data directory, beside its
     /// leaf files in a spill directory, or on the heap with the leaves.
-    fn open_url_journal(set: &Set, durable: Option<&Durable>) -> Result<UrlJournal> {
-        if let Some(d) = durable {
+    fn open_url_journal(set: &Set, backing: &Backing) -> Result<UrlJournal> {
+        if let Some(d) = backing.durable() {
             // Only a namespace that holds nothing may start a journal: one whose journal is
             // gone would forget none of the URLs recorded before by prefix, silently.
             let empty = match set {
@@ -205,7 +206,12 @@ impl Namespace {
                 Set::Counting(set) => set.is_empty(),
                 Set::Recrawl(_) => true,
             };
-            return UrlJournal::open(&d.storage, &d.dir.join("urls"), d.log.is_read_only(), empty);
+            return UrlJournal::open(
+                &d.storage,
+                &d.dir.join("urls"),
+                backing.is_read_only(),
+                empty,
+            );
         }
         match set {
             Set::Tree { tree, .. } => match tree.leaf_store() {
@@ -225,8 +231,8 @@ impl Namespace {
         &self.in_flight
     }
 
-    pub(crate) fn durable(&self) -> Option<&Durable> {
-        self.durable.as_ref()
+    pub(crate) fn backing(&self) -> &Backing {
+        &self.backing
     }
 
     /// The namespace's name.
@@ -414,7 +420,7 @@ impl Namespace {
     /// # Errors
     /// As [`Self::seen_fingerprints`].
     pub fn seen_fingerprint(&self, fp: u64) -> Result<bool> {
-        if let (Set::Tree { tree, exact: None }, None) = (&self.set, &self.durable) {
+        if let (Set::Tree { tree, exact: None }, Backing::Volatile) = (&self.set, &self.backing) {
             let in_flight = self.in_flight.read();
             return Ok(in_flight.contains(&fp) || tree.insert(fp));
         }
@@ -587,12 +593,12 @@ impl Namespace {
         mode: Mode,
     ) -> Result<()> {
         let result = self.seen_fingerprints_inner(fps, hosts, out, then, mode);
-        if let (Err(e @ Error::Store(_)), Some(d)) = (&result, &self.durable) {
+        if let Err(e @ Error::Store(_)) = &result {
             // A store failure can leave the batch half-recorded (bits set, some fingerprints
             // stored) with no acknowledgement given: refuse every later write until the data
             // directory is reopened, where recovery rebuilds from the log, which has none of
             // it. Otherwise a retry could answer "seen" for a URL never acknowledged as new.
-            d.log.poison_for(format!("namespace {:?}: {e}; reopen to recover", self.name));
+            self.backing.poison(|| format!("namespace {:?}: {e}; reopen to recover", self.name));
         }
         result
     }
@@ -612,12 +618,10 @@ impl Namespace {
         };
         let tree = match &self.set {
             Set::Counting(set) => {
-                if let Some(d) = &self.durable {
-                    d.log.check()?;
-                    // The store has no log in front of it: the hosts its records carry are
-                    // written out before it is (see `crate::host_dict`).
-                    d.log.flush_first(false)?;
-                }
+                self.backing.check()?;
+                // The store has no log in front of it: the hosts its records carry are written
+                // out before it is (see `crate::host_dict`).
+                self.backing.flush_first(false)?;
                 // The answers are handed on before the store is written: a crash between the
                 // two hands them on again (at-least-once), and nothing is recorded unprinted.
                 set.seen_many_then(fps, hosts, out, |answers| {
@@ -626,10 +630,8 @@ impl Namespace {
                 .map_err(handed_on)?;
                 // Under `always` one sync per batch (the store writes buffered), the hosts
                 // file's first.
-                if let Some(d) = &self.durable
-                    && d.log.policy() == Fsync::Always
-                {
-                    d.log.flush_first(true)?;
+                if self.backing.commit_syncs() {
+                    self.backing.flush_first(true)?;
                     set.sync()?;
                 }
                 return Ok(());
@@ -637,23 +639,16 @@ impl Namespace {
             Set::Recrawl(gens) => return gens.seen(fps, hosts, out, then),
             Set::Tree { tree, .. } => tree,
         };
-        if let Some(d) = &self.durable {
-            d.log.check()?;
-        }
+        self.backing.check()?;
         tree.check()?;
         // Nothing of this batch reaches the log file before `then` has seen the answers. (Only
         // then: a hold keeps every other writer's flush waiting.)
-        let hold = match (&self.durable, &then) {
-            (Some(d), Some(_)) => Some(d.log.hold()),
-            _ => None,
-        };
-        let mut lsn = 0;
+        let hold = then.as_ref().and_then(|_| self.backing.hold());
+        let mut lsn = Lsn(0);
         let mut log_new = |logged: &Logged<'_>| -> Result<u64> {
-            let Some(d) = &self.durable else { return Ok(0) };
-            let mut end = 0;
-            d.append(logged, &mut end)?;
+            let end = self.backing.append(logged)?;
             lsn = lsn.max(end);
-            Ok(end)
+            Ok(end.0)
         };
         match &self.set {
             Set::Tree { exact: Some(exact), .. } if mode == Mode::CheckAndInsert => {
@@ -681,16 +676,16 @@ impl Namespace {
             }
             return Err(handed_on(e));
         }
-        let Some(d) = &self.durable else { return Ok(()) };
         // A "seen" may rest on another writer's record that is appended (under the leaf's lock,
         // before its bits could be seen) but not yet written or synced: it is an
         // acknowledgement too, so it waits for everything appended so far. (Group commit makes
         // this a wait for a sync already under way, and nothing when all is durable.)
-        let end = if out.iter().any(|&seen| seen) { d.log.end() } else { lsn };
+        let end = if out.iter().any(|&seen| seen) { self.backing.end() } else { lsn };
         match hold {
-            Some(hold) => hold.commit(end)?,
-            None if end > 0 => d.log.commit(end)?,
-            None => {}
+            Some(hold) => hold.commit(end.0)?,
+            None => {
+                self.backing.commit(end)?;
+            }
         }
         Ok(())
     }
@@ -722,12 +717,12 @@ impl Namespace {
             Set::Tree { tree, exact } => {
                 if exact.is_none()
                     && self.options.is_exact()
-                    && let Some(d) = &self.durable
+                    && let Some(dir) = self.backing.dir()
                 {
                     // Opened read-only, without the index that confirms a Bloom positive: a
                     // positive here could be a false one, which exact mode never answers.
                     return Err(Error::ReadOnly {
-                        path: d.dir.clone(),
+                        path: dir.to_owned(),
                         what: "an exact-mode lookup needs the leaf index, which a read-only \
                                open does not build",
                     });
@@ -788,10 +783,9 @@ impl Namespace {
 
     /// The directory of this namespace, in a data directory.
     pub(crate) fn data_dir(&self) -> Option<&std::path::Path> {
-        match (&self.set, &self.durable) {
-            (Set::Recrawl(gens), _) => gens.dir(),
-            (_, Some(d)) => Some(&d.dir),
-            _ => None,
+        match &self.set {
+            Set::Recrawl(gens) => gens.dir(),
+            _ => self.backing.dir(),
         }
     }
 
@@ -813,14 +807,13 @@ impl Namespace {
         if let Set::Recrawl(gens) = &self.set {
             return gens.namespaces().iter().try_for_each(|ns| ns.checkpoint());
         }
-        let Some(d) = &self.durable else { return Ok(()) };
         match &self.set {
-            Set::Tree { tree, .. } => d.checkpoint(tree, &|| Ok(())),
-            Set::Counting(set) => {
-                d.log.flush_first(true)?;
+            Set::Tree { tree, .. } => self.backing.checkpoint(tree),
+            Set::Counting(set) if self.backing.durable().is_some() => {
+                self.backing.flush_first(true)?;
                 Ok(set.sync()?)
             }
-            Set::Recrawl(_) => Ok(()),
+            Set::Counting(_) | Set::Recrawl(_) => Ok(()),
         }
     }
 
@@ -832,10 +825,12 @@ impl Namespace {
         if let Set::Recrawl(gens) = &self.set {
             return gens.namespaces().iter().try_for_each(|ns| ns.sync());
         }
-        let Some(d) = &self.durable else { return Ok(()) };
-        d.log.sync_all()?;
+        if self.backing.durable().is_none() {
+            return Ok(());
+        }
+        self.backing.sync()?;
         if let Set::Counting(set) = &self.set {
-            d.log.flush_first(true)?;
+            self.backing.flush_first(true)?;
             set.sync()?;
         }
         Ok(())
@@ -843,6 +838,6 @@ impl Namespace {
 
     /// What recovery found when this namespace was opened (persistent `Db` only).
     pub fn recovery(&self) -> Option<&RecoveryReport> {
-        self.durable.as_ref().map(|d| &d.recovery)
+        self.backing.recovery()
     }
 }

@@ -42,9 +42,7 @@ impl Namespace {
         if let Set::Recrawl(gens) = &self.set {
             return gens.reserve(fps, hosts, out);
         }
-        if let Some(d) = &self.durable {
-            d.log.check()?;
-        }
+        self.backing.check()?;
         if let Set::Tree { tree, .. } = &self.set {
             tree.check()?;
         }
@@ -81,12 +79,7 @@ impl Namespace {
             true => Vec::new(),
             false => hosts.iter().zip(out).filter(|p| *p.1).map(|p| *p.0).collect(),
         };
-        let mut log = |logged: &Logged<'_>| -> Result<u64> {
-            let Some(d) = &self.durable else { return Ok(0) };
-            let mut end = 0;
-            d.append(logged, &mut end)?;
-            Ok(end)
-        };
+        let mut log = |logged: &Logged<'_>| -> Result<u64> { Ok(self.backing.append(logged)?.0) };
         let mut scratch = vec![false; positives.len()];
         // A positive gone meanwhile (a split dropped a false one before this) is recorded as
         // new: answered "seen", it stays seen.
@@ -112,8 +105,8 @@ impl Namespace {
     ) -> Result<()> {
         let mut out = vec![false; taken.len()];
         self.seen_fingerprints_guarded(taken, hosts, &mut out, None, Mode::Record)?;
-        if let (true, Some(d)) = (any_seen, &self.durable) {
-            d.log.commit(d.log.end())?;
+        if any_seen {
+            self.backing.commit(self.backing.end())?;
         }
         Ok(())
     }

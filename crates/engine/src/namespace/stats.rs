@@ -30,7 +30,7 @@ impl Namespace {
             stats.disk_bytes += disk;
             stats.kept_urls = Some(urls.entries());
         }
-        stats.persistence = self.durable.as_ref().map(|d| {
+        stats.persistence = self.backing.durable().map(|d| {
             let l = d.log.stats();
             stats.disk_bytes +=
                 l.bytes + d.snapshot_bytes.load(std::sync::atomic::Ordering::Acquire);

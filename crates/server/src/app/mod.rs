@@ -37,8 +37,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use urlseen_canon::Canonicalizer;
 use urlseen_engine::{
-    CanonOptions, Db, Fsync, Namespace, NamespaceOptions, Profile, Reservation, SplitMode,
-    SplitPolicy,
+    CanonOptions, Db, Namespace, NamespaceOptions, Profile, Reservation, SplitMode, SplitPolicy,
 };
 
 use urlseen_engine::redis::RedisDb;
@@ -329,11 +328,7 @@ impl App {
     /// hands its other tasks to another thread meanwhile, so other connections' writes keep
     /// coming and share the next group commit. Anything else runs inline.
     fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        if self.db.path().is_some() && self.db.fsync() == Fsync::Always {
-            blocking_call(f)
-        } else {
-            f()
-        }
+        if self.db.commit_syncs() { blocking_call(f) } else { f() }
     }
 
     /// An app over an in-memory `Db` with default settings (for tests and examples).
@@ -584,7 +579,7 @@ impl App {
         self.check_memory()?;
         let reservation =
             ns.reserve_fingerprints_hosts(fps, hosts, out).map_err(|e| write_error(&e))?;
-        let blocking = self.db.path().is_some() && self.db.fsync() == Fsync::Always;
+        let blocking = self.db.commit_syncs();
         on_reply.push(Box::new(RecordOnReply { reservation, blocking }));
         Ok(())
     }
