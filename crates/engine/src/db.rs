@@ -158,7 +158,7 @@ impl Db {
     /// As [`Db::open`].
     pub fn open_with(dir: impl AsRef<Path>, options: DbOptions) -> Result<Self> {
         let root = dir.as_ref().to_owned();
-        let lock = DirLock::acquire(&root)?;
+        let lock = DirLock::acquire(options.storage.as_ref(), &root)?;
         let ns_root = root.join("ns");
         options.storage.create_dir_all(&ns_root).map_err(|e| Error::io("create", &ns_root, e))?;
         let workers = SplitWorkers::new(1);
@@ -233,8 +233,8 @@ impl Db {
         if !ns_root.is_dir() {
             return Err(Error::corrupt(&root, "not a urlseen data directory (no ns/ inside)"));
         }
-        let lock = DirLock::shared_if_exists(&root)?;
         let options = DbOptions::default();
+        let lock = DirLock::shared_if_exists(options.storage.as_ref(), &root)?;
         let workers = SplitWorkers::new(1);
         let mut namespaces = BTreeMap::new();
         let mut entries =
@@ -424,7 +424,7 @@ impl Db {
             // `*.dropped.tmp` directory, which open finishes removing, never a namespace
             // without its meta (which open refuses, since it cannot tell it from damage).
             let aside = dropped_path(dir);
-            std::fs::rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
+            storage.rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
             storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
         } else if let Some(spill) = &self.inner.spill {
             let dir = persist::namespace_dir(spill.path(), name);
@@ -543,9 +543,9 @@ impl Db {
                 let dir = persist::namespace_dir(root, name);
                 let storage = &inner.options.storage;
                 storage.remove_dir_all(&dir).map_err(|e| Error::io("remove leftover", &dir, e))?;
-                std::fs::rename(&aside, &dir).map_err(|e| Error::io("rename", &aside, e))?;
+                // Durably: the new name is synced with its directory.
+                storage.rename(&aside, &dir).map_err(|e| Error::io("rename", &aside, e))?;
                 restore.dir = Some(dir.clone());
-                sync_dir(&root.join("ns"))?;
                 match persist::recover(&dir, &inner.options, &inner.workers, Access::ReadWrite)? {
                     persist::Opened::Namespace(r) => {
                         Namespace::from_parts(r.name, r.options, r.set, r.backing)?
@@ -746,10 +746,6 @@ fn restore_path(root: &Path, name: &str) -> PathBuf {
     let mut file = dir.file_name().unwrap_or_default().to_owned();
     file.push(RESTORE_SUFFIX);
     dir.with_file_name(file)
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(|e| Error::io("fsync", dir, e))
 }
 
 /// What a namespace directory is renamed to while it is dropped.

@@ -26,8 +26,6 @@
 //! the repairs: nothing is cut, deleted, upgraded, built or created, and what the log replay
 //! records stays in memory (see `docs/durability.md`, "Read-only opens").
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -38,13 +36,13 @@ use urlseen_filter::frame::Format;
 
 use crate::backing::{Backing, Durable};
 use crate::error::{Error, Result};
-use crate::exact::{CountingSet, StoreDurability};
+use crate::exact::{CountingSet, StoreDurability, StoreOptions};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::{Set, TreeExact, counting_options, index_store};
 use crate::options::{DEFAULT_GENERATIONS, NamespaceOptions, SplitMode, SplitPolicy};
 use crate::recrawl::{Clock, GENERATIONS_DIR, Generations, SystemClock};
-use crate::storage::{OsStorage, Storage};
+use crate::storage::{Lock, LockGuard, LockMode, OsStorage, Storage};
 use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
@@ -156,7 +154,7 @@ pub(crate) fn create_at(
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     let leaves = LeafStore::Files(leaf_files(&dir, db)?);
     let tree = Dsbf::new(TreeParams::from(options), Arc::clone(workers), leaves);
-    let set = open_set(&dir, options, tree, true)?;
+    let set = open_set(storage, &dir, options, tree, true)?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
     storage
@@ -182,18 +180,28 @@ const STORE_DIR: &str = "store";
 /// The set of a namespace in `dir`: `tree` alone (Bloom-only), `tree` with an exact index, or
 /// counting filters. `create`: the namespace is new, so its store may be created; otherwise a
 /// missing store is an error (an empty one would answer "new" for every recorded URL).
-fn open_set(dir: &Path, options: &NamespaceOptions, tree: Arc<Dsbf>, create: bool) -> Result<Set> {
+fn open_set(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    options: &NamespaceOptions,
+    tree: Arc<Dsbf>,
+    create: bool,
+) -> Result<Set> {
     let store_dir = dir.join(STORE_DIR);
     if options.counting {
         // The counting set's store is its own source of truth (the filters are rebuilt from
         // it). Buffered: the namespace syncs it once per batch under `always` (an fsync per
         // store write would be one per refcount update, under the set's one lock).
-        let durability = StoreDurability::Buffered;
+        let store = StoreOptions {
+            durability: StoreDurability::Buffered,
+            storage: Arc::clone(storage),
+            ..StoreOptions::default()
+        };
         let counting = counting_options(options)?;
         let set = if create {
-            CountingSet::open(&store_dir, durability, counting)?
+            CountingSet::open_with(&store_dir, store, counting)?
         } else {
-            CountingSet::open_existing(&store_dir, durability, counting)?
+            CountingSet::open_existing_with(&store_dir, store, counting)?
         };
         return Ok(Set::Counting(set));
     }
@@ -204,17 +212,10 @@ fn open_set(dir: &Path, options: &NamespaceOptions, tree: Arc<Dsbf>, create: boo
     // open. Version 0.1 kept a second copy of every fingerprint in an LSM store: the leaf
     // files and the log hold all of it, so that copy goes once the index is built.
     let exact = TreeExact::enable(&tree, index_store(&tree)?)?;
-    storage_remove_dir(&store_dir)?;
+    storage
+        .remove_dir_all(&store_dir)
+        .map_err(|e| Error::io("remove the old fingerprint store", &store_dir, e))?;
     Ok(Set::Tree { tree, exact: Some(exact) })
-}
-
-/// Removes `dir` if it exists.
-fn storage_remove_dir(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove the old fingerprint store", dir, e)),
-    }
 }
 
 /// Replays one log record after the snapshot into `tree`.
@@ -427,12 +428,12 @@ pub(crate) fn recover(
     }
     let mut scratch = None;
     let set = match access {
-        Access::ReadWrite => open_set(dir, &options, tree, false)?,
+        Access::ReadWrite => open_set(&db.storage, dir, &options, tree, false)?,
         Access::ReadOnly if options.counting => {
             // The store is an LSM (fjall), which writes its journal and version files when
             // opened: a read-only open reads a copy of it, removed when the namespace goes.
             let copy = scratch_copy(&dir.join(STORE_DIR))?;
-            let set = open_set(copy.path(), &options, tree, false)?;
+            let set = open_set(&db.storage, copy.path(), &options, tree, false)?;
             scratch = Some(copy);
             set
         }
@@ -547,36 +548,19 @@ fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String
 /// process dies: the OS drops the lock with the file descriptor).
 #[derive(Debug)]
 pub(crate) struct DirLock {
-    _file: File,
+    _held: LockGuard,
 }
 
 impl DirLock {
-    pub fn acquire(root: &Path) -> Result<Self> {
-        std::fs::create_dir_all(root).map_err(|e| Error::io("create data directory", root, e))?;
+    pub fn acquire(storage: &dyn Storage, root: &Path) -> Result<Self> {
+        storage.create_dir_all(root).map_err(|e| Error::io("create data directory", root, e))?;
         let path = root.join("LOCK");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io("open", &path, e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                let holder = if holder.trim().is_empty() {
-                    "unknown process".into()
-                } else {
-                    holder.trim().to_owned()
-                };
-                return Err(Error::Locked { dir: root.to_owned(), holder });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &path, e)),
+        let mode = LockMode::Exclusive { holder: format!("pid {}", std::process::id()) };
+        match storage.lock(&path, mode).map_err(|e| Error::io("lock", &path, e))? {
+            Lock::Held(held) => Ok(DirLock { _held: held }),
+            Lock::Busy { holder } => Err(Self::busy(root, holder)),
+            Lock::Missing => Err(Error::corrupt(&path, "the lock file vanished")),
         }
-        file.set_len(0).map_err(|e| Error::io("write", &path, e))?;
-        write!(file, "pid {}", std::process::id()).map_err(|e| Error::io("write", &path, e))?;
-        Ok(DirLock { _file: file })
     }
 
     /// A shared lock on `root`'s lock file, for a reader that must not see the files change
@@ -589,26 +573,21 @@ impl DirLock {
     ///
     /// # Errors
     /// [`Error::Locked`] if a process has the directory open read-write; [`Error::Io`].
-    pub fn shared_if_exists(root: &Path) -> Result<Option<Self>> {
+    pub fn shared_if_exists(storage: &dyn Storage, root: &Path) -> Result<Option<Self>> {
         let path = root.join("LOCK");
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("open", &path, e)),
-        };
-        match file.try_lock_shared() {
-            Ok(()) => Ok(Some(DirLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                let holder = if holder.trim().is_empty() {
-                    "unknown process".into()
-                } else {
-                    holder.trim().to_owned()
-                };
-                Err(Error::Locked { dir: root.to_owned(), holder })
-            }
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", &path, e)),
+        match storage
+            .lock(&path, LockMode::SharedIfExists)
+            .map_err(|e| Error::io("lock", &path, e))?
+        {
+            Lock::Held(held) => Ok(Some(DirLock { _held: held })),
+            Lock::Busy { holder } => Err(Self::busy(root, holder)),
+            Lock::Missing => Ok(None),
         }
+    }
+
+    fn busy(root: &Path, holder: String) -> Error {
+        let holder = if holder.is_empty() { "unknown process".into() } else { holder };
+        Error::Locked { dir: root.to_owned(), holder }
     }
 }
 
@@ -831,8 +810,8 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
     // As redis-check-aof: on a directory no one is writing (a running server would change the
     // files under the check). Shared, and without creating or writing the lock file: checking
     // changes nothing.
-    let _lock = DirLock::shared_if_exists(root)?;
     let storage: Arc<dyn Storage> = Arc::new(OsStorage);
+    let _lock = DirLock::shared_if_exists(storage.as_ref(), root)?;
     let mut names = storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
     names.sort();
     let mut checks = Vec::new();

@@ -383,8 +383,10 @@ impl Generations {
             Home::Dir { workers, db, dir, .. } => {
                 let at = self.generation_dir(dir, start);
                 let (backing, set) = persist::create_at(at, &name, &options, db, workers)?;
-                // The generation directory is in place: make its name durable with it.
-                sync_dir(&dir.join(GENERATIONS_DIR));
+                // The generation directory is in place: make its name durable with it. Best
+                // effort: a failure costs only the durability of a directory name whose files
+                // are synced on their own.
+                let _ = db.storage.sync_dir(&dir.join(GENERATIONS_DIR));
                 Namespace::with_hosts(name, options, set, backing, Arc::clone(&self.hosts))
             }
         }
@@ -641,16 +643,10 @@ fn remove_dir(db: &DbOptions, dir: &Path) -> Result<()> {
     let mut aside = dir.file_name().unwrap_or_default().to_owned();
     aside.push(DROPPED_SUFFIX);
     let aside = dir.with_file_name(aside);
-    match std::fs::rename(dir, &aside) {
+    match db.storage.rename(dir, &aside) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io("rename", dir, e)),
     }
     db.storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))
-}
-
-/// Best effort: a failure here costs only the durability of a directory name whose files are
-/// synced on their own.
-fn sync_dir(dir: &Path) {
-    let _ = std::fs::File::open(dir).and_then(|f| f.sync_all());
 }

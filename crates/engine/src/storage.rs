@@ -120,6 +120,63 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Renames `from` to `to` (a file or a directory), durably: the directories of both are
+    /// synced after, so the new name survives a power loss.
+    ///
+    /// # Errors
+    /// The OS error (`NotFound` if `from` does not exist).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Syncs directory `dir`, so that the entries made or removed in it survive a power loss.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes the advisory lock of the file at `path` (`flock`), as `mode` says. The OS drops
+    /// it when the process dies.
+    ///
+    /// # Errors
+    /// The OS error.
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Lock>;
+}
+
+/// How [`Storage::lock`] takes a lock file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockMode {
+    /// Exclusively, creating the file if missing; once held, the file says `holder` (for
+    /// example `pid 42`), which another process refused the lock reads.
+    Exclusive {
+        /// Who holds it.
+        holder: String,
+    },
+    /// Shared, without creating or writing the file (a reader).
+    SharedIfExists,
+}
+
+/// What [`Storage::lock`] got.
+#[derive(Debug)]
+pub enum Lock {
+    /// The lock, held until this is dropped.
+    Held(LockGuard),
+    /// Another process holds it (exclusively, or shared when exclusive was asked).
+    Busy {
+        /// What the lock file says of its holder (empty if nothing).
+        holder: String,
+    },
+    /// [`LockMode::SharedIfExists`] found no lock file.
+    Missing,
+}
+
+/// A lock taken by [`Storage::lock`], released when dropped.
+#[derive(Debug)]
+pub struct LockGuard(
+    #[allow(dead_code, reason = "held for its drop")] Box<dyn Debug + Send + Sync>,
+);
+
+impl LockGuard {
+    /// A guard that releases what `held` holds when dropped (for other [`Storage`]s).
+    pub fn new(held: Box<dyn Debug + Send + Sync>) -> Self {
+        LockGuard(held)
+    }
 }
 
 /// The real file system.
@@ -304,6 +361,56 @@ impl Storage for OsStorage {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(e),
+        }
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)?;
+        sync_parent(to)?;
+        if from.parent() != to.parent() {
+            sync_parent(from)?;
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        sync_dir(dir)
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Lock> {
+        let holder_of =
+            |path: &Path| fs::read_to_string(path).unwrap_or_default().trim().to_owned();
+        match mode {
+            LockMode::Exclusive { holder } => {
+                let mut file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)?;
+                match file.try_lock() {
+                    Ok(()) => {}
+                    Err(fs::TryLockError::WouldBlock) => {
+                        return Ok(Lock::Busy { holder: holder_of(path) });
+                    }
+                    Err(fs::TryLockError::Error(e)) => return Err(e),
+                }
+                file.set_len(0)?;
+                file.write_all(holder.as_bytes())?;
+                Ok(Lock::Held(LockGuard(Box::new(file))))
+            }
+            LockMode::SharedIfExists => {
+                let file = match File::open(path) {
+                    Ok(file) => file,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Lock::Missing),
+                    Err(e) => return Err(e),
+                };
+                match file.try_lock_shared() {
+                    Ok(()) => Ok(Lock::Held(LockGuard(Box::new(file)))),
+                    Err(fs::TryLockError::WouldBlock) => Ok(Lock::Busy { holder: holder_of(path) }),
+                    Err(fs::TryLockError::Error(e)) => Err(e),
+                }
+            }
         }
     }
 }

@@ -36,8 +36,8 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
@@ -331,13 +331,14 @@ impl CountingSet {
     pub fn open_with(dir: &Path, store: StoreOptions, options: CountingOptions) -> Result<Self> {
         options.validate()?;
         let path = dir.join(PARAMS_FILE);
-        let (store, options) = match fs::read(&path) {
+        let storage = Arc::clone(&store.storage);
+        let (store, options) = match storage.read(&path) {
             // A set exists: its store must too (it must never come back empty).
-            Ok(bytes) => {
+            Ok(Some(bytes)) => {
                 let options = options.decode_into(&path, &bytes)?;
                 (FingerprintStore::open_existing_with(dir, store)?, options)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None) => {
                 let store = FingerprintStore::open_with(dir, store)?;
                 if !store.is_empty() {
                     return Err(StoreError::Corrupt {
@@ -346,7 +347,9 @@ impl CountingSet {
                             .into(),
                     });
                 }
-                write_atomic(dir, &path, &options.encode())?;
+                storage.write_atomic(&path, &options.encode()).map_err(|source| {
+                    StoreError::Io { what: "write params", path: path.clone(), source }
+                })?;
                 (store, options)
             }
             Err(source) => return Err(StoreError::Io { what: "read params", path, source }),
@@ -363,10 +366,24 @@ impl CountingSet {
         durability: StoreDurability,
         options: CountingOptions,
     ) -> Result<Self> {
-        if !dir.join(PARAMS_FILE).try_exists().unwrap_or(false) {
+        let store = StoreOptions { durability, ..StoreOptions::default() };
+        Self::open_existing_with(dir, store, options)
+    }
+
+    /// [`open_existing`](Self::open_existing) with all the store's options.
+    ///
+    /// # Errors
+    /// As [`open_existing`](Self::open_existing).
+    pub fn open_existing_with(
+        dir: &Path,
+        store: StoreOptions,
+        options: CountingOptions,
+    ) -> Result<Self> {
+        let path = dir.join(PARAMS_FILE);
+        if store.storage.file_len(&path).ok().flatten().is_none() {
             return Err(StoreError::NotFound { path: dir.to_path_buf() });
         }
-        Self::open(dir, durability, options)
+        Self::open_with(dir, store, options)
     }
 
     /// Rebuilds every generation from the store (one scan).
@@ -798,19 +815,6 @@ impl CountingSet {
             exact,
         }
     }
-}
-
-fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |what: &'static str, p: &Path| {
-        let path = p.to_path_buf();
-        move |source| StoreError::Io { what, path, source }
-    };
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, bytes).map_err(io("write params", &tmp))?;
-    fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io("fsync params", &tmp))?;
-    fs::rename(&tmp, path).map_err(io("rename params", path))?;
-    fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io("fsync directory", dir))?;
-    Ok(())
 }
 
 #[cfg(test)]

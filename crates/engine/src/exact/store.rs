@@ -31,15 +31,17 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::{Mutex, RwLock};
 use urlseen_filter::frame::{Format, FormatError, HEADER_LEN as FRAME_LEN, SEAL_LEN};
 use urlseen_filter::hash::mix64;
+
+use crate::storage::{OsStorage, Storage};
 
 /// The result of every fingerprint-store operation.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -176,7 +178,7 @@ impl StoreDurability {
 }
 
 /// How a [`FingerprintStore`] is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// When writes are acknowledged.
     pub durability: StoreDurability,
@@ -188,6 +190,9 @@ pub struct StoreOptions {
     /// filters for its last level, about 90 % less filter memory. Set `false` for a store that
     /// answers every lookup itself (seed 004's baseline). Fixed when the store is created.
     pub expect_hits: bool,
+    /// Where its header file (and a counting set's parameters file) is read and written; the
+    /// LSM under it does its own I/O.
+    pub storage: Arc<dyn Storage>,
 }
 
 impl Default for StoreOptions {
@@ -196,11 +201,12 @@ impl Default for StoreOptions {
             durability: StoreDurability::default(),
             cache_bytes: 64 << 20,
             expect_hits: true,
+            storage: Arc::new(OsStorage),
         }
     }
 }
 
-fn keyspace_options(options: StoreOptions) -> KeyspaceCreateOptions {
+fn keyspace_options(options: &StoreOptions) -> KeyspaceCreateOptions {
     use fjall::config::PinningPolicy;
     KeyspaceCreateOptions::default()
         .expect_point_read_hits(options.expect_hits)
@@ -448,15 +454,16 @@ impl FingerprintStore {
     /// As [`open`](Self::open).
     pub fn open_with(dir: &Path, options: StoreOptions) -> Result<Self> {
         let header = dir.join(HEADER_FILE);
-        if !exists(&header)? {
-            if exists(&dir.join(LSM_DIR))? {
+        let storage = options.storage.as_ref();
+        if !exists(storage, &header)? {
+            if exists(storage, &dir.join(LSM_DIR))? {
                 return Err(StoreError::Corrupt {
                     path: header,
                     reason: "the LSM data is there but its header file is missing".into(),
                 });
             }
-            fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
-            write_header(dir)?;
+            storage.create_dir_all(dir).map_err(io_err("create directory", dir))?;
+            write_header(storage, dir)?;
         }
         Self::open_with_header(dir, options)
     }
@@ -476,12 +483,13 @@ impl FingerprintStore {
     /// # Errors
     /// As [`open_existing`](Self::open_existing).
     pub fn open_existing_with(dir: &Path, options: StoreOptions) -> Result<Self> {
-        if !exists(&dir.join(HEADER_FILE))? {
+        let storage = options.storage.as_ref();
+        if !exists(storage, &dir.join(HEADER_FILE))? {
             return Err(StoreError::NotFound { path: dir.to_path_buf() });
         }
         // The LSM would create itself empty: a store that lost it must not open as "knows
         // nothing", which would answer "new" for every recorded fingerprint.
-        if !exists(&dir.join(LSM_DIR))? {
+        if !exists(storage, &dir.join(LSM_DIR))? {
             return Err(StoreError::Corrupt {
                 path: dir.to_path_buf(),
                 reason: format!("the header is there but the LSM directory {LSM_DIR:?} is missing"),
@@ -492,11 +500,11 @@ impl FingerprintStore {
 
     fn open_with_header(dir: &Path, options: StoreOptions) -> Result<Self> {
         let durability = options.durability;
-        check_header(&dir.join(HEADER_FILE))?;
+        check_header(options.storage.as_ref(), &dir.join(HEADER_FILE))?;
         let lsm = dir.join(LSM_DIR);
         let fjall = |e| StoreError::from_fjall(dir, e);
         let db = Database::builder(&lsm).cache_size(options.cache_bytes).open().map_err(fjall)?;
-        let keyspace = db.keyspace(KEYSPACE, || keyspace_options(options)).map_err(fjall)?;
+        let keyspace = db.keyspace(KEYSPACE, || keyspace_options(&options)).map_err(fjall)?;
         let count = match keyspace.get(COUNT_KEY).map_err(fjall)? {
             None => 0,
             Some(v) => {
@@ -658,8 +666,8 @@ fn decode_key(dir: &Path, key: &[u8]) -> Result<Option<u64>> {
     }
 }
 
-fn exists(path: &Path) -> Result<bool> {
-    path.try_exists().map_err(io_err("stat", path))
+fn exists(storage: &dyn Storage, path: &Path) -> Result<bool> {
+    Ok(storage.file_len(path).map_err(io_err("stat", path))?.is_some())
 }
 
 fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError + use<> {
@@ -730,19 +738,18 @@ pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize
     format.check_header(bytes).map(drop).map_err(|e| StoreError::format(path, e))
 }
 
-/// Writes the header atomically: temporary file, fsync, rename, fsync of the directory.
-fn write_header(dir: &Path) -> Result<()> {
+/// Writes the header atomically ([`Storage::write_atomic`]).
+fn write_header(storage: &dyn Storage, dir: &Path) -> Result<()> {
     let path = dir.join(HEADER_FILE);
-    let tmp = dir.join(format!("{HEADER_FILE}.tmp"));
-    fs::write(&tmp, header_bytes()).map_err(io_err("write header", &tmp))?;
-    fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err("fsync header", &tmp))?;
-    fs::rename(&tmp, &path).map_err(io_err("rename header", &path))?;
-    fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io_err("fsync directory", dir))?;
-    Ok(())
+    storage.write_atomic(&path, &header_bytes()).map_err(io_err("write header", &path))
 }
 
-fn check_header(path: &Path) -> Result<()> {
-    let bytes = fs::read(path).map_err(io_err("read header", path))?;
+fn check_header(storage: &dyn Storage, path: &Path) -> Result<()> {
+    let missing = || io::Error::from(io::ErrorKind::NotFound);
+    let bytes = storage
+        .read(path)
+        .and_then(|b| b.ok_or_else(missing))
+        .map_err(io_err("read header", path))?;
     check_fixed(&FORMAT, path, &bytes, HEADER_LEN)?;
     let encoding = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
     if encoding != VALUE_ENCODING {
@@ -858,6 +865,7 @@ impl FpStore for MemStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn record_round_trip() {
@@ -883,30 +891,57 @@ mod tests {
         assert_eq!(Record::new(0).encode().0[..4], 1u32.to_le_bytes());
     }
 
+    /// The header goes through the store's `Storage`, so a fault injected there reaches it:
+    /// a store whose header cannot be made durable is not opened (nor is a counting set whose
+    /// parameters cannot be).
+    #[test]
+    fn the_header_and_params_are_written_through_the_storage() {
+        let dir = tempfile::tempdir().unwrap();
+        let faulty = crate::storage::FaultyStorage::new();
+        faulty.fail_syncs(true);
+        let options = StoreOptions { storage: Arc::new(faulty.clone()), ..Default::default() };
+        let store = dir.path().join("store");
+        let err = FingerprintStore::open_with(&store, options.clone()).unwrap_err();
+        assert!(matches!(err, StoreError::Io { what: "write header", .. }), "{err}");
+        assert!(!store.join(HEADER_FILE).exists());
+        let counting = crate::exact::CountingOptions { capacity: 1000, ..Default::default() };
+        let set = dir.path().join("set");
+        let err =
+            crate::exact::CountingSet::open_with(&set, options.clone(), counting).unwrap_err();
+        assert!(matches!(err, StoreError::Io { .. }), "{err}");
+        faulty.fail_syncs(false);
+        let opened = crate::exact::CountingSet::open_with(&set, options, counting).unwrap();
+        assert!(opened.is_empty());
+        assert!(set.join(HEADER_FILE).exists() && set.join(crate::exact::PARAMS_FILE).exists());
+    }
+
     #[test]
     fn header_round_trip_and_damage() {
         let dir = tempfile::tempdir().unwrap();
-        write_header(dir.path()).unwrap();
+        write_header(&OsStorage, dir.path()).unwrap();
         let path = dir.path().join(HEADER_FILE);
-        check_header(&path).unwrap();
+        check_header(&OsStorage, &path).unwrap();
         let good = fs::read(&path).unwrap();
         let mut bad = good.clone();
         bad[9] ^= 1;
         fs::write(&path, &bad).unwrap();
-        assert!(matches!(check_header(&path), Err(StoreError::ChecksumMismatch { .. })));
+        assert!(matches!(
+            check_header(&OsStorage, &path),
+            Err(StoreError::ChecksumMismatch { .. })
+        ));
         bad = good.clone();
         bad[0] = b'X';
         fs::write(&path, &bad).unwrap();
-        assert!(matches!(check_header(&path), Err(StoreError::BadMagic { .. })));
+        assert!(matches!(check_header(&OsStorage, &path), Err(StoreError::BadMagic { .. })));
         fs::write(&path, &good[..20]).unwrap();
-        assert!(matches!(check_header(&path), Err(StoreError::Corrupt { .. })));
+        assert!(matches!(check_header(&OsStorage, &path), Err(StoreError::Corrupt { .. })));
         let mut future = good[..16].to_vec();
         future[8..12].copy_from_slice(&2u32.to_le_bytes());
         let sum = xxhash_rust::xxh3::xxh3_64(&future);
         future.extend_from_slice(&sum.to_le_bytes());
         fs::write(&path, &future).unwrap();
         assert!(matches!(
-            check_header(&path),
+            check_header(&OsStorage, &path),
             Err(StoreError::UnsupportedVersion { found: 2, supported: 1, .. })
         ));
     }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{AppendFile, OsStorage, Storage};
+use super::{AppendFile, Lock, LockMode, OsStorage, Storage};
 
 /// [`OsStorage`] with switches that make it fail the way disks fail, for tests.
 ///
@@ -213,5 +213,25 @@ impl Storage for FaultyStorage {
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.inner.list(dir)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if self.faults.fail_syncs.load(Ordering::SeqCst) {
+            // Renamed, but the directory sync that makes it durable fails.
+            std::fs::rename(from, to)?;
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.rename(from, to)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        if self.faults.fail_syncs.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected fsync failure"));
+        }
+        self.inner.sync_dir(dir)
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Lock> {
+        self.inner.lock(path, mode)
     }
 }
