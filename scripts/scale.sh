@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=$1 repeats=$2 mode=$3 dir=${4:-}
-bin=target/release/urlseen
+# URLSEEN_BIN: another build's binary (a before/after comparison runs two builds in turn).
+bin=${URLSEEN_BIN:-target/release/urlseen}
 [[ -x $bin ]] || { echo "build first: cargo build --release -p urlseen" >&2; exit 2; }
 case $mode in
     spill) args=() ;;

@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 
 N=${1:-2000000}
 CLIENTS=${2:-50}
-BIN=target/release/urlseen
+# URLSEEN_BIN: another build's binary (a before/after comparison runs two builds in turn).
+BIN=${URLSEEN_BIN:-target/release/urlseen}
 [[ -x $BIN ]] || { echo "build first: cargo build --release -p urlseen" >&2; exit 1; }
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark is missing (apt-get install redis-server)" >&2; exit 1; }
 
