@@ -1,0 +1,245 @@
+//! Where leaves keep their records: on the heap, or one file per leaf in a directory
+//! ([`LeafFiles`]: naming, failure, retirement, adoption at recovery, syncs at checkpoints).
+
+use super::*;
+
+/// Where the leaves of one tree keep their fingerprints.
+#[derive(Debug, Clone)]
+pub enum LeafStore {
+    /// On the heap, 12 bytes per record, fingerprint and host hash (`Db::in_memory`).
+    Memory,
+    /// One file per leaf in a directory.
+    Files(Arc<LeafFiles>),
+}
+
+impl LeafStore {
+    /// Fails once a leaf file could not be written or read.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`].
+    pub fn check(&self) -> Result<()> {
+        match self {
+            LeafStore::Memory => Ok(()),
+            LeafStore::Files(files) => files.check(),
+        }
+    }
+
+    /// Bytes of leaf files on disk (0 in memory).
+    pub fn disk_bytes(&self) -> u64 {
+        match self {
+            LeafStore::Memory => 0,
+            LeafStore::Files(files) => files.disk_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The directory of a tree's leaf files. See the [module docs](super).
+#[derive(Debug)]
+pub struct LeafFiles {
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) dir: PathBuf,
+    /// Whether a snapshot may still name a retired leaf's file, so that it must stay until the
+    /// next checkpoint (a data directory), or not (a spill directory: deleted at once).
+    pub(super) keep_retired: bool,
+    pub(super) retired: Mutex<Vec<NodeId>>,
+    pub(super) failed: AtomicBool,
+    pub(super) failure: Mutex<Option<String>>,
+    pub(super) disk_bytes: AtomicU64,
+    /// `urlseen check` and read-only opens: adopting a leaf checks it and changes nothing, and
+    /// a leaf's records stay in its buffer instead of going to its file.
+    pub(super) read_only: bool,
+    /// What must outlive these files' directory: a temporary `Db`'s spill directory, which is
+    /// removed when the last holder drops it (a namespace may outlive its `Db`).
+    pub(super) _keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+impl LeafFiles {
+    /// The leaf files in `dir` (created if missing). `keep_retired`: whether the files of
+    /// retired leaves must wait for the next checkpoint (a data directory, whose snapshot on disk
+    /// may still name them) or may go at once (a spill directory).
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn open(storage: Arc<dyn Storage>, dir: PathBuf, keep_retired: bool) -> Result<Arc<Self>> {
+        Self::open_keeping(storage, dir, keep_retired, None)
+    }
+
+    /// [`Self::open`], holding `keep_alive` (the spill directory that contains `dir`) for as
+    /// long as these files are in use.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn open_keeping(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        keep_retired: bool,
+        keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<Arc<Self>> {
+        storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        Ok(Self::with(storage, dir, keep_retired, keep_alive, false))
+    }
+
+    /// The leaf files in `dir` for reading only: nothing is created, cut, appended to or deleted.
+    pub(crate) fn open_read_only(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
+        Self::with(storage, dir, true, None, true)
+    }
+
+    pub(super) fn with(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        keep_retired: bool,
+        keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
+        read_only: bool,
+    ) -> Arc<Self> {
+        Arc::new(LeafFiles {
+            storage,
+            dir,
+            keep_retired,
+            retired: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            disk_bytes: AtomicU64::new(0),
+            read_only,
+            _keep_alive: keep_alive,
+        })
+    }
+
+    /// The directory of the leaf files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the files are read and written.
+    pub(crate) fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The file of leaf `id`.
+    pub fn path(&self, id: NodeId) -> PathBuf {
+        self.dir.join(format!("{id}.leaf"))
+    }
+
+    pub(super) fn check(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let reason = self.failure.lock().clone().unwrap_or_default();
+        Err(Error::Poisoned { reason })
+    }
+
+    pub(crate) fn fail(&self, what: &str, path: &Path, e: &dyn std::fmt::Display) {
+        let mut failure = self.failure.lock();
+        if failure.is_none() {
+            *failure = Some(format!(
+                "{what} {}: {e}; refusing further writes (reopen to recover from the log)",
+                path.display()
+            ));
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// Leaves retired since the last call, whose files a checkpoint that no longer names them
+    /// may delete (see [`Self::remove`]).
+    pub(crate) fn take_retired(&self) -> Vec<NodeId> {
+        std::mem::take(&mut *self.retired.lock())
+    }
+
+    /// Deletes the files of `ids`.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub(crate) fn remove(&self, ids: &[NodeId]) -> Result<()> {
+        for &id in ids {
+            self.remove_file(id)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove_file(&self, id: NodeId) -> Result<()> {
+        let path = self.path(id);
+        if let Some(len) = self.storage.file_len(&path).map_err(|e| Error::io("stat", &path, e))? {
+            self.storage.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+            let _ = self.disk_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                Some(b.saturating_sub(len))
+            });
+        }
+        Ok(())
+    }
+
+    /// Deletes every leaf file whose leaf is not in `keep` (sorted), and every file in the
+    /// directory that is not a leaf file at all is reported as an error rather than touched.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a leaf file.
+    pub(crate) fn remove_all_but(&self, keep: &[NodeId]) -> Result<()> {
+        let names = self.storage.list(&self.dir).map_err(|e| Error::io("list", &self.dir, e))?;
+        for name in names {
+            let id = name.strip_suffix(".leaf").and_then(|n| n.parse::<NodeId>().ok());
+            match id {
+                Some(id) if keep.binary_search(&id).is_ok() => {}
+                Some(id) => self.remove_file(id)?,
+                None if name.ends_with(".tmp") => {
+                    let path = self.dir.join(&name);
+                    self.storage.remove_file(&path).map_err(|e| Error::io("remove", &path, e))?;
+                }
+                None => {
+                    return Err(Error::corrupt(
+                        &self.dir.join(&name),
+                        "an unknown file among the leaf files; move it away and reopen",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes over leaf `id`'s file as a snapshot describes it (`records` records in `len`
+    /// bytes): checks that it is at least that long and has a good header, and cuts it back to
+    /// `len` (what follows is replayed from the namespace's log).
+    ///
+    /// # Errors
+    /// What is wrong, for the recovery report.
+    pub(crate) fn adopt(
+        &self,
+        id: NodeId,
+        records: u64,
+        len: u64,
+    ) -> std::result::Result<(), String> {
+        if records == 0 && len == 0 {
+            return Ok(());
+        }
+        let path = self.path(id);
+        let fail = |what: String| format!("leaf file {}: {what}", path.display());
+        if len < HEADER_LEN + BLOCK_OVERHEAD as u64 || records == 0 {
+            return Err(fail(format!("implausible length {len} for {records} records")));
+        }
+        let actual = self
+            .storage
+            .file_len(&path)
+            .map_err(|e| fail(e.to_string()))?
+            .ok_or_else(|| fail("missing".into()))?;
+        if actual < len {
+            return Err(fail(format!("holds {actual} bytes, the snapshot covers {len}")));
+        }
+        read_header(self, &path).map_err(|e| fail(e.to_string()))?;
+        if actual > len && !self.read_only {
+            self.storage.truncate(&path, len).map_err(|e| fail(e.to_string()))?;
+        }
+        self.disk_bytes.fetch_add(len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Syncs the files of `ids`.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub(crate) fn sync(&self, ids: &[NodeId]) -> Result<()> {
+        for &id in ids {
+            let path = self.path(id);
+            if self.storage.file_len(&path).map_err(|e| Error::io("stat", &path, e))?.is_some() {
+                self.storage.sync_file(&path).map_err(|e| Error::io("fsync", &path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
