@@ -49,7 +49,7 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 use crate::error::{Error, Result};
 use crate::options::NamespaceOptions;
 use crate::persist::{decode_meta, encode_meta};
-use crate::tree::{DumpPos, NodeId, Reader};
+use crate::tree::{DumpPos, NodeId};
 
 /// The largest chunk `BF.SCANDUMP` returns (RedisBloom's `MAX_SCANDUMP_SIZE`).
 pub const MAX_CHUNK_BYTES: usize = 16 << 20;
@@ -152,10 +152,10 @@ fn unframe(chunk: &[u8]) -> Result<(u8, u8, &[u8])> {
     }
     CHUNK_FORMAT.check_header(chunk).map_err(chunk_error)?;
     let framed = &chunk[..chunk.len() - urlseen_filter::frame::SEAL_LEN];
-    let mut r = Reader::new(&framed[urlseen_filter::frame::HEADER_LEN..]);
-    let kind = r.u8().map_err(|e| bad(&e))?;
-    let flags = r.u8().map_err(|e| bad(&e))?;
-    let len = r.u32().map_err(|e| bad(&e))? as usize;
+    let mut r = CHUNK_FORMAT.reader(&framed[urlseen_filter::frame::HEADER_LEN..]);
+    let kind = r.u8().map_err(chunk_error)?;
+    let flags = r.u8().map_err(chunk_error)?;
+    let len = r.u32().map_err(chunk_error)? as usize;
     if len != framed.len() - (FRAME_OVERHEAD - 8) {
         return Err(bad(&format!(
             "says {len} bytes of body, has {}",
@@ -203,11 +203,11 @@ impl Header {
         if kind != KIND_HEADER {
             return Err(bad(format!("expected a header chunk, got one of kind {kind}")));
         }
-        let mut r = Reader::new(body);
-        let identity = r.u64().map_err(bad)?;
-        let count = r.u64().map_err(bad)?;
-        let kept = r.u64().map_err(bad)?;
-        let meta = body.get(r.pos..).unwrap_or_default();
+        let mut r = CHUNK_FORMAT.reader(body);
+        let identity = r.u64().map_err(chunk_error)?;
+        let count = r.u64().map_err(chunk_error)?;
+        let kept = r.u64().map_err(chunk_error)?;
+        let meta = r.rest();
         let (name, options, canon) = decode_meta(std::path::Path::new("dump header"), meta)
             .map_err(|e| match e {
                 Error::Corrupt { reason, .. } => bad(format!("namespace meta: {reason}")),
@@ -269,13 +269,13 @@ impl Data {
         if kind != KIND_DATA || flags & !FLAG_FINAL != 0 {
             return Err(bad(format!("unknown chunk kind {kind} or flags {flags:#x}")));
         }
-        let mut r = Reader::new(body);
-        let identity = r.u64().map_err(bad)?;
-        let from = r.u64().map_err(bad)? as i64;
-        let next = r.u64().map_err(bad)? as i64;
-        let n_recorded = r.u32().map_err(bad)? as usize;
-        let n_kept = r.u32().map_err(bad)? as usize;
-        let fps = body.get(r.pos..).unwrap_or_default();
+        let mut r = CHUNK_FORMAT.reader(body);
+        let identity = r.u64().map_err(chunk_error)?;
+        let from = r.u64().map_err(chunk_error)? as i64;
+        let next = r.u64().map_err(chunk_error)? as i64;
+        let n_recorded = r.u32().map_err(chunk_error)? as usize;
+        let n_kept = r.u32().map_err(chunk_error)? as usize;
+        let fps = r.rest();
         if fps.len() != 8 * (n_recorded + n_kept) {
             return Err(bad(format!(
                 "{} bytes of fingerprints for {n_recorded} recorded and {n_kept} kept",

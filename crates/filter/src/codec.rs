@@ -177,6 +177,10 @@ impl From<FormatError> for DecodeError {
             FormatError::ChecksumMismatch { stored, computed, .. } => {
                 DecodeError::ChecksumMismatch { expected: stored, got: computed }
             }
+            // The codec checks only the frame's header, which never gives this.
+            e @ FormatError::Invalid { .. } => {
+                DecodeError::Io(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            }
         }
     }
 }

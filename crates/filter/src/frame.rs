@@ -71,6 +71,14 @@ pub enum FormatError {
         /// Bytes present.
         got: u64,
     },
+    /// A field is out of range, or does not agree with the others: the bytes are damaged.
+    #[error("damaged {format}: {reason}")]
+    Invalid {
+        /// The format.
+        format: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
     /// A sealed section's checksum does not match its bytes: they are damaged.
     #[error("damaged {format}: checksum {stored:#018x} stored, {computed:#018x} computed")]
     ChecksumMismatch {
@@ -158,6 +166,16 @@ impl Format {
         Ok(())
     }
 
+    /// A [`FormatError::Invalid`] of this format.
+    pub fn invalid(&self, reason: impl Into<String>) -> FormatError {
+        FormatError::Invalid { format: self.name, reason: reason.into() }
+    }
+
+    /// A bounds-checked reader of `bytes`, a file of this format (or part of one).
+    pub fn reader<'b>(&self, bytes: &'b [u8]) -> Reader<'b> {
+        Reader { format: self.name, bytes, pos: 0 }
+    }
+
     /// A [`FormatError::Truncated`] of this format.
     pub fn truncated(&self, section: &'static str, needed: usize, got: usize) -> FormatError {
         FormatError::Truncated {
@@ -166,6 +184,79 @@ impl Format {
             needed: needed as u64,
             got: got as u64,
         }
+    }
+}
+
+/// A bounds-checked little-endian reader over untrusted bytes ([`Format::reader`]): every read
+/// past the end is a [`FormatError::Truncated`], never a panic.
+#[derive(Debug, Clone)]
+pub struct Reader<'b> {
+    format: &'static str,
+    bytes: &'b [u8],
+    pos: usize,
+}
+
+impl<'b> Reader<'b> {
+    /// The next `n` bytes.
+    ///
+    /// # Errors
+    /// [`FormatError::Truncated`] if fewer are left (nothing is consumed then).
+    pub fn take(&mut self, n: usize) -> Result<&'b [u8], FormatError> {
+        let rest = &self.bytes[self.pos..];
+        let Some(out) = rest.get(..n) else {
+            return Err(FormatError::Truncated {
+                format: self.format,
+                section: "field",
+                needed: n as u64,
+                got: rest.len() as u64,
+            });
+        };
+        self.pos += n;
+        Ok(out)
+    }
+
+    /// The next `N` bytes, as an array.
+    ///
+    /// # Errors
+    /// As [`Self::take`].
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], FormatError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    /// The next byte.
+    ///
+    /// # Errors
+    /// As [`Self::take`].
+    pub fn u8(&mut self) -> Result<u8, FormatError> {
+        Ok(self.take(1)?[0])
+    }
+
+    /// The next `u32`, little-endian.
+    ///
+    /// # Errors
+    /// As [`Self::take`].
+    pub fn u32(&mut self) -> Result<u32, FormatError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    /// The next `u64`, little-endian.
+    ///
+    /// # Errors
+    /// As [`Self::take`].
+    pub fn u64(&mut self) -> Result<u64, FormatError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    /// How many bytes were read.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// What is left.
+    pub fn rest(&self) -> &'b [u8] {
+        &self.bytes[self.pos..]
     }
 }
 
@@ -227,5 +318,20 @@ mod tests {
         assert!(matches!(TEST.unseal(&out[..7]), Err(FormatError::Truncated { .. })));
         let err = TEST.unseal(&out[5..]).unwrap_err().to_string();
         assert!(err.contains("damaged test file"), "{err}");
+    }
+
+    #[test]
+    fn a_reader_never_reads_past_the_end() {
+        let bytes = [1u8, 2, 0, 0, 0, 9, 9];
+        let mut r = TEST.reader(&bytes);
+        assert_eq!(r.u8(), Ok(1));
+        assert_eq!(r.u32(), Ok(2));
+        assert!(matches!(r.u64(), Err(FormatError::Truncated { needed: 8, got: 2, .. })));
+        assert_eq!(r.pos(), 5, "a failed read consumes nothing");
+        assert_eq!(r.rest(), &[9, 9]);
+        assert_eq!(r.take(2), Ok(&[9u8, 9][..]));
+        assert!(matches!(r.u8(), Err(FormatError::Truncated { .. })));
+        let err = TEST.invalid("node 3: no children").to_string();
+        assert_eq!(err, "damaged test file: node 3: no children");
     }
 }

@@ -79,8 +79,8 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
     let bad = |reason: &str| Error::corrupt(path, reason);
     let version = META_FORMAT.check_header(bytes).map_err(|e| Error::format(path, e))?;
     let body = META_FORMAT.unseal(bytes).map_err(|e| Error::format(path, e))?;
-    let mut r = Reader::new(body);
-    let err = |e: String| bad(&e);
+    let mut r = META_FORMAT.reader(body);
+    let err = |e| Error::format(path, e);
     r.take(urlseen_filter::frame::HEADER_LEN + 6).map_err(err)?;
     let canon_version = r.u32().map_err(err)?;
     let name_len = r.u32().map_err(err)? as usize;
@@ -129,7 +129,7 @@ pub(crate) fn decode_meta(path: &Path, bytes: &[u8]) -> Result<(String, Namespac
     } else {
         false
     };
-    if r.pos != body.len() {
+    if !r.rest().is_empty() {
         return Err(bad("trailing bytes"));
     }
     let options = NamespaceOptions {

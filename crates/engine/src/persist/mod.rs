@@ -52,7 +52,7 @@ use crate::namespace::{Set, TreeExact, counting_options, index_store};
 use crate::options::{DEFAULT_GENERATIONS, NamespaceOptions, SplitMode, SplitPolicy};
 use crate::recrawl::{Clock, GENERATIONS_DIR, Generations, SystemClock};
 use crate::storage::{Lock, LockGuard, LockMode, OsStorage, Storage};
-use crate::tree::{Dsbf, Mode, Reader, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
+use crate::tree::{Dsbf, Mode, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 /// How a data directory is opened.
 #[derive(Debug, Clone)]
@@ -402,7 +402,7 @@ pub(crate) fn recover(
             (s.tree, s.log_offset)
         }
         Some(Err(reason)) => {
-            report.snapshot_error = Some(reason);
+            report.snapshot_error = Some(reason.to_string());
             (fresh(&mut report)?, 0)
         }
         None => (fresh(&mut report)?, 0),

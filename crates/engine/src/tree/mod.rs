@@ -80,9 +80,9 @@ use params::PRECOMPUTED_LEVELS;
 use params::level_seed;
 pub use params::{Level, SPLIT_SPREAD, TreeParams};
 use route::{Route, Walk};
+pub(crate) use snapshot::SNAPSHOT_FORMAT;
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
-pub(crate) use snapshot::{Reader, SNAPSHOT_FORMAT};
 use split::Frozen;
 pub use stats::{LeafStats, TreeStats};
 

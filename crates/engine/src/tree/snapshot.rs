@@ -3,7 +3,7 @@
 //! bounds-checked readers the formats share.
 
 use super::*;
-use urlseen_filter::frame::Format;
+use urlseen_filter::frame::{Format, FormatError};
 /// The snapshot format version this build writes. It reads this one, version 3 (per-level
 /// routing), version 2 (no kept records) and version 1, whose leaves carried their
 /// fingerprints inline (opening such a snapshot moves them to leaf files).
@@ -381,19 +381,19 @@ impl Dsbf {
         workers: Arc<SplitWorkers>,
         leaves: LeafStore,
         r: &mut dyn Read,
-    ) -> Result<LoadedSnapshot, String> {
+    ) -> Result<LoadedSnapshot, FormatError> {
         let LeafStore::Files(files) = &leaves else {
-            return Err("a tree in memory cannot load a snapshot".into());
+            return Err(bad("a tree in memory cannot load a snapshot".into()));
         };
         let mut r = HashingReader { inner: r, hasher: Xxh3::new() };
         let head = r.array::<{ urlseen_filter::frame::HEADER_LEN }>()?;
-        let version = SNAPSHOT_FORMAT.check_header(&head).map_err(|e| e.to_string())?;
+        let version = SNAPSHOT_FORMAT.check_header(&head)?;
         let reserved = r.take(6)?;
         let routing = if version <= SNAPSHOT_V3 {
             Routing::Levels
         } else {
             Routing::from_byte(reserved[0])
-                .ok_or_else(|| format!("unknown routing {} in the header", reserved[0]))?
+                .ok_or_else(|| bad(format!("unknown routing {} in the header", reserved[0])))?
         };
         let log_offset = r.u64()?;
         // Version 1 has the count here; version 2 at the end (it is known only then).
@@ -401,7 +401,7 @@ impl Dsbf {
         let splits_done = r.u64()?;
         let node_count = r.u32()? as usize;
         if node_count == 0 || node_count > (u32::MAX / 2) as usize {
-            return Err(format!("implausible node count {node_count}"));
+            return Err(bad(format!("implausible node count {node_count}")));
         }
         // A filter's encoding: its bits plus a header and checksum of well under 4 KiB.
         let max_filter_len = params.max_leaf_bits.div_ceil(512) * 64 + 4096;
@@ -417,7 +417,7 @@ impl Dsbf {
                 NODE_INNER => {
                     let n = r.u32()? as usize;
                     if n == 0 || n > node_count {
-                        return Err(format!("node {id}: implausible child count {n}"));
+                        return Err(bad(format!("node {id}: implausible child count {n}")));
                     }
                     let children = (0..n).map(|_| r.u32()).collect::<Result<Box<[u32]>, _>>()?;
                     nodes.push(Node::Inner { depth, children });
@@ -431,14 +431,16 @@ impl Dsbf {
                         _ => (r.u64()?, r.u64()?, r.u64()?, r.u64()?),
                     };
                     if kept > records {
-                        return Err(format!("node {id}: {kept} kept of {records} records"));
+                        return Err(bad(format!("node {id}: {kept} kept of {records} records")));
                     }
                     let filter_len = r.u64()?;
                     if filter_len > max_filter_len {
-                        return Err(format!("node {id}: implausible filter length {filter_len}"));
+                        return Err(bad(format!(
+                            "node {id}: implausible filter length {filter_len}"
+                        )));
                     }
                     let filter = BlockedBloom::decode(&r.take(filter_len as usize)?)
-                        .map_err(|e| format!("node {id}: leaf filter: {e}"))?;
+                        .map_err(|e| bad(format!("node {id}: leaf filter: {e}")))?;
                     let level = params
                         .level_of(depth, filter.num_bits())
                         .filter(|level| {
@@ -446,7 +448,9 @@ impl Dsbf {
                                 && filter.seed() == params.probe_seed()
                         })
                         .ok_or_else(|| {
-                            format!("node {id}: leaf filter parameters differ from the namespace's")
+                            bad(format!(
+                                "node {id}: leaf filter parameters differ from the namespace's"
+                            ))
                         })?;
                     let log = if version == SNAPSHOT_V1 {
                         // Upgrade: the inline log goes to the leaf's file as it is read.
@@ -456,7 +460,7 @@ impl Dsbf {
                             log.push(&leaves, LeafRecord::new(r.u64()?, 0));
                         }
                         log.seal(&leaves);
-                        leaves.check().map_err(|e| e.to_string())?;
+                        leaves.check().map_err(|e| bad(e.to_string()))?;
                         log
                     } else {
                         files_to_adopt.push((id, records, file_len));
@@ -469,28 +473,30 @@ impl Dsbf {
                     let leaf = Leaf { filter, log, last_lsn, level, kept, index: None };
                     nodes.push(Node::Leaf { depth, leaf: Box::new(RwLock::new(leaf)) });
                 }
-                other => return Err(format!("node {id}: unknown node tag {other}")),
+                other => return Err(bad(format!("node {id}: unknown node tag {other}"))),
             }
         }
         let count = if version == SNAPSHOT_V1 { v1_count } else { r.u64()? };
         let expected = r.hasher.digest();
         let mut stored = [0u8; 8];
-        r.inner.read_exact(&mut stored).map_err(|e| format!("reading the checksum: {e}"))?;
+        r.inner.read_exact(&mut stored).map_err(|e| bad(format!("reading the checksum: {e}")))?;
         let got = u64::from_le_bytes(stored);
         if expected != got {
-            return Err(format!("checksum mismatch (expected {got:#x}, computed {expected:#x})"));
+            return Err(bad(format!(
+                "checksum mismatch (expected {got:#x}, computed {expected:#x})"
+            )));
         }
         let mut trailing = [0u8; 1];
-        if r.inner.read(&mut trailing).map_err(|e| e.to_string())? != 0 {
-            return Err("trailing bytes after the checksum".into());
+        if r.inner.read(&mut trailing).map_err(|e| bad(e.to_string()))? != 0 {
+            return Err(bad("trailing bytes after the checksum".into()));
         }
         if logged != count {
-            return Err(format!("leaf logs hold {logged} fingerprints, header says {count}"));
+            return Err(bad(format!("leaf logs hold {logged} fingerprints, header says {count}")));
         }
-        check_shape(&nodes)?;
+        check_shape(&nodes).map_err(bad)?;
         // Only now, with the snapshot known good, are leaf files cut back to it.
         for &(id, records, len) in &files_to_adopt {
-            files.adopt(id, records, len)?;
+            files.adopt(id, records, len).map_err(bad)?;
         }
         let mut live: Vec<NodeId> = nodes
             .iter()
@@ -534,33 +540,38 @@ struct HashingReader<'a> {
 }
 
 impl HashingReader<'_> {
-    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, FormatError> {
         let mut out = Vec::new();
         let got = (&mut self.inner)
             .take(n as u64)
             .read_to_end(&mut out)
-            .map_err(|e| format!("read: {e}"))?;
+            .map_err(|e| bad(format!("read: {e}")))?;
         if got < n {
-            return Err(format!("truncated (wanted {n} more bytes, got {got})"));
+            return Err(SNAPSHOT_FORMAT.truncated("field", n, got));
         }
         self.hasher.update(&out);
         Ok(out)
     }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], FormatError> {
+        let bytes = self.take(N)?;
         let mut b = [0u8; N];
-        self.inner.read_exact(&mut b).map_err(|e| format!("truncated: {e}"))?;
-        self.hasher.update(&b);
+        b.copy_from_slice(&bytes);
         Ok(b)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, FormatError> {
         Ok(self.array::<1>()?[0])
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, FormatError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, FormatError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
+}
+
+/// A [`FormatError::Invalid`] of a snapshot.
+fn bad(reason: String) -> FormatError {
+    SNAPSHOT_FORMAT.invalid(reason)
 }
 
 /// Every node reached exactly once from the root, children one level deeper than parents.
@@ -592,36 +603,5 @@ fn check_shape(nodes: &[Node]) -> Result<(), String> {
     match seen.iter().position(|s| !s) {
         Some(id) => Err(format!("node {id} is not reachable from the root")),
         None => Ok(()),
-    }
-}
-
-/// A bounds-checked little-endian reader over untrusted bytes (snapshots, meta files): every
-/// read past the end is an error, never a panic.
-pub(crate) struct Reader<'a> {
-    pub(crate) bytes: &'a [u8],
-    pub(crate) pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Reader { bytes, pos: 0 }
-    }
-    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
-        let out = &self.bytes[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-    pub(crate) fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    pub(crate) fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    pub(crate) fn u64(&mut self) -> Result<u64, String> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     }
 }
