@@ -5,7 +5,7 @@
 //! ```text
 //! header  : magic "URLSEENL" (8) | version u16 | reserved [0; 6]
 //! record  : len u32 | kind u8 | reserved [0; 3] | payload (len bytes) | xxh3_64(len, kind, payload) u64
-//! payload : fingerprints, u64 each (kind 1 = recorded, kind 2 = forgotten, kind 3 = kept)
+//! payload : fingerprints, u64 each (kind 1 = recorded, kind 3 = kept; kind 2 is unused)
 //!         | kinds 4 and 5 (recorded, kept, with hosts): n fingerprints u64, then their n host
 //!           hashes u32, zero-padded to a multiple of 8 (see `crate::host`)
 //!         | kind 6 (forget a host): host hash u32 | [0; 4]
@@ -110,10 +110,10 @@ impl std::fmt::Display for Fsync {
 /// What a record says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
-    /// Fingerprints recorded as new.
+    /// Fingerprints recorded as new. (Kind 2 was set aside for "forgotten" and never written
+    /// by any build: a forget rewrites the leaves and logs kind 6 or 7. A record of kind 2 is
+    /// read as damage, as any unknown kind is.)
     Recorded = 1,
-    /// Fingerprints forgotten.
-    Forgotten = 2,
     /// Fingerprints answered "seen" on a Bloom positive that may have been false, logged so
     /// they stay "seen" through splits (the tree's *kept* records). Not URLs recorded.
     Kept = 3,
@@ -795,7 +795,6 @@ fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, Vec<u32>, usize)>
     }
     let kind = match head[4] {
         1 => RecordKind::Recorded,
-        2 => RecordKind::Forgotten,
         3 => RecordKind::Kept,
         4 => RecordKind::RecordedHosts,
         5 => RecordKind::KeptHosts,
@@ -880,16 +879,13 @@ mod tests {
         let log = FingerprintLog::create(&s, &path, Fsync::Always).unwrap();
         let a = log.append(RecordKind::Recorded, &[1, 2, 3]).unwrap();
         log.commit(a).unwrap();
-        let b = log.append(RecordKind::Forgotten, &[2]).unwrap();
+        let b = log.append(RecordKind::Kept, &[2]).unwrap();
         log.commit(b).unwrap();
         drop(log);
         let (_, rec) = FingerprintLog::open(&s, &path, Fsync::Always).unwrap();
         assert_eq!(rec.truncated_bytes, 0);
         let got: Vec<_> = rec.records.iter().map(|r| (r.kind, r.fingerprints.clone())).collect();
-        assert_eq!(
-            got,
-            vec![(RecordKind::Recorded, vec![1, 2, 3]), (RecordKind::Forgotten, vec![2])]
-        );
+        assert_eq!(got, vec![(RecordKind::Recorded, vec![1, 2, 3]), (RecordKind::Kept, vec![2])]);
         assert_eq!(rec.records[1].end, b);
     }
 

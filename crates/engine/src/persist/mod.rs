@@ -257,7 +257,6 @@ fn replay(
             }
             report.replayed_forgets += 1;
         }
-        RecordKind::Forgotten => {}
     }
     report.replayed_records += 1;
     match record.kind {
