@@ -29,6 +29,15 @@
 //!
 //! [fjall]: https://docs.rs/fjall
 
+mod error;
+mod header;
+mod mem;
+
+pub use error::StoreError;
+pub(crate) use header::check_fixed;
+use header::{check_header, write_header};
+pub use mem::{FpBuildHasher, FpHasher, MemStore};
+
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -54,108 +63,10 @@ pub const MAGIC: [u8; 8] = *b"USFPSTOR";
 pub const VERSION: u32 = 1;
 /// The value encoding of version 1: refcount `u32` LE, then the generation `u32` LE if non-zero.
 pub const VALUE_ENCODING: u32 = 1;
-const HEADER_LEN: usize = 24;
-/// The header's framing. Its version is a `u32` LE: the frame's `u16`, then a reserved 0.
-const FORMAT: Format =
-    Format { name: "fingerprint store header", magic: MAGIC, version: VERSION as u16, oldest: 1 };
 const LSM_DIR: &str = "lsm";
 const KEYSPACE: &str = "fingerprints";
 /// Not 8 bytes long, so no fingerprint key can collide with it.
 const COUNT_KEY: &[u8; 13] = b"urlseen:count";
-
-/// Why the fingerprint store (or an index built on it) refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreError {
-    /// A file operation failed.
-    #[error("fingerprint store {}: {what}: {source}", path.display())]
-    Io {
-        /// What was being done.
-        what: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// [`FingerprintStore::open_existing`] on a directory that holds no store.
-    #[error("no fingerprint store at {}", path.display())]
-    NotFound {
-        /// The directory.
-        path: PathBuf,
-    },
-    /// Another process (or another handle in this one) has the store open.
-    #[error("fingerprint store {} is in use by another process; close it or use another directory", path.display())]
-    Locked {
-        /// The directory.
-        path: PathBuf,
-    },
-    /// The header file does not start with [`MAGIC`]: this is not a fingerprint store.
-    #[error("{} is not a urlseen fingerprint store (bad magic)", path.display())]
-    BadMagic {
-        /// The header file.
-        path: PathBuf,
-    },
-    /// The header's checksum does not match its content.
-    #[error("{} is corrupt: checksum {got:#018x}, expected {expected:#018x}", path.display())]
-    ChecksumMismatch {
-        /// The header file.
-        path: PathBuf,
-        /// The checksum stored in the file.
-        expected: u64,
-        /// The checksum of the content read.
-        got: u64,
-    },
-    /// The store was written by an unknown format version.
-    #[error("{} has {what} {found}; this build supports {supported}", path.display())]
-    UnsupportedVersion {
-        /// The header file.
-        path: PathBuf,
-        /// `version` or `value encoding`.
-        what: &'static str,
-        /// The number in the file.
-        found: u32,
-        /// The number this build reads.
-        supported: u32,
-    },
-    /// Stored data does not decode, or the LSM engine found damage it cannot repair.
-    #[error("fingerprint store {} is corrupt: {reason}", path.display())]
-    Corrupt {
-        /// The store directory (or the damaged file).
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A write or fsync failed earlier; the store refuses writes from then on rather than
-    /// pretend. Reopen it to recover.
-    #[error("fingerprint store {} refuses writes: an earlier write or fsync failed", path.display())]
-    Poisoned {
-        /// The store directory.
-        path: PathBuf,
-    },
-    /// Parameters of an index or set are out of range.
-    #[error("invalid {name}: {reason}")]
-    InvalidOption {
-        /// The parameter.
-        name: &'static str,
-        /// What is wrong and what is allowed.
-        reason: String,
-    },
-}
-
-impl StoreError {
-    fn from_fjall(path: &Path, e: fjall::Error) -> StoreError {
-        let path = path.to_path_buf();
-        match e {
-            fjall::Error::Io(source) => StoreError::Io { what: "LSM I/O", path, source },
-            fjall::Error::Storage(fjall::LsmError::Io(source)) => {
-                StoreError::Io { what: "LSM I/O", path, source }
-            }
-            fjall::Error::Locked => StoreError::Locked { path },
-            fjall::Error::Poisoned => StoreError::Poisoned { path },
-            other => StoreError::Corrupt { path, reason: format!("LSM engine: {other:?}") },
-        }
-    }
-}
 
 /// When a write is acknowledged. See the [module docs](self#durability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -673,193 +584,6 @@ fn exists(storage: &dyn Storage, path: &Path) -> Result<bool> {
 fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError + use<> {
     let path = path.to_path_buf();
     move |source| StoreError::Io { what, path, source }
-}
-
-fn header_bytes() -> [u8; HEADER_LEN] {
-    let mut h = Vec::with_capacity(HEADER_LEN);
-    FORMAT.write_header(&mut h);
-    h.extend_from_slice(&[0, 0]);
-    h.extend_from_slice(&VALUE_ENCODING.to_le_bytes());
-    Format::seal(&mut h, 0);
-    h.try_into().unwrap_or([0; HEADER_LEN])
-}
-
-impl StoreError {
-    /// A file at `path` that does not fit its format.
-    fn format(path: &Path, e: FormatError) -> StoreError {
-        let path = path.to_path_buf();
-        match e {
-            FormatError::BadMagic { .. } => StoreError::BadMagic { path },
-            FormatError::ChecksumMismatch { stored, computed, .. } => {
-                StoreError::ChecksumMismatch { path, expected: stored, got: computed }
-            }
-            FormatError::UnsupportedVersion { found, newest, .. } => {
-                StoreError::UnsupportedVersion {
-                    path,
-                    what: "version",
-                    found: u32::from(found),
-                    supported: u32::from(newest),
-                }
-            }
-            e => StoreError::Corrupt { path, reason: e.to_string() },
-        }
-    }
-}
-
-/// Checks a file of exactly `len` bytes framed by `format`, whose last 8 bytes seal the rest
-/// and whose version is a `u32` (the frame's `u16`, then a reserved 0). Damage is reported
-/// before the version: a flipped bit there is damage, not a newer build's file.
-///
-/// # Errors
-/// [`StoreError::BadMagic`], [`StoreError::Corrupt`] for another length,
-/// [`StoreError::ChecksumMismatch`], [`StoreError::UnsupportedVersion`].
-pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize) -> Result<()> {
-    if !bytes.starts_with(&format.magic) {
-        let found = bytes[..bytes.len().min(8)].to_vec();
-        return Err(StoreError::format(path, FormatError::BadMagic { format: format.name, found }));
-    }
-    if bytes.len() != len {
-        return Err(StoreError::Corrupt {
-            path: path.to_path_buf(),
-            reason: format!("{} bytes, expected {len}", bytes.len()),
-        });
-    }
-    let (body, seal) = bytes.split_at(len - SEAL_LEN);
-    format.verify(body, seal).map_err(|e| StoreError::format(path, e))?;
-    if bytes[FRAME_LEN..FRAME_LEN + 2] != [0, 0] {
-        let word = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        return Err(StoreError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            what: "version",
-            found: word,
-            supported: u32::from(format.version),
-        });
-    }
-    format.check_header(bytes).map(drop).map_err(|e| StoreError::format(path, e))
-}
-
-/// Writes the header atomically ([`Storage::write_atomic`]).
-fn write_header(storage: &dyn Storage, dir: &Path) -> Result<()> {
-    let path = dir.join(HEADER_FILE);
-    storage.write_atomic(&path, &header_bytes()).map_err(io_err("write header", &path))
-}
-
-fn check_header(storage: &dyn Storage, path: &Path) -> Result<()> {
-    let missing = || io::Error::from(io::ErrorKind::NotFound);
-    let bytes = storage
-        .read(path)
-        .and_then(|b| b.ok_or_else(missing))
-        .map_err(io_err("read header", path))?;
-    check_fixed(&FORMAT, path, &bytes, HEADER_LEN)?;
-    let encoding = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
-    if encoding != VALUE_ENCODING {
-        return Err(StoreError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            what: "value encoding",
-            found: encoding,
-            supported: VALUE_ENCODING,
-        });
-    }
-    Ok(())
-}
-
-/// A [`Hasher`] for keys that are (or derive from) fingerprints: one [`mix64`], no SipHash.
-/// Mixing again keeps tables fast even for non-random keys such as test sequences.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct FpHasher(u64);
-
-impl Hasher for FpHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = mix64(self.0 ^ u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = mix64(self.0 ^ x);
-    }
-}
-
-/// The [`std::hash::BuildHasher`] of [`FpHasher`].
-pub type FpBuildHasher = BuildHasherDefault<FpHasher>;
-
-/// The fingerprint store in memory, for in-memory databases and tests: a hash map behind a
-/// reader-writer lock. [`sync`](FpStore::sync) does nothing; nothing survives the process.
-#[derive(Debug, Default)]
-pub struct MemStore {
-    map: RwLock<HashMap<u64, Record, FpBuildHasher>>,
-}
-
-impl MemStore {
-    /// An empty store.
-    #[must_use]
-    pub fn new() -> Self {
-        Self::default()
-    }
-}
-
-impl FpStore for MemStore {
-    fn get_record(&self, fp: u64) -> Result<Option<Record>> {
-        Ok(self.map.read().get(&fp).copied())
-    }
-
-    fn insert_many_hosts_in(&self, fps: &[u64], hosts: &[u32], generation: u32) -> Result<()> {
-        let mut map = self.map.write();
-        map.reserve(fps.len());
-        for (i, &fp) in fps.iter().enumerate() {
-            let host = hosts.get(i).copied().unwrap_or(0);
-            map.insert(fp, Record { host, ..Record::new(generation) });
-        }
-        Ok(())
-    }
-
-    fn update_record(&self, fp: u64, record: Record) -> Result<()> {
-        self.map.write().insert(fp, record);
-        Ok(())
-    }
-
-    fn increment(&self, fp: u64) -> Result<u32> {
-        let mut map = self.map.write();
-        let r = map.entry(fp).and_modify(|r| r.refcount = r.refcount.saturating_add(1));
-        Ok(r.or_insert(Record::new(0)).refcount)
-    }
-
-    fn remove_record(&self, fp: u64) -> Result<Option<Record>> {
-        Ok(self.map.write().remove(&fp))
-    }
-
-    fn len(&self) -> u64 {
-        self.map.read().len() as u64
-    }
-
-    fn scan(&self, f: &mut dyn FnMut(u64, Record)) -> Result<()> {
-        for (&fp, &r) in self.map.read().iter() {
-            f(fp, r);
-        }
-        Ok(())
-    }
-
-    fn iter_fingerprints(&self) -> Box<dyn Iterator<Item = Result<u64>> + '_> {
-        // A snapshot: holding the read lock inside a returned iterator would block writers
-        // for as long as the caller iterates.
-        let keys: Vec<u64> = self.map.read().keys().copied().collect();
-        Box::new(keys.into_iter().map(Ok))
-    }
-
-    fn sync(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn durability(&self) -> StoreDurability {
-        StoreDurability::Buffered
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        // hashbrown: one control byte plus the (key, value) slot per bucket.
-        (self.map.read().capacity() * (1 + size_of::<(u64, Record)>())) as u64
-    }
 }
 
 #[cfg(test)]
