@@ -34,6 +34,13 @@
 //! filter, a forget removes from the store before it decrements, so a crash at any point
 //! reopens to a consistent set.
 
+mod options;
+mod stats;
+
+pub use options::CountingOptions;
+use options::invalid;
+pub use stats::{CountingStats, GenerationStats};
+
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -52,193 +59,9 @@ use super::{
 
 /// The file beside the store that fixes a set's filter geometry.
 pub const PARAMS_FILE: &str = "URLSEEN-COUNTING";
-/// The params file's framing (its version a `u32`, as the store header's).
-const PARAMS_FORMAT: Format =
-    Format { name: "counting parameters", magic: *b"USCOUNTS", version: 1, oldest: 1 };
-const PARAMS_LEN: usize = 48;
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Where a 4-bit counter of [`CountingBloom`] saturates.
 const SATURATED: u8 = 15;
-
-/// The shape of a [`CountingSet`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CountingOptions {
-    /// Fingerprints generation 0 holds before a generation twice as large is added.
-    pub capacity: u64,
-    /// Counters per fingerprint of capacity, m/n (seed 004's experiment: 20).
-    pub counters_per_item: f64,
-    /// Counters per fingerprint, k (seed 004's experiment: 8).
-    pub hashes: u32,
-    /// Seed of the counter positions (generation g uses `seed ^ g·φ`).
-    pub seed: u64,
-    /// The LRU and reference counting of the [`ExactIndex`] behind the filters.
-    pub exact: ExactOptions,
-}
-
-impl Default for CountingOptions {
-    /// Seed 004's experiment: k = 8, m/n = 20 (4-bit counters: 10 bytes a fingerprint), first
-    /// generation 1,000,000 fingerprints.
-    fn default() -> Self {
-        CountingOptions {
-            capacity: 1_000_000,
-            counters_per_item: 20.0,
-            hashes: 8,
-            seed: crate::DEFAULT_SEED,
-            exact: ExactOptions::default(),
-        }
-    }
-}
-
-impl CountingOptions {
-    /// Sized like a classic Bloom filter for `capacity` fingerprints at false-positive rate
-    /// `fpr` (one counter per bit): m/n and k from [`plan`]. Exact mode makes the rate a cost
-    /// (store reads), not an error.
-    ///
-    /// # Errors
-    /// [`StoreError::InvalidOption`] unless 0 < `fpr` < 1 and `capacity` ≥ 1.
-    pub fn with_fpr(capacity: u64, fpr: f64) -> Result<Self> {
-        if !(fpr > 0.0 && fpr < 1.0) {
-            return Err(invalid("fpr", format!("must be strictly between 0 and 1, got {fpr}")));
-        }
-        if capacity == 0 {
-            return Err(invalid("capacity", "must be at least 1".into()));
-        }
-        let m = plan::bloom_bits(capacity, fpr);
-        Ok(CountingOptions {
-            capacity,
-            counters_per_item: m as f64 / capacity as f64,
-            hashes: plan::optimal_hashes(m, capacity),
-            ..Self::default()
-        })
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.capacity == 0 {
-            return Err(invalid("capacity", "must be at least 1".into()));
-        }
-        if !(self.counters_per_item.is_finite() && self.counters_per_item > 0.0) {
-            return Err(invalid(
-                "counters_per_item",
-                format!("must be > 0, got {}", self.counters_per_item),
-            ));
-        }
-        if !(1..=MAX_HASHES).contains(&self.hashes) {
-            return Err(invalid(
-                "hashes",
-                format!("must be in 1..={MAX_HASHES}, got {}", self.hashes),
-            ));
-        }
-        match self.generation_counters(0) {
-            Some(m) if m <= MAX_BITS => Ok(()),
-            _ => Err(invalid("capacity", "the first generation would exceed 2^40 counters".into())),
-        }
-    }
-
-    /// The capacity of generation `g`: `capacity · 2^g`.
-    #[must_use]
-    pub fn generation_capacity(&self, g: u32) -> Option<u64> {
-        self.capacity.checked_mul(1u64.checked_shl(g)?)
-    }
-
-    fn generation_counters(&self, g: u32) -> Option<u64> {
-        let m = (self.generation_capacity(g)? as f64 * self.counters_per_item).ceil();
-        (m < MAX_BITS as f64 * 2.0).then_some((m as u64).max(1))
-    }
-
-    fn generation_seed(&self, g: u32) -> u64 {
-        self.seed ^ u64::from(g).wrapping_mul(GOLDEN)
-    }
-
-    fn new_generation(&self, g: u32) -> Option<CountingBloom> {
-        let m = self.generation_counters(g)?;
-        CountingBloom::try_new(m, self.hashes, self.generation_seed(g)).ok()
-    }
-
-    fn encode(&self) -> [u8; PARAMS_LEN] {
-        let mut b = [0u8; PARAMS_LEN];
-        b[..urlseen_filter::frame::HEADER_LEN].copy_from_slice(&PARAMS_FORMAT.header());
-        b[12..16].copy_from_slice(&self.hashes.to_le_bytes());
-        b[16..24].copy_from_slice(&self.capacity.to_le_bytes());
-        b[24..32].copy_from_slice(&self.counters_per_item.to_bits().to_le_bytes());
-        b[32..40].copy_from_slice(&self.seed.to_le_bytes());
-        let sum = urlseen_filter::frame::checksum(&b[..40]);
-        b[40..].copy_from_slice(&sum.to_le_bytes());
-        b
-    }
-
-    /// Decodes the geometry from a params file into `self` (keeping `exact`).
-    fn decode_into(mut self, path: &Path, bytes: &[u8]) -> Result<Self> {
-        super::store::check_fixed(&PARAMS_FORMAT, path, bytes, PARAMS_LEN)?;
-        let u64_at = |i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[i..i + 8]);
-            u64::from_le_bytes(w)
-        };
-        self.hashes = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
-        self.capacity = u64_at(16);
-        self.counters_per_item = f64::from_bits(u64_at(24));
-        self.seed = u64_at(32);
-        self.validate()
-            .map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), reason: e.to_string() })?;
-        Ok(self)
-    }
-}
-
-fn invalid(name: &'static str, reason: String) -> StoreError {
-    StoreError::InvalidOption { name, reason }
-}
-
-/// One generation's figures.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct GenerationStats {
-    /// Fingerprints it is sized for.
-    pub capacity: u64,
-    /// Fingerprints added to it and not forgotten.
-    pub len: u64,
-    /// Counters (m).
-    pub counters: u64,
-    /// Probes per fingerprint (k).
-    pub hashes: u32,
-    /// Counters at 15.
-    pub saturated: u64,
-    /// Fraction of counters above 0.
-    pub fill: f64,
-    /// Its false-positive rate at its length, formula (1).
-    pub estimated_fpr: f64,
-    /// Bytes of counters.
-    pub memory_bytes: u64,
-}
-
-/// What a [`CountingSet`] holds and did.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct CountingStats {
-    /// Per generation, oldest first (the last is active).
-    pub generations: Vec<GenerationStats>,
-    /// Fingerprints recorded (in the store).
-    pub len: u64,
-    /// Counters at 15, over all generations.
-    pub saturated_counters: u64,
-    /// The rate at which the filters send a new fingerprint to the store: 1 − Π(1 − f_g).
-    pub filter_fpr: f64,
-    /// Bytes of counters, over all generations.
-    pub filter_memory_bytes: u64,
-    /// Bytes of counters plus the LRU (the store's memory not included).
-    pub memory_bytes: u64,
-    /// Fingerprints the filters declared new with no store read (since opened).
-    pub definitely_new: u64,
-    /// Fingerprints the filters sent to the LRU and store.
-    pub filter_positives: u64,
-    /// Of those, the ones the store did not know: filter false positives, recorded as new.
-    pub false_positives: u64,
-    /// Saturated counters recounted from the store by `forget`.
-    pub recounted_counters: u64,
-    /// Store scans `forget` made to recount them.
-    pub recount_scans: u64,
-    /// The exact index's counters.
-    pub exact: ExactStats,
-}
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -775,45 +598,6 @@ impl CountingSet {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.exact.is_empty()
-    }
-
-    /// Generations, counts, saturated counters and memory (scans the counters: O(m)).
-    #[must_use]
-    pub fn stats(&self) -> CountingStats {
-        let gens = self.generations.lock();
-        let generations: Vec<GenerationStats> = gens
-            .iter()
-            .enumerate()
-            .map(|(g, f)| GenerationStats {
-                capacity: self.options.generation_capacity(g as u32).unwrap_or(u64::MAX),
-                len: f.len(),
-                counters: f.num_counters(),
-                hashes: f.num_hashes(),
-                saturated: f.saturated_count(),
-                fill: f.fill_ratio(),
-                estimated_fpr: f.estimated_fpr(),
-                memory_bytes: f.memory_bytes() as u64,
-            })
-            .collect();
-        drop(gens);
-        let exact = self.exact.stats();
-        let filter_memory_bytes = generations.iter().map(|g| g.memory_bytes).sum();
-        let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        CountingStats {
-            len: exact.stored,
-            saturated_counters: generations.iter().map(|g| g.saturated).sum(),
-            filter_fpr: 1.0 - generations.iter().map(|g| 1.0 - g.estimated_fpr).product::<f64>(),
-            filter_memory_bytes,
-            memory_bytes: filter_memory_bytes + exact.lru_memory_bytes,
-            definitely_new: get(&c.definitely_new),
-            filter_positives: get(&c.filter_positives),
-            false_positives: get(&c.false_positives),
-            recounted_counters: get(&c.recounted_counters),
-            recount_scans: get(&c.recount_scans),
-            generations,
-            exact,
-        }
     }
 }
 
