@@ -78,6 +78,20 @@
 //! ```
 //! See [`tree`] for the DSBF itself: routing, online splits, locking.
 //!
+//! # Seams
+//! - **One DSBF's sizes and seeds**: `tree::params` (one `TreeParams::from(&NamespaceOptions)`,
+//!   `level_seed`, `probe_seed`), used by the tree here and by [`redis`]; one
+//!   [`fingerprint::Fingerprinter`] for every backend; one [`SeenSet`] trait over all of them
+//!   (the server answers through it).
+//! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a
+//!   data directory), which it asks to check, append (an `Lsn`), commit (an `Ack`), sync and
+//!   checkpoint; when a commit syncs is the [`Fsync`] policy's to say
+//!   ([`Fsync::commit_syncs`]). Every file durability rests on goes through
+//!   [`storage::Storage`], where tests inject faults.
+//! - **One framing** for every file and blob: `urlseen_filter::frame` (`Format`: magic,
+//!   version, sealed sections, a bounds-checked reader; `FormatError`), which
+//!   [`Error::UnsupportedVersion`] and [`Error::Corrupt`] report.
+//!
 //! # Quirks
 //! - While a leaf splits, its frozen filter and its children both answer queries, so for that
 //!   moment a query routed there sees the frozen leaf's FPR plus a small one from the children.
