@@ -469,6 +469,17 @@ struct InfoEntry<S> {
     write: InfoWriterFn<S>,
 }
 
+/// Why [`Dispatch::rename_command`] refused (Redis' `rename-command` in a config file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenameError {
+    /// No command has that name.
+    #[error("rename-command: no command {0:?}")]
+    NoCommand(String),
+    /// The new name is too long, or another command's.
+    #[error("rename-command: {0:?} is too long or already a command")]
+    Taken(String),
+}
+
 /// The command table and the application state handlers receive.
 ///
 /// [`Dispatch::new`] comes with the connection commands (`PING`, `ECHO`, `HELLO`, `AUTH`,
@@ -590,11 +601,12 @@ impl<S> Dispatch<S> {
     /// then an unknown command. Names are case-insensitive.
     ///
     /// # Errors
-    /// A description, if `name` is not a command or `new_name` is too long or taken.
-    pub fn rename_command(&mut self, name: &str, new_name: &str) -> Result<(), String> {
+    /// [`RenameError::NoCommand`] if `name` is not a command, [`RenameError::Taken`] if
+    /// `new_name` is too long or already one; nothing is renamed then.
+    pub fn rename_command(&mut self, name: &str, new_name: &str) -> Result<(), RenameError> {
         let key: Box<[u8]> = name.to_ascii_lowercase().into_bytes().into();
         let Some(index) = self.top.remove(&key) else {
-            return Err(format!("rename-command: no command {name:?}"));
+            return Err(RenameError::NoCommand(name.to_owned()));
         };
         if new_name.is_empty() {
             self.top_order.retain(|&i| i != index);
@@ -603,7 +615,7 @@ impl<S> Dispatch<S> {
         let new_key: Box<[u8]> = new_name.to_ascii_lowercase().into_bytes().into();
         if new_key.len() > MAX_NAME || self.top.contains_key(&new_key) {
             self.top.insert(key, index);
-            return Err(format!("rename-command: {new_name:?} is too long or already a command"));
+            return Err(RenameError::Taken(new_name.to_owned()));
         }
         self.top.insert(new_key, index);
         Ok(())

@@ -89,7 +89,7 @@ pub use cmd::info::InfoSection;
 pub use config::{Config, Limits};
 pub use dispatch::{
     ArgKind, ArgSpec, BatchHandler, BoxFuture, Command, CommandResult, CommandSpec, Ctx, Dispatch,
-    Handler,
+    Handler, RenameError,
 };
 pub use error::{CommandError, ProtocolError};
 pub use frame::{Frame, FrameError, Protocol};

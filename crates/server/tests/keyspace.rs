@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::TestServer;
-use urlseen_server::{Config, Frame};
+use urlseen_server::{Config, Frame, RenameError};
 
 async fn names(c: &mut common::Client, n: usize) {
     for i in 0..n {
@@ -167,8 +167,11 @@ async fn rename_command_disables_and_renames() {
     let mut d = urlseen_server::dispatch(app.clone());
     d.rename_command("FLUSHALL", "").unwrap();
     d.rename_command("del", "del-4f9c").unwrap();
-    assert!(d.rename_command("nope", "x").unwrap_err().contains("no command"));
-    assert!(d.rename_command("PING", "echo").unwrap_err().contains("already a command"));
+    assert!(matches!(d.rename_command("nope", "x"), Err(RenameError::NoCommand(_))));
+    let taken = d.rename_command("PING", "echo").unwrap_err();
+    assert!(
+        matches!(taken, RenameError::Taken(_)) && taken.to_string().contains("already a command")
+    );
     let server = TestServer::start_with(Config::default(), d).await;
     let mut c = server.connect().await;
     c.expect(&["URL.SEEN", "jobs", "https://a.example/"], b"*1\r\n:0\r\n").await;

@@ -558,7 +558,7 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
     let app = Arc::new(app);
     let mut dispatch = urlseen_server::dispatch(app.clone());
     for (name, new_name) in &renames {
-        dispatch.rename_command(name, new_name).map_err(anyhow::Error::msg)?;
+        dispatch.rename_command(name, new_name)?;
     }
     let dispatch = Arc::new(dispatch);
     let resp = TcpListener::bind(server.resp_addr)
