@@ -553,9 +553,19 @@ impl HashingReader<'_> {
         Ok(out)
     }
     fn array<const N: usize>(&mut self) -> Result<[u8; N], FormatError> {
-        let bytes = self.take(N)?;
+        // Into the stack, not through `take`: a version 1 snapshot reads every fingerprint of
+        // its inline logs this way.
         let mut b = [0u8; N];
-        b.copy_from_slice(&bytes);
+        let mut got = 0;
+        while got < N {
+            match self.inner.read(&mut b[got..]) {
+                Ok(0) => return Err(SNAPSHOT_FORMAT.truncated("field", N, got)),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(bad(format!("read: {e}"))),
+            }
+        }
+        self.hasher.update(&b);
         Ok(b)
     }
     fn u8(&mut self) -> Result<u8, FormatError> {
