@@ -198,26 +198,17 @@ impl Durable {
     /// Fingerprints whose hosts are known go in the kinds with hosts (12 bytes a URL), the
     /// others (raw items, fingerprints) in the plain ones (8 bytes).
     pub fn append(&self, logged: &Logged<'_>) -> Result<Lsn> {
-        let known = |hosts: &[u32]| hosts.iter().any(|&h| h != 0);
         let mut lsn = 0;
-        if !logged.new.is_empty() {
-            lsn = match known(logged.new_hosts) {
-                true => self.log.append_with_hosts(
-                    RecordKind::RecordedHosts,
-                    logged.new,
-                    logged.new_hosts,
-                )?,
-                false => self.log.append(RecordKind::Recorded, logged.new)?,
-            };
-        }
-        if !logged.kept.is_empty() {
-            lsn = match known(logged.kept_hosts) {
-                true => self.log.append_with_hosts(
-                    RecordKind::KeptHosts,
-                    logged.kept,
-                    logged.kept_hosts,
-                )?,
-                false => self.log.append(RecordKind::Kept, logged.kept)?,
+        for (fps, hosts, plain, with_hosts) in [
+            (logged.new, logged.new_hosts, RecordKind::Recorded, RecordKind::RecordedHosts),
+            (logged.kept, logged.kept_hosts, RecordKind::Kept, RecordKind::KeptHosts),
+        ] {
+            if fps.is_empty() {
+                continue;
+            }
+            lsn = match hosts.iter().any(|&h| h != 0) {
+                true => self.log.append_with_hosts(with_hosts, fps, hosts)?,
+                false => self.log.append(plain, fps)?,
             };
         }
         Ok(Lsn(lsn))
