@@ -307,3 +307,34 @@ impl Durable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Db, DbOptions, Fsync, NamespaceOptions};
+
+    /// What a commit acknowledges follows the backing and its policy: nothing beyond the
+    /// process in memory, written under `everysec`, synced under `always`; and it covers the
+    /// records appended so far.
+    #[test]
+    fn a_commit_acknowledges_what_the_policy_promises() {
+        let db = Db::in_memory();
+        let ns = db.create_namespace("m", NamespaceOptions::default()).unwrap();
+        assert!(!ns.seen("https://a.example/").unwrap());
+        assert_eq!(ns.backing().end(), Lsn(0));
+        assert_eq!(ns.backing().commit(ns.backing().end()).unwrap(), Ack::InMemory);
+        for (fsync, written) in [(Fsync::EverySec, false), (Fsync::Always, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Db::open_with(dir.path(), DbOptions { fsync, ..Default::default() }).unwrap();
+            let ns = db.create_namespace("d", NamespaceOptions::default()).unwrap();
+            let empty = ns.backing().end();
+            assert_eq!(ns.backing().commit(Lsn(0)).unwrap(), Ack::InMemory, "nothing to commit");
+            assert!(!ns.seen("https://a.example/").unwrap());
+            let end = ns.backing().end();
+            assert!(end > empty, "the record moved the log's end: {end:?}");
+            let want = if written { Ack::Synced(end) } else { Ack::Written(end) };
+            assert_eq!(ns.backing().commit(end).unwrap(), want, "{fsync}");
+            assert_eq!(ns.backing().commit_syncs(), written);
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! bytes ──RequestParser──▶ argv ──Dispatch──▶ Parse ─▶ handler ─▶ Frame ──encode(RESP2|3)──▶ bytes
-//!        (request.rs)              (dispatch.rs)  (parse.rs) (cmd/*.rs)   (frame.rs)
+//!        (request.rs)              (dispatch/)    (parse.rs) (cmd/*.rs)   (frame/)
 //!        └────────────── Connection (connection.rs): buffers, pipelining ──────────────┘
 //!        └────────────── run (server.rs): accept, limits, shutdown ───────────────────┘
 //! ```
