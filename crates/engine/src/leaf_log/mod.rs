@@ -1,7 +1,7 @@
 //! Where a DSBF leaf keeps its fingerprints: the source of truth a split re-hashes into the
 //! children, kept on disk so that RAM holds only the filters.
 //!
-//! A tree's leaves share one [`LeafStore`]: in memory (`Db::in_memory`, 8 bytes per URL on the
+//! A tree's leaves share one [`LeafStore`]: in memory (`Db::in_memory`, 12 bytes per URL on the
 //! heap), or one append-only file per leaf in a directory (a data directory's `leaves/`, or a
 //! spill directory removed on exit). A file-backed leaf holds at most [`BUFFER_RECORDS`]
 //! records in RAM; a full buffer is appended to its file as one checksummed block, under the
@@ -31,8 +31,10 @@
 //! lost in memory, and marks the store failed; the namespace checks [`LeafStore::check`] after
 //! every batch and refuses writes from then on, as it does after a failed log write.
 
+mod chunked;
 mod files;
 
+use chunked::Chunked;
 pub use files::{LeafFiles, LeafStore};
 
 use std::path::{Path, PathBuf};
@@ -100,6 +102,20 @@ impl LeafRecord {
     }
 }
 
+/// Appends to `out` the records of entries `range` of an in-memory list of fingerprints and
+/// their hosts, made by `kind`. A host list is as long as its fingerprint list, so the two are
+/// cut into chunks at the same places.
+fn extend_records(
+    out: &mut Vec<LeafRecord>,
+    (fps, hosts): (&Chunked<u64>, &Chunked<u32>),
+    range: std::ops::Range<usize>,
+    kind: fn(u64) -> LeafRecord,
+) {
+    for (fps, hosts) in fps.slices(range.clone()).zip(hosts.slices(range)) {
+        out.extend(fps.iter().zip(hosts).map(|(&fp, &host)| kind(fp).with_host(host)));
+    }
+}
+
 /// The minute since the Unix epoch now: a leaf record's coarse time.
 pub(crate) fn current_minute() -> u32 {
     std::time::SystemTime::now()
@@ -112,8 +128,9 @@ pub(crate) fn current_minute() -> u32 {
 #[derive(Debug)]
 pub(crate) enum LeafLog {
     /// Every fingerprint, on the heap: the recorded ones, then the kept ones (the order of the
-    /// two kinds does not matter to a split), each with its host hash (12 bytes a URL).
-    Memory { fps: Vec<u64>, hosts: Vec<u32>, kept: Vec<u64>, kept_hosts: Vec<u32> },
+    /// two kinds does not matter to a split), each with its host hash (12 bytes a URL), in
+    /// chunks (see [`Chunked`]).
+    Memory { fps: Chunked<u64>, hosts: Chunked<u32>, kept: Chunked<u64>, kept_hosts: Chunked<u32> },
     /// A file of blocks and the buffered tail not yet appended to it.
     File {
         id: NodeId,
@@ -138,10 +155,10 @@ impl LeafLog {
     pub fn new(store: &LeafStore, id: NodeId, reserve: usize) -> Self {
         match store {
             LeafStore::Memory => LeafLog::Memory {
-                fps: Vec::with_capacity(reserve),
-                hosts: Vec::with_capacity(reserve),
-                kept: Vec::new(),
-                kept_hosts: Vec::new(),
+                fps: Chunked::with_capacity(reserve),
+                hosts: Chunked::with_capacity(reserve),
+                kept: Chunked::default(),
+                kept_hosts: Chunked::default(),
             },
             LeafStore::Files(_) => {
                 LeafLog::File { id, on_disk: 0, file_len: 0, buffer: Vec::new() }
@@ -203,7 +220,7 @@ impl LeafLog {
                 fps.extend_from_slice(run);
                 match hosts {
                     Some(hosts) => fp_hosts.extend_from_slice(hosts),
-                    None => fp_hosts.resize(fp_hosts.len() + run.len(), 0),
+                    None => fp_hosts.extend_with(run.len(), 0),
                 }
             }
             LeafLog::File { .. } => {
@@ -379,13 +396,12 @@ impl LeafLog {
                 let all = fps.len() + kept.len();
                 let start = pos.records.min(all as u64) as usize;
                 let end = start.saturating_add(want).min(all);
-                out.extend((start..end).map(|i| {
-                    match fps.get(i) {
-                        Some(&fp) => LeafRecord::new(fp, 0).with_host(hosts[i]),
-                        None => LeafRecord::kept(kept[i - fps.len()], 0)
-                            .with_host(kept_hosts[i - fps.len()]),
-                    }
-                }));
+                let split = fps.len();
+                extend_records(out, (fps, hosts), start..end.min(split), |fp| {
+                    LeafRecord::new(fp, 0)
+                });
+                let kept_range = start.saturating_sub(split)..end.saturating_sub(split);
+                extend_records(out, (kept, kept_hosts), kept_range, |fp| LeafRecord::kept(fp, 0));
                 Ok(ReadPos { records: end as u64, offset: 0 })
             }
             (LeafLog::File { id, on_disk, file_len, buffer }, LeafStore::Files(files)) => {
