@@ -55,6 +55,7 @@ mod recrawl;
 mod replica;
 mod router;
 mod scripts;
+mod set;
 mod split;
 
 use std::collections::{BTreeMap, HashMap};
@@ -75,10 +76,11 @@ pub use db::{RedisDb, RedisMode, RedisOptions};
 pub use dump::RedisRestore;
 pub use error::{Error, Lost, Result};
 use meta::{Meta, State};
-pub use recrawl::{MAX_MARGIN_MS, RedisSet, RedisWindow, RedisWindowStats};
+pub use recrawl::{MAX_MARGIN_MS, RedisWindow, RedisWindowStats};
 use replica::{LeafCell, SyncReply};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
+pub use set::RedisSet;
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes
 /// (and what a recrawl window's generation gives its expiry).

@@ -36,7 +36,7 @@ use ::redis::Value;
 use parking_lot::Mutex;
 
 use super::router::{Layout, Place, Req};
-use super::{Backoff, Error, RedisDb, RedisNamespace, RedisStats, Result};
+use super::{Backoff, Error, RedisDb, RedisNamespace, RedisSet, RedisStats, Result};
 use crate::options::NamespaceOptions;
 use crate::recrawl::{Clock, GenerationReport, RecrawlReport, SystemClock};
 use crate::tree::NodeId;
@@ -64,16 +64,6 @@ end
 redis.call('SET', KEYS[1], ARGV[1])
 return ARGV[1]
 ";
-
-/// A namespace in Redis, with or without a recrawl window: what [`RedisDb::open_namespace`]
-/// opens. Cheap to clone.
-#[derive(Debug, Clone)]
-pub enum RedisSet {
-    /// No window: one tree, every URL seen forever.
-    Plain(Arc<RedisNamespace>),
-    /// A recrawl window.
-    Window(Arc<RedisWindow>),
-}
 
 /// One generation: a tree of its own, for the slot that starts at `start`.
 #[derive(Debug)]
@@ -465,7 +455,7 @@ impl RedisWindow {
 
     /// Check-and-insert (see [`SeenSet::seen_fingerprints`](crate::SeenSet::seen_fingerprints)):
     /// "seen" if a live generation holds it, else recorded in the current one.
-    fn seen(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+    pub(super) fn seen(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         let now = self.clock.now_millis();
         let gens = self.generations(now, true)?;
         let Some((current, old)) = gens.split_last() else {
@@ -505,7 +495,7 @@ impl RedisWindow {
     }
 
     /// Read-only: "seen" if a live generation holds it.
-    fn contains(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+    pub(super) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         let now = self.clock.now_millis();
         union(&self.generations(now, false)?, fps, out)
     }
@@ -573,106 +563,6 @@ impl crate::SeenSet for RedisWindow {
 
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         self.contains(fps, out)
-    }
-}
-
-impl RedisSet {
-    /// The namespace's options (with its window, if it has one).
-    pub fn options(&self) -> &NamespaceOptions {
-        match self {
-            RedisSet::Plain(ns) => ns.options(),
-            RedisSet::Window(w) => w.options(),
-        }
-    }
-
-    /// The namespace's name.
-    pub fn name(&self) -> &str {
-        match self {
-            RedisSet::Plain(ns) => ns.name(),
-            RedisSet::Window(w) => w.name(),
-        }
-    }
-
-    /// Check-and-insert of fingerprints with their URLs' host hashes (from
-    /// [`SeenSet::fingerprint_host`](crate::SeenSet::fingerprint_host)), which a plain
-    /// namespace's records keep for a forget by host; a window's generations keep none.
-    ///
-    /// # Errors
-    /// As [`RedisNamespace::seen_fingerprints_hosts`].
-    ///
-    /// # Panics
-    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long.
-    pub fn seen_fingerprints_hosts(
-        &self,
-        fps: &[u64],
-        hosts: &[u32],
-        out: &mut [bool],
-    ) -> Result<()> {
-        match self {
-            RedisSet::Plain(ns) => ns.seen_fingerprints_hosts(fps, hosts, out),
-            RedisSet::Window(w) => w.seen(fps, out),
-        }
-    }
-
-    /// Forgets every URL of `host` (see [`RedisNamespace::forget_host`]); how many.
-    ///
-    /// # Errors
-    /// As [`RedisNamespace::forget_host`]; a window refuses
-    /// ([`crate::Error::ForgetByUnsupported`]): its generations keep no hosts in Redis.
-    pub fn forget_host(&self, host: &str) -> Result<u64> {
-        match self {
-            RedisSet::Plain(ns) => ns.forget_host(host),
-            RedisSet::Window(w) => Err(Error::Engine(crate::Error::ForgetByUnsupported {
-                name: w.name().to_owned(),
-                what: "by host",
-                reason: "it has a recrawl window in Redis, whose generations do not keep their \
-                         records' hosts; wait for the window to expire the host's URLs",
-            })),
-        }
-    }
-}
-
-impl crate::SeenSet for RedisSet {
-    type Error = Error;
-
-    fn fingerprint(&self, url: &str) -> Result<u64> {
-        match self {
-            RedisSet::Plain(ns) => ns.fingerprint(url),
-            RedisSet::Window(w) => w.fingerprint(url),
-        }
-    }
-
-    fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        match self {
-            RedisSet::Plain(ns) => ns.seen_fingerprints(fps, out),
-            RedisSet::Window(w) => w.seen(fps, out),
-        }
-    }
-
-    fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
-        match self {
-            RedisSet::Plain(ns) => ns.fingerprint_host(url),
-            RedisSet::Window(w) => w.fingerprint(url).map(|fp| (fp, 0)),
-        }
-    }
-
-    fn seen_fingerprints_hosts_then(
-        &self,
-        fps: &[u64],
-        hosts: &[u32],
-        out: &mut [bool],
-        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
-    ) -> Result<(), crate::SeenThenError<Error>> {
-        RedisSet::seen_fingerprints_hosts(self, fps, hosts, out)
-            .map_err(crate::SeenThenError::Backend)?;
-        then(out).map_err(crate::SeenThenError::Then)
-    }
-
-    fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        match self {
-            RedisSet::Plain(ns) => ns.contains_fingerprints(fps, out),
-            RedisSet::Window(w) => w.contains(fps, out),
-        }
     }
 }
 
