@@ -23,13 +23,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{info, warn};
-use urlseen_engine::{Db, Fsync, Profile};
+use urlseen_engine::{Db, Fsync};
 use urlseen_server::http::{self, HttpState};
 use urlseen_server::{App, AppConfig, Config, Limits};
+
+mod config;
+
+pub use config::{ConfigError, HttpAddr, LogLevel, Size};
+use config::{FileConfig, default_maxmemory, parse_yes_no};
 
 /// Serve the Redis protocol (RESP2/RESP3) and HTTP metrics over the engine.
 #[derive(Debug, Default, clap::Args)]
@@ -123,212 +127,6 @@ Every flag (but --config) is also a key of the --config TOML file, with `_` for 
 and the file alone sets shutdown_grace, max_namespace_bytes, [rename_command], [limits] and
 [defaults]. Flags override the file. An annotated example with every key and its default:
 urlseen.toml at the root of the urlseen repository.";
-
-/// A size such as `256mb` (see [`parse_bytes`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Size(u64);
-
-impl std::str::FromStr for Size {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Size, String> {
-        parse_bytes(s).map(Size)
-    }
-}
-
-/// `--http`: an address, or `off`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HttpAddr {
-    /// No HTTP server.
-    Off,
-    /// Listen here.
-    At(SocketAddr),
-}
-
-impl std::str::FromStr for HttpAddr {
-    type Err = String;
-    fn from_str(s: &str) -> Result<HttpAddr, String> {
-        if s.eq_ignore_ascii_case("off") {
-            return Ok(HttpAddr::Off);
-        }
-        s.parse().map(HttpAddr::At).map_err(|_| format!("expected IP:PORT or off, got {s:?}"))
-    }
-}
-
-/// A tracing filter, checked when it is read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogLevel(String);
-
-impl std::str::FromStr for LogLevel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<LogLevel, String> {
-        tracing_subscriber::EnvFilter::try_new(s)
-            .map(|_| LogLevel(s.to_owned()))
-            .map_err(|e| format!("invalid log level {s:?}: {e} (try error, warn, info, debug)"))
-    }
-}
-
-/// Deserializes a number of seconds, whole (`30`) or not (`0.5`).
-fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Seconds {
-        Whole(u64),
-        Fraction(f64),
-    }
-    let secs = match Seconds::deserialize(d)? {
-        Seconds::Whole(n) => n as f64,
-        Seconds::Fraction(f) => f,
-    };
-    crate::args::parse_seconds(&secs.to_string()).map(Some).map_err(serde::de::Error::custom)
-}
-
-/// Deserializes a string setting with its `FromStr`, so that a bad value is a TOML error that
-/// names the line.
-fn parsed<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    let text = String::deserialize(d)?;
-    text.parse().map(Some).map_err(serde::de::Error::custom)
-}
-
-/// A size as Redis writes it: bytes, or a number with `k`/`m`/`g` (powers of 1000) or
-/// `kb`/`mb`/`gb` (powers of 1024), case-insensitive.
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    let lower = s.trim().to_ascii_lowercase();
-    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    let unit: u64 = match &lower[digits.len()..] {
-        "" | "b" => 1,
-        "k" => 1_000,
-        "kb" => 1 << 10,
-        "m" => 1_000_000,
-        "mb" => 1 << 20,
-        "g" => 1_000_000_000,
-        "gb" => 1 << 30,
-        other => {
-            return Err(format!("unknown unit {other:?} in {s:?} (use k, kb, m, mb, g or gb)"));
-        }
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("expected a size such as 256mb, got {s:?}"))?;
-    n.checked_mul(unit).ok_or_else(|| format!("{s:?} is too large"))
-}
-
-/// Three quarters of this machine's RAM, or no limit where that is unknown.
-fn default_maxmemory() -> u64 {
-    super::total_ram().map_or(0, |bytes| bytes / 4 * 3)
-}
-
-fn parse_yes_no(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "yes" => Ok(true),
-        "no" => Ok(false),
-        _ => Err(format!("expected yes or no, got {s:?}")),
-    }
-}
-
-/// A `--config` file that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file cannot be read.
-    #[error("cannot read config file {}: {error}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why (in the message, not a `source`, so that it is printed once).
-        error: io::Error,
-    },
-    /// The file is not TOML of the expected shape (the message names the line and the key).
-    #[error("invalid config file {}: {error}", path.display())]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Where and what (in the message, not a `source`, so that it is printed once).
-        error: Box<toml::de::Error>,
-    },
-    /// A value is out of range.
-    #[error("invalid config file {}: `{key}` {reason}", path.display())]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// The key.
-        key: &'static str,
-        /// What is wrong.
-        reason: String,
-    },
-}
-
-/// The `--config` file: every flag's key (see `every_flag_has_a_config_key`), then the
-/// settings only the file holds.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    resp: Option<SocketAddr>,
-    timeout: Option<u64>,
-    requirepass: Option<String>,
-    protected_mode: Option<bool>,
-    maxclients: Option<usize>,
-    data: Option<PathBuf>,
-    #[serde(default, deserialize_with = "parsed")]
-    fsync: Option<Fsync>,
-    spill_dir: Option<PathBuf>,
-    #[serde(default, deserialize_with = "parsed")]
-    maxmemory: Option<Size>,
-    redis: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "seconds")]
-    redis_retry_for: Option<Duration>,
-    #[serde(default, deserialize_with = "parsed")]
-    http: Option<HttpAddr>,
-    #[serde(default, deserialize_with = "parsed")]
-    loglevel: Option<LogLevel>,
-    slowlog_log_slower_than: Option<i64>,
-    slowlog_max_len: Option<usize>,
-    #[serde(default, deserialize_with = "parsed")]
-    recrawl_after: Option<crate::args::Window>,
-    recrawl_generations: Option<u32>,
-    keep_urls: Option<bool>,
-    shutdown_grace: Option<u64>,
-    max_namespace_bytes: Option<u64>,
-    /// Redis' `rename-command`: `FLUSHALL = ""` disables it, `DEL = "del-9f3a"` renames it.
-    #[serde(default)]
-    rename_command: std::collections::BTreeMap<String, String>,
-    #[serde(default)]
-    limits: FileLimits,
-    #[serde(default)]
-    defaults: FileDefaults,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileLimits {
-    max_bulk_len: Option<usize>,
-    max_args: Option<usize>,
-    max_query_buffer: Option<usize>,
-    max_total_query_buffer: Option<usize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileDefaults {
-    capacity: Option<std::num::NonZeroU64>,
-    error: Option<f64>,
-    #[serde(default, deserialize_with = "parsed")]
-    profile: Option<Profile>,
-    sort_query: Option<bool>,
-    strip_tracking: Option<bool>,
-    keep_fragments: Option<bool>,
-}
-
-impl FileConfig {
-    fn load(path: &Path) -> Result<FileConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| ConfigError::Read { path: path.to_owned(), error })?;
-        toml::from_str(&text)
-            .map_err(|error| ConfigError::Parse { path: path.to_owned(), error: Box::new(error) })
-    }
-}
 
 /// Everything `serve` runs with, after flags, file and defaults are merged.
 #[derive(Debug)]
@@ -650,6 +448,10 @@ async fn wait_for_signal() -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use serde::Deserialize;
+    use urlseen_engine::Profile;
+
+    use super::config::{FileDefaults, FileLimits, parse_bytes};
     use super::*;
 
     fn write(text: &str) -> tempfile::NamedTempFile {
