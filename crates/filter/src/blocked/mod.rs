@@ -1,9 +1,8 @@
 //! The cache-line blocked Bloom filter: the default filter of urlseen.
 
 use std::fmt;
-use std::io::{self, Read, Write};
 
-use crate::codec::{self, DecodeError, Decoder, Encoder, FilterKind, Header};
+use crate::codec::FilterKind;
 use crate::hash::{mix64, reduce};
 use crate::prefetch::{advise_huge_pages, prefetch};
 use crate::{BLOCK_BITS, Filter, MAX_BITS, MAX_HASHES, ParamError, plan};
@@ -72,6 +71,8 @@ macro_rules! with_const_k {
     };
 }
 
+mod batch;
+mod encoding;
 mod probe;
 use probe::*;
 
@@ -399,139 +400,6 @@ impl BlockedBloom {
         self.probes(h).map(move |bit| base + bit as u64)
     }
 
-    /// [`insert`](Self::insert) for each of `fps` in order, writing the results to
-    /// `was_present`, while prefetching the blocks of the items 16 places ahead. Equivalent to
-    /// the single calls in order (a duplicate inside the batch is found present).
-    ///
-    /// # Panics
-    /// If `was_present.len() != fps.len()`.
-    pub fn insert_batch(&mut self, fps: &[u64], was_present: &mut [bool]) {
-        assert_eq!(fps.len(), was_present.len(), "insert_batch: output length differs");
-        if fps.is_empty() {
-            return;
-        }
-        if !self.is_allocated() {
-            self.allocate();
-        }
-        // One loop per scheme: no scheme test per item.
-        let (seed, k, scheme) = (self.seed, self.num_hashes, self.scheme);
-        let blocks = self.block_words_mut().as_chunks_mut::<WORDS>().0;
-        let new = match scheme {
-            BlockScheme::Scattered => {
-                insert_loop(blocks, seed, fps, was_present, |b, h| scattered_insert(b, h, k))
-            }
-            #[cfg(target_arch = "x86_64")]
-            BlockScheme::Sectorized if has_avx2() => {
-                #[expect(unsafe_code, reason = "calls a #[target_feature] function")]
-                // SAFETY: the CPU has AVX2 (just detected).
-                unsafe {
-                    avx2::insert_batch(blocks, seed, fps, was_present, k)
-                }
-            }
-            // A loop per common k, so that the masks' rounds unroll with k a constant.
-            BlockScheme::Sectorized => with_const_k!(k, k, {
-                insert_loop(blocks, seed, fps, was_present, |b, h| sectorized_insert(b, h, k))
-            }),
-        };
-        self.len += new;
-    }
-
-    /// [`insert_batch`](Self::insert_batch) over several filters at once: `fps[i]` goes to
-    /// `filters[route[i] as usize]`, in order, and `was_present[i]` answers it. One prefetch
-    /// window runs across all of them, where a batch split into one call per filter would
-    /// start each call's window cold (a tree of filters routes a batch this way). Equivalent
-    /// to the single calls in order. Filters of one scheme and hash count take the batched
-    /// path; others are inserted one by one.
-    ///
-    /// # Panics
-    /// If the lengths differ, or a route names no filter.
-    pub fn insert_batch_routed(
-        filters: &mut [&mut BlockedBloom],
-        route: &[u32],
-        fps: &[u64],
-        was_present: &mut [bool],
-    ) {
-        assert_eq!(fps.len(), was_present.len(), "insert_batch_routed: output length differs");
-        assert_eq!(fps.len(), route.len(), "insert_batch_routed: one route per item");
-        let Some(first) = filters.first() else {
-            assert!(fps.is_empty(), "insert_batch_routed: a route names no filter");
-            return;
-        };
-        let (k, scheme) = (first.num_hashes, first.scheme);
-        if filters.iter().any(|f| f.num_hashes != k || f.scheme != scheme) {
-            for ((&fp, &t), out) in fps.iter().zip(route).zip(was_present.iter_mut()) {
-                *out = filters[t as usize].insert(fp);
-            }
-            return;
-        }
-        for filter in filters.iter_mut().filter(|f| !f.is_allocated()) {
-            filter.allocate();
-        }
-        let mut targets: Vec<Routed<'_>> = filters
-            .iter_mut()
-            .map(|f| {
-                let seed = f.seed;
-                let blocks = f.block_words_mut().as_chunks_mut::<WORDS>().0;
-                Routed { blocks, seed, new: 0 }
-            })
-            .collect();
-        match scheme {
-            BlockScheme::Scattered => {
-                routed_loop(&mut targets, route, fps, was_present, |b, h| {
-                    scattered_insert(b, h, k)
-                });
-            }
-            #[cfg(target_arch = "x86_64")]
-            BlockScheme::Sectorized if has_avx2() => {
-                #[expect(unsafe_code, reason = "calls a #[target_feature] function")]
-                // SAFETY: the CPU has AVX2 (just detected).
-                unsafe {
-                    avx2::insert_batch_routed(&mut targets, route, fps, was_present, k);
-                }
-            }
-            BlockScheme::Sectorized => with_const_k!(k, k, {
-                routed_loop(&mut targets, route, fps, was_present, |b, h| {
-                    sectorized_insert(b, h, k)
-                });
-            }),
-        }
-        let new: Vec<u64> = targets.iter().map(|t| t.new).collect();
-        for (filter, new) in filters.iter_mut().zip(new) {
-            filter.len += new;
-        }
-    }
-
-    /// [`contains`](Self::contains) for each of `fps`, writing the results to `out`, while
-    /// prefetching the blocks of the items 16 places ahead.
-    ///
-    /// # Panics
-    /// If `out.len() != fps.len()`.
-    pub fn contains_batch(&self, fps: &[u64], out: &mut [bool]) {
-        assert_eq!(fps.len(), out.len(), "contains_batch: output length differs");
-        if !self.is_allocated() {
-            out.fill(false);
-            return;
-        }
-        let (seed, k) = (self.seed, self.num_hashes);
-        let blocks = self.block_words().as_chunks::<WORDS>().0;
-        match self.scheme {
-            BlockScheme::Scattered => {
-                contains_loop(blocks, seed, fps, out, |b, h| scattered_contains(b, h, k));
-            }
-            #[cfg(target_arch = "x86_64")]
-            BlockScheme::Sectorized if has_avx2() => {
-                #[expect(unsafe_code, reason = "calls a #[target_feature] function")]
-                // SAFETY: the CPU has AVX2 (just detected).
-                unsafe {
-                    avx2::contains_batch(blocks, seed, fps, out, k);
-                }
-            }
-            BlockScheme::Sectorized => with_const_k!(k, k, {
-                contains_loop(blocks, seed, fps, out, |b, h| sectorized_contains(b, h, k));
-            }),
-        }
-    }
-
     /// The number of bits m (a multiple of 512).
     #[must_use]
     pub fn num_bits(&self) -> u64 {
@@ -612,108 +480,6 @@ impl BlockedBloom {
         self.words = Vec::new();
         self.offset = 0;
         self.len = 0;
-    }
-
-    /// Writes the encoding (see [`codec`]): kind 2 ([`FilterKind::Blocked`]) for the scattered
-    /// scheme, 5 ([`FilterKind::BlockedSectorized`]) for the sectorized one; payload = the blocks
-    /// in order, each as 8 u64 words, little-endian (m/8 bytes).
-    ///
-    /// # Errors
-    /// Any error of `w`.
-    pub fn write_to<W: Write>(&self, mut w: W) -> io::Result<()> {
-        let header = Header {
-            kind: self.scheme.kind(),
-            num_hashes: self.num_hashes,
-            num_bits: self.num_bits(),
-            seed: self.seed,
-            len: self.len,
-            payload_len: self.num_bits() / 8,
-        };
-        let mut e = Encoder::new(&mut w, header)?;
-        if self.is_allocated() {
-            e.u64s(self.block_words().iter().copied())?;
-        } else {
-            // The same bytes as an allocated filter with no bit set: the format does not know.
-            e.u64s(std::iter::repeat_n(0, self.num_blocks as usize * WORDS))?;
-        }
-        e.finish()
-    }
-
-    /// The encoding as bytes (see [`write_to`](Self::write_to)).
-    #[must_use]
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(codec::HEADER_LEN + (self.num_bits() / 8) as usize + 8);
-        // Writing to a Vec cannot fail.
-        let _ = self.write_to(&mut out);
-        out
-    }
-
-    /// Reads and fully validates an encoding written by [`write_to`](Self::write_to), of
-    /// either scheme (the filter keeps the scheme it was written with).
-    ///
-    /// # Errors
-    /// A [`DecodeError`] for a wrong magic, version or kind, out-of-range parameters (bits not a
-    /// multiple of 512, ...), a payload length that does not match them, a short input, a
-    /// checksum mismatch, or an I/O error.
-    pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
-        Self::read_decoder(Decoder::new_any(&mut r, FilterKind::Blocked, SECTORIZED_KIND)?)
-    }
-
-    /// Decodes exactly one filter from `bytes` (trailing bytes are an error).
-    ///
-    /// # Errors
-    /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        codec::decode_slice_any(bytes, FilterKind::Blocked, SECTORIZED_KIND, Self::read_decoder)
-    }
-
-    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
-        let h = d.header;
-        let scheme = if h.kind == FilterKind::BlockedSectorized {
-            BlockScheme::Sectorized
-        } else {
-            BlockScheme::Scattered
-        };
-        if !(BLOCK_BITS..=MAX_BITS).contains(&h.num_bits) || !h.num_bits.is_multiple_of(BLOCK_BITS)
-        {
-            return Err(codec::invalid(
-                "num_bits",
-                h.num_bits,
-                "must be a multiple of 512 in 512..=2^40",
-            ));
-        }
-        if !(1..=MAX_HASHES).contains(&h.num_hashes) {
-            return Err(codec::invalid("num_hashes", h.num_hashes.into(), "must be in 1..=64"));
-        }
-        let count = h.num_bits / 64;
-        d.check_payload_len(count * 8)?;
-        let mut words = d.u64s(count, WORDS - 1)?;
-        d.finish()?;
-        let num_blocks = h.num_bits / BLOCK_BITS;
-        if words.iter().all(|&w| w == 0) {
-            // Nothing set (a leaf that recorded nothing yet): give the memory back until the
-            // first insert, as a new filter would.
-            let mut f = Self::unallocated(num_blocks, h.num_hashes, h.seed, scheme);
-            f.len = h.len;
-            return Ok(f);
-        }
-        // Move the blocks to the 64-byte boundary of this allocation (no reallocation: the
-        // vector was made with room for the slack).
-        let count = words.len();
-        words.resize(count + WORDS - 1, 0);
-        let offset = aligned_offset(&words);
-        words.copy_within(0..count, offset);
-        words[..offset].fill(0);
-        words[offset + count..].fill(0);
-        Ok(BlockedBloom {
-            words,
-            offset,
-            num_blocks,
-            num_hashes: h.num_hashes,
-            seed: h.seed,
-            len: h.len,
-            scheme,
-        })
     }
 }
 
