@@ -525,8 +525,9 @@ fn new_leaf(
     id: NodeId,
     level: Level,
 ) -> Leaf {
-    // In memory the log fills to `split_at` before the leaf splits: reserve it once instead of
-    // growing it by copies. The allocator maps pages lazily, so an empty leaf costs no memory.
+    // In memory the log fills to `split_at` before the leaf splits: its first chunk is
+    // reserved for that many records, up to a chunk (see `leaf_log::chunked`); a larger log
+    // grows by whole chunks, never by copies.
     let reserve = level.split_at.min(1 << 24) as usize;
     Leaf {
         filter: BlockedBloom::new(level.bits, level.hashes, params.probe_seed()),
