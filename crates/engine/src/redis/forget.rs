@@ -119,7 +119,7 @@ enum LeafForget {
     /// Not a leaf any more, or locked by a split: finish the splits, then look at its
     /// children.
     Moved,
-    /// Stopped on purpose ([`RedisNamespace::forget_host_until`]), lock kept.
+    /// Stopped on purpose (`RedisNamespace::forget_host_until`, feature `testing`), lock kept.
     Stopped,
 }
 
@@ -243,7 +243,7 @@ impl RedisNamespace {
     ///
     /// # Errors
     /// As [`Self::forget_host`].
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn forget_host_until(&self, host: &str, stop: SplitStop) -> Result<u64> {
         self.forget_host_as(host, Some(stop))
     }

@@ -132,7 +132,8 @@ pub struct RedisStats {
     pub unknown_outcome: u64,
 }
 
-/// Where [`RedisNamespace::split_until`] stops, simulating a worker that dies.
+/// Where `RedisNamespace::split_until` (feature `testing`) stops, simulating a worker that
+/// dies.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SplitStop {
@@ -153,7 +154,7 @@ pub enum SplitOutcome {
     Busy,
     /// The leaf's parent is still splitting; it splits after its parent is done.
     WaitingForParent,
-    /// Stopped on purpose by [`RedisNamespace::split_until`], lock kept.
+    /// Stopped on purpose by `RedisNamespace::split_until` (feature `testing`), lock kept.
     Stopped,
 }
 

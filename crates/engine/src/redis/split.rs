@@ -169,7 +169,7 @@ impl RedisNamespace {
     ///
     /// # Errors
     /// As [`Self::try_split`].
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn split_until(&self, id: NodeId, stop: SplitStop) -> Result<SplitOutcome> {
         self.try_split(id, Some(stop))
     }
