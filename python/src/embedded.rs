@@ -72,7 +72,7 @@ impl Spec {
 
 /// An embedded urlseen database: namespaces of URLs, each an independent URL-seen set.
 ///
-/// `Db()` lives in memory (filters plus 8 bytes per URL); `Db(path)` keeps every namespace in
+/// `Db()` lives in memory (filters plus 12 bytes per URL); `Db(path)` keeps every namespace in
 /// the data directory `path` (created if missing), recovered when it is opened again. `fsync`
 /// is Redis's `appendfsync`: `"always"` (nothing acknowledged is lost in a crash or power
 /// loss), `"everysec"` (a power loss may lose about the last second; a process crash nothing)

@@ -98,7 +98,7 @@
 //! - Each leaf keeps the fingerprints it recorded so it can be re-hashed into children (the
 //!   filter alone cannot be split). [`Db::open`] and [`Db::temporary`] keep them in one file per
 //!   leaf (16 bytes per URL on disk, a 16 KiB buffer per leaf in RAM), so RAM holds the filters;
-//!   [`Db::in_memory`] keeps them on the heap, 8 bytes per URL.
+//!   [`Db::in_memory`] keeps them on the heap, 12 bytes per URL (fingerprint and host hash).
 
 mod backend;
 mod backing;

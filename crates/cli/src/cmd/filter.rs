@@ -22,7 +22,7 @@ use crate::lines::{LineBatch, LineBatches, write_line};
 /// RAM holds the filters (about 1.2 bytes per URL at --fpr 0.01) and small buffers. The
 /// fingerprints each leaf needs in order to split live on disk: in --data, or without it in a
 /// temporary spill directory (under --spill-dir, default $TMPDIR or /tmp) that is removed on
-/// exit. --in-memory keeps them on the heap instead (8 more bytes per URL, no disk).
+/// exit. --in-memory keeps them on the heap instead (12 more bytes per URL, no disk).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Expected number of distinct URLs: the initial size, not a cap.
@@ -54,7 +54,7 @@ pub struct Args {
     /// Without --data: make the temporary spill directory here (it is removed on exit).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["data", "in_memory"])]
     spill_dir: Option<std::path::PathBuf>,
-    /// Without --data: keep the leaves' fingerprints on the heap (8 bytes per URL) instead of
+    /// Without --data: keep the leaves' fingerprints on the heap (12 bytes per URL) instead of
     /// in a spill directory.
     #[arg(long, conflicts_with = "data")]
     in_memory: bool,

@@ -40,6 +40,11 @@ impl<T: Copy> Chunked<T> {
         self.chunks.iter().map(Vec::capacity).sum()
     }
 
+    /// Heap bytes: the chunks and the list of them.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.capacity() * size_of::<T>() + self.chunks.capacity() * size_of::<Vec<T>>()
+    }
+
     /// The entries of `range` (clamped to the list), as the slices of the chunks they lie in.
     pub(crate) fn slices(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &[T]> {
         let end = range.end.min(self.len);
@@ -133,6 +138,7 @@ mod tests {
         assert!(full.iter().all(|c| c.len() == CHUNK && c.capacity() == CHUNK));
         assert!(last.capacity() <= CHUNK && !last.is_empty());
         assert!(list.capacity() >= list.len());
+        assert!(list.heap_bytes() >= list.capacity() * 8 + list.chunks.len() * 24);
     }
 
     #[test]

@@ -185,8 +185,10 @@ impl LeafLog {
     pub fn memory_bytes(&self) -> u64 {
         match self {
             LeafLog::Memory { fps, hosts, kept, kept_hosts } => {
-                ((fps.capacity() + kept.capacity()) * 8
-                    + (hosts.capacity() + kept_hosts.capacity()) * 4) as u64
+                (fps.heap_bytes()
+                    + hosts.heap_bytes()
+                    + kept.heap_bytes()
+                    + kept_hosts.heap_bytes()) as u64
             }
             LeafLog::File { buffer, .. } => (buffer.capacity() * RECORD_LEN) as u64,
         }
