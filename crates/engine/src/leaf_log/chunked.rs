@@ -1,13 +1,14 @@
 //! An append-only list kept in fixed-size chunks: what an in-memory leaf log holds.
 //!
-//! A `Vec` that grows by doubling copies everything it holds at each step and frees the old
-//! buffer: for a leaf log of a few megabytes that is a copy of the whole log, a buffer freed at
-//! the top of the heap (which `malloc` gives back to the kernel, and the next growth faults in
-//! again), and for a moment twice the log's memory. A profile of a grown tree's inserts put
-//! about a fifth of its time there (`brk`, page faults, `memmove`). Here a full chunk is never
-//! touched again, and a new one is the same size as those a retired leaf gave back, so the
-//! allocator reuses them. The first chunk still grows by doubling up to a chunk's size, so a
-//! leaf of a few fingerprints holds a few words, not a chunk.
+//! The in-memory log used to be `Vec`s. The recorded fingerprints and their hosts reserved the
+//! leaf's whole split point when the leaf was made (megabytes for a large leaf, counted as its
+//! memory whether touched or not); the kept ones grew by doubling, each step a copy of the list
+//! and for a moment twice its memory. A split gave the retired leaf's megabytes back to the top
+//! of the heap, where `malloc` returned them to the kernel, and the children's reservations
+//! faulted them in again: a profile of a grown tree's inserts put `brk`, page faults and
+//! `memmove` at about a fifth of its samples. Here a full chunk is never moved, and every chunk
+//! is the size of those a retired leaf gives back, so the allocator reuses them. The first chunk
+//! grows by doubling up to a chunk's size, so a leaf of a few fingerprints holds a few words.
 
 /// Entries per chunk: 64 KiB of fingerprints, below `malloc`'s threshold for a mapping of its
 /// own, so chunks come from (and go back to) the heap.
