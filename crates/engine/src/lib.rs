@@ -80,7 +80,7 @@
 //!
 //! # Seams
 //! - **One DSBF's sizes and seeds**: `tree::params` (one `TreeParams::from(&NamespaceOptions)`,
-//!   `level_seed`, `probe_seed`), used by the tree here and by [`redis`]; one
+//!   `level_seed`, `probe_seed`), used by the tree here and by `redis` (feature `redis`); one
 //!   [`fingerprint::Fingerprinter`] for every backend; one [`SeenSet`] trait over all of them
 //!   (the server answers through it).
 //! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a
