@@ -742,4 +742,74 @@ mod tests {
         let err = log.read(&store, ReadPos::default(), 10, &mut Vec::new()).unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     }
+
+    /// What an in-memory log is handed, in any mix of runs (with hosts or not), single records
+    /// and kept records, across its chunks' boundaries, is what it reads back from any place
+    /// and in steps of any size: the recorded ones first, then the kept ones, each with its host.
+    mod memory_reads {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+            #[test]
+            fn a_memory_log_reads_back_what_it_was_given(
+                appends in proptest::collection::vec((0usize..3, 0usize..20_000, any::<bool>()), 0..8),
+                reserve in 0usize..20_000,
+                reads in proptest::collection::vec((0u64..60_000, 0usize..30_000), 1..12),
+            ) {
+                let store = LeafStore::Memory;
+                let mut log = LeafLog::new(&store, 0, reserve);
+                let (mut recorded, mut kept) = (Vec::new(), Vec::new());
+                let mut next = 1u64;
+                for (kind, n, with_hosts) in appends {
+                    match kind {
+                        0 => {
+                            let fps: Vec<u64> = (next..next + n as u64).collect();
+                            let hosts: Vec<u32> = fps.iter().map(|fp| (fp % 97) as u32 + 1).collect();
+                            log.extend_recorded(&store, &fps, with_hosts.then_some(&hosts[..]), 3);
+                            for (&fp, &host) in fps.iter().zip(&hosts) {
+                                recorded.push(LeafRecord::new(fp, 0).with_host(if with_hosts { host } else { 0 }));
+                            }
+                            next += n as u64;
+                        }
+                        1 => {
+                            for _ in 0..n.min(3_000) {
+                                let record = LeafRecord::new(next, 0).with_host(next as u32 ^ 5);
+                                log.push(&store, record);
+                                recorded.push(record);
+                                next += 1;
+                            }
+                        }
+                        _ => {
+                            for _ in 0..n.min(3_000) {
+                                let record = LeafRecord::kept(next, 0).with_host(next as u32 ^ 9);
+                                log.push(&store, record);
+                                kept.push(record);
+                                next += 1;
+                            }
+                        }
+                    }
+                }
+                let all: Vec<LeafRecord> = recorded.into_iter().chain(kept).collect();
+                prop_assert_eq!(log.len(), all.len() as u64);
+                let mut out = Vec::new();
+                for (from, want) in reads {
+                    let pos = ReadPos { records: from, offset: 0 };
+                    let end = log.read(&store, pos, want, &mut out).unwrap();
+                    let start = (from as usize).min(all.len());
+                    let stop = start.saturating_add(want).min(all.len());
+                    prop_assert_eq!(end.records, stop as u64);
+                    prop_assert_eq!(&out[..], &all[start..stop]);
+                }
+                let (mut pos, mut whole) = (ReadPos::default(), Vec::new());
+                while !log.is_end(pos) {
+                    pos = log.read(&store, pos, 5_000, &mut out).unwrap();
+                    whole.extend_from_slice(&out);
+                }
+                prop_assert_eq!(whole, all);
+            }
+        }
+    }
 }
