@@ -97,7 +97,7 @@ pub(crate) fn engine(err: EngineError) -> PyErr {
         | EngineError::Corrupt { .. }
         | EngineError::UnsupportedVersion { .. }
         | EngineError::CanonVersionMismatch { .. }
-        | EngineError::Store(_) => StorageError::new_err(msg),
+        | EngineError::NotFound { .. } => StorageError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }

@@ -165,8 +165,8 @@ pub enum Error {
         /// The version this build reads.
         supported: u32,
     },
-    /// Another process holds the data directory.
-    #[error("data directory {} is in use by another process ({holder}); stop it or use another directory", dir.display())]
+    /// Another process holds the data directory (or a fingerprint store).
+    #[error("{} is in use by another process ({holder}); stop it or use another directory", dir.display())]
     Locked {
         /// The directory.
         dir: PathBuf,
@@ -233,8 +233,14 @@ pub enum Error {
     },
     /// The fingerprint store of an exact-mode namespace failed or is damaged; a failed write
     /// or sync poisons it, and it then refuses writes as [`Error::Poisoned`] does.
-    #[error("fingerprint store: {0}")]
-    Store(#[from] crate::exact::StoreError),
+    /// What was to be opened is not there (a fingerprint store's directory without one).
+    #[error("no {what} at {}", path.display())]
+    NotFound {
+        /// What was looked for.
+        what: &'static str,
+        /// Where.
+        path: PathBuf,
+    },
 }
 
 impl Error {

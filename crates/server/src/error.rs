@@ -198,12 +198,10 @@ impl From<urlseen_engine::Error> for CommandError {
 /// (a record whose fsync failed) may still be there after a restart: the reply says so.
 pub fn write_error(e: &urlseen_engine::Error) -> CommandError {
     match e {
-        urlseen_engine::Error::Io { .. } | urlseen_engine::Error::Store(_) => {
-            CommandError::Custom(Cow::Owned(format!(
-                "MISCONF write failed: nothing of this command is acknowledged (its items may or may \
+        urlseen_engine::Error::Io { .. } => CommandError::Custom(Cow::Owned(format!(
+            "MISCONF write failed: nothing of this command is acknowledged (its items may or may \
              not be recorded); writes are refused until restart: {e}"
-            )))
-        }
+        ))),
         other => engine_error(other),
     }
 }

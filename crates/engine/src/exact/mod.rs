@@ -36,7 +36,7 @@
 //! assert!(!exact.confirm(8)?); // a Bloom false positive: the caller records it as new
 //! assert!(exact.forget(7)?);
 //! assert!(!exact.contains(7)?);
-//! # Ok::<(), urlseen_engine::exact::StoreError>(())
+//! # Ok::<(), urlseen_engine::Error>(())
 //! ```
 //!
 //! # Concurrency: exactly one "new"
@@ -62,7 +62,7 @@ pub use counting::{CountingOptions, CountingSet, CountingStats, GenerationStats,
 pub use lru::FpLru;
 pub use store::{
     FingerprintStore, FpBuildHasher, FpHasher, FpStore, HEADER_FILE, MAGIC, MemStore, Record,
-    Result, StoreDurability, StoreError, StoreOptions, VALUE_ENCODING, VERSION,
+    Result, StoreDurability, StoreOptions, VALUE_ENCODING, VERSION,
 };
 
 /// Shards of the LRU (and locks of fingerprints) when the cache is big enough to share.

@@ -38,7 +38,8 @@ impl Namespace {
     ///
     /// # Errors
     /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`]; in a counting namespace,
-    /// [`Error::Store`]. Then no answer of the batch is an acknowledgement.
+    /// the store's errors ([`Error::Io`], [`Error::Corrupt`], …; the namespace then refuses
+    /// writes until reopened). Then no answer of the batch is an acknowledgement.
     ///
     /// # Panics
     /// If `out.len() != fps.len()`.
@@ -125,7 +126,7 @@ impl Namespace {
         }
         let in_flight = self.in_flight.read();
         if in_flight.is_empty() || !fps.iter().any(|fp| in_flight.contains(fp)) {
-            return self.seen_fingerprints_guarded(fps, hosts, out, then, Mode::CheckAndInsert);
+            return self.seen_fingerprints_inner(fps, hosts, out, then, Mode::CheckAndInsert);
         }
         let (mut rest, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
         let mut rest_hosts = Vec::new();
@@ -147,7 +148,7 @@ impl Namespace {
             }
         };
         match then {
-            None => self.seen_fingerprints_guarded(
+            None => self.seen_fingerprints_inner(
                 &rest,
                 &rest_hosts,
                 &mut answers,
@@ -160,7 +161,7 @@ impl Namespace {
                     scatter(answers, &mut whole);
                     then(&whole)
                 };
-                self.seen_fingerprints_guarded(
+                self.seen_fingerprints_inner(
                     &rest,
                     &rest_hosts,
                     &mut answers,
@@ -171,26 +172,6 @@ impl Namespace {
         }
         scatter(&answers, out);
         Ok(())
-    }
-
-    /// Either of the above, poisoning the log after a store failure.
-    pub(super) fn seen_fingerprints_guarded(
-        &self,
-        fps: &[u64],
-        hosts: &[u32],
-        out: &mut [bool],
-        then: Option<&mut HandOn<'_>>,
-        mode: Mode,
-    ) -> Result<()> {
-        let result = self.seen_fingerprints_inner(fps, hosts, out, then, mode);
-        if let Err(e @ Error::Store(_)) = &result {
-            // A store failure can leave the batch half-recorded (bits set, some fingerprints
-            // stored) with no acknowledgement given: refuse every later write until the data
-            // directory is reopened, where recovery rebuilds from the log, which has none of
-            // it. Otherwise a retry could answer "seen" for a URL never acknowledged as new.
-            self.backing.poison(|| format!("namespace {:?}: {e}; reopen to recover", self.name));
-        }
-        result
     }
 
     pub(super) fn seen_fingerprints_inner(
@@ -208,6 +189,16 @@ impl Namespace {
         };
         let tree = match &self.set {
             Set::Counting(set) => {
+                // A store failure can leave the batch half-recorded (bits set, some
+                // fingerprints stored) with no acknowledgement given: refuse every later write
+                // until the data directory is reopened, where recovery rebuilds from the log,
+                // which has none of it. Otherwise a retry could answer "seen" for a URL never
+                // acknowledged as new.
+                let poison = |e: Error| {
+                    self.backing
+                        .poison(|| format!("namespace {:?}: {e}; reopen to recover", self.name));
+                    e
+                };
                 self.backing.check()?;
                 // The store has no log in front of it: the hosts its records carry are written
                 // out before it is (see `crate::host_dict`).
@@ -216,13 +207,14 @@ impl Namespace {
                 // two hands them on again (at-least-once), and nothing is recorded unprinted.
                 set.seen_many_then(fps, hosts, out, |answers| {
                     then.map_or(Ok(()), |then| then(answers))
-                })?
+                })
+                .map_err(poison)?
                 .map_err(handed_on)?;
                 // Under `always` one sync per batch (the store writes buffered), the hosts
                 // file's first.
                 if self.backing.commit_syncs() {
                     self.backing.flush_first(true)?;
-                    set.sync()?;
+                    set.sync().map_err(poison)?;
                 }
                 return Ok(());
             }

@@ -94,7 +94,7 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidHost`]; [`Error::ForgetHostUnknown`]; [`Error::Io`], [`Error::Corrupt`]
     /// (then the namespace refuses writes until reopened, and reopening replays the forget);
-    /// in a counting namespace, [`Error::Store`].
+    /// in a counting namespace, the store's.
     pub fn forget_host(&self, host: &str) -> Result<u64> {
         let host = self.canonical_host(host)?;
         let h = crate::host::host_hash(&host, self.options.seed);
@@ -194,7 +194,7 @@ impl Namespace {
         }
         set.sync().map_err(|e| {
             self.backing.poison(|| format!("namespace {:?}: {e}", self.name));
-            e.into()
+            e
         })
     }
 

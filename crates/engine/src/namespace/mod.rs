@@ -476,7 +476,7 @@ impl Namespace {
     /// covers. A counting namespace has no snapshot: its store is synced.
     ///
     /// # Errors
-    /// [`Error::Io`], [`Error::Poisoned`], [`Error::Store`].
+    /// [`Error::Io`], [`Error::Poisoned`], [`Error::Corrupt`].
     pub fn checkpoint(&self) -> Result<()> {
         if let Set::Recrawl(gens) = &self.set {
             return gens.namespaces().iter().try_for_each(|ns| ns.checkpoint());
@@ -494,7 +494,7 @@ impl Namespace {
     /// Makes every record written so far durable (persistent `Db` only).
     ///
     /// # Errors
-    /// [`Error::Io`], [`Error::Poisoned`], [`Error::Store`].
+    /// [`Error::Io`], [`Error::Poisoned`], [`Error::Corrupt`].
     pub fn sync(&self) -> Result<()> {
         if let Set::Recrawl(gens) = &self.set {
             return gens.namespaces().iter().try_for_each(|ns| ns.sync());

@@ -104,7 +104,7 @@ impl Namespace {
         any_seen: bool,
     ) -> Result<()> {
         let mut out = vec![false; taken.len()];
-        self.seen_fingerprints_guarded(taken, hosts, &mut out, None, Mode::Record)?;
+        self.seen_fingerprints_inner(taken, hosts, &mut out, None, Mode::Record)?;
         if any_seen {
             self.backing.commit(self.backing.end())?;
         }

@@ -51,11 +51,12 @@ use parking_lot::Mutex;
 use urlseen_filter::frame::Format;
 use urlseen_filter::{CountingBloom, MAX_BITS, MAX_HASHES, plan};
 
-use super::store::FpBuildHasher;
+use super::store::{FpBuildHasher, StoreFailure};
 use super::{
     ExactIndex, ExactOptions, ExactStats, FingerprintStore, FpStore, MemStore, Result,
-    StoreDurability, StoreError, StoreOptions,
+    StoreDurability, StoreOptions,
 };
+use crate::error::Error;
 
 /// The file beside the store that fixes a set's filter geometry.
 pub const PARAMS_FILE: &str = "URLSEEN-COUNTING";
@@ -91,7 +92,7 @@ fn bump(c: &AtomicU64, n: u64) {
 /// assert!(set.seen(1)?); // seen
 /// assert!(set.forget(1)?);
 /// assert!(!set.seen(1)?); // new again
-/// # Ok::<(), urlseen_engine::exact::StoreError>(())
+/// # Ok::<(), urlseen_engine::Error>(())
 /// ```
 pub struct CountingSet {
     generations: Mutex<Vec<CountingBloom>>,
@@ -114,7 +115,7 @@ impl CountingSet {
     /// An empty set over a [`MemStore`].
     ///
     /// # Errors
-    /// [`StoreError::InvalidOption`] for out-of-range options.
+    /// [`Error::InvalidOption`] for out-of-range options.
     pub fn in_memory(options: CountingOptions) -> Result<Self> {
         Self::with_store(Box::new(MemStore::new()), options)
     }
@@ -122,7 +123,7 @@ impl CountingSet {
     /// A set over `store`, its filters rebuilt from what the store holds.
     ///
     /// # Errors
-    /// [`StoreError::InvalidOption`]; the store's errors during the rebuild scan.
+    /// [`Error::InvalidOption`]; the store's errors during the rebuild scan.
     pub fn with_store(store: Box<dyn FpStore>, options: CountingOptions) -> Result<Self> {
         options.validate()?;
         let set = CountingSet {
@@ -140,9 +141,8 @@ impl CountingSet {
     /// `options` (only `options.exact` applies): the filters must be rebuilt as they were built.
     ///
     /// # Errors
-    /// As [`FingerprintStore::open`]; a damaged params file gives [`StoreError::BadMagic`],
-    /// [`StoreError::ChecksumMismatch`], [`StoreError::UnsupportedVersion`] or
-    /// [`StoreError::Corrupt`].
+    /// As [`FingerprintStore::open`]; a damaged params file gives [`Error::Corrupt`] or
+    /// [`Error::UnsupportedVersion`].
     pub fn open(dir: &Path, durability: StoreDurability, options: CountingOptions) -> Result<Self> {
         Self::open_with(dir, StoreOptions { durability, ..StoreOptions::default() }, options)
     }
@@ -164,18 +164,18 @@ impl CountingSet {
             Ok(None) => {
                 let store = FingerprintStore::open_with(dir, store)?;
                 if !store.is_empty() {
-                    return Err(StoreError::Corrupt {
+                    return Err(Error::Corrupt {
                         path,
                         reason: "the store holds fingerprints but the params file is missing"
                             .into(),
                     });
                 }
-                storage.write_atomic(&path, &options.encode()).map_err(|source| {
-                    StoreError::Io { what: "write params", path: path.clone(), source }
-                })?;
+                storage
+                    .write_atomic(&path, &options.encode())
+                    .map_err(|source| StoreFailure::io("write params", &path, source))?;
                 (store, options)
             }
-            Err(source) => return Err(StoreError::Io { what: "read params", path, source }),
+            Err(source) => return Err(StoreFailure::io("read params", &path, source)),
         };
         Self::with_store(Box::new(store), options)
     }
@@ -183,7 +183,7 @@ impl CountingSet {
     /// Like [`open`](Self::open), but `dir` must hold a set.
     ///
     /// # Errors
-    /// [`StoreError::NotFound`] if it does not; otherwise as [`open`](Self::open).
+    /// [`Error::NotFound`] if it does not; otherwise as [`open`](Self::open).
     pub fn open_existing(
         dir: &Path,
         durability: StoreDurability,
@@ -204,7 +204,7 @@ impl CountingSet {
     ) -> Result<Self> {
         let path = dir.join(PARAMS_FILE);
         if store.storage.file_len(&path).ok().flatten().is_none() {
-            return Err(StoreError::NotFound { path: dir.to_path_buf() });
+            return Err(StoreFailure::not_found(dir));
         }
         Self::open_with(dir, store, options)
     }
@@ -230,7 +230,7 @@ impl CountingSet {
             }
         })?;
         if let Some(g) = failed {
-            return Err(StoreError::Corrupt {
+            return Err(Error::Corrupt {
                 path: PathBuf::new(),
                 reason: format!("a fingerprint of generation {g}, which cannot exist"),
             });
@@ -424,7 +424,7 @@ impl CountingSet {
     /// Afterwards `fp` is new again and every other recorded fingerprint is still seen.
     ///
     /// # Errors
-    /// The store's; [`StoreError::Corrupt`] if the store and the filters disagree.
+    /// The store's; [`Error::Corrupt`] if the store and the filters disagree.
     pub fn forget(&self, fp: u64) -> Result<bool> {
         let mut gens = self.generations.lock();
         let Some(record) = self.exact.forget_record(fp)? else { return Ok(false) };
@@ -506,7 +506,7 @@ impl CountingSet {
 
     /// Decrements the counters of `fp` (already removed from the store) in `generation`.
     fn unlearn(&self, gens: &mut [CountingBloom], fp: u64, generation: u32) -> Result<()> {
-        let corrupt = |reason: String| StoreError::Corrupt { path: PathBuf::new(), reason };
+        let corrupt = |reason: String| Error::Corrupt { path: PathBuf::new(), reason };
         let Some(filter) = gens.get_mut(generation as usize) else {
             return Err(corrupt(format!(
                 "fingerprint {fp:#018x} is recorded in generation {generation}, which does not exist"
@@ -649,10 +649,11 @@ mod tests {
         assert_eq!(back, o);
         let mut bad = o.encode();
         bad[20] ^= 1;
-        assert!(matches!(
-            small(1).decode_into(Path::new("p"), &bad),
-            Err(StoreError::ChecksumMismatch { .. })
-        ));
+        let err = small(1).decode_into(Path::new("p"), &bad).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { reason, .. } if reason.contains("checksum")),
+            "{err}"
+        );
     }
 
     #[test]
@@ -662,7 +663,7 @@ mod tests {
             CountingOptions { hashes: 0, ..Default::default() },
             CountingOptions { counters_per_item: f64::NAN, ..Default::default() },
         ] {
-            assert!(matches!(CountingSet::in_memory(o), Err(StoreError::InvalidOption { .. })));
+            assert!(matches!(CountingSet::in_memory(o), Err(Error::InvalidOption { .. })));
         }
         assert!(CountingOptions::with_fpr(10, 1.5).is_err());
     }

@@ -44,7 +44,7 @@ impl CountingOptions {
     /// (store reads), not an error.
     ///
     /// # Errors
-    /// [`StoreError::InvalidOption`] unless 0 < `fpr` < 1 and `capacity` ≥ 1.
+    /// [`Error::InvalidOption`] unless 0 < `fpr` < 1 and `capacity` ≥ 1.
     pub fn with_fpr(capacity: u64, fpr: f64) -> Result<Self> {
         if !(fpr > 0.0 && fpr < 1.0) {
             return Err(invalid("fpr", format!("must be strictly between 0 and 1, got {fpr}")));
@@ -128,11 +128,11 @@ impl CountingOptions {
         self.counters_per_item = f64::from_bits(u64_at(24));
         self.seed = u64_at(32);
         self.validate()
-            .map_err(|e| StoreError::Corrupt { path: path.to_path_buf(), reason: e.to_string() })?;
+            .map_err(|e| Error::Corrupt { path: path.to_path_buf(), reason: e.to_string() })?;
         Ok(self)
     }
 }
 
-pub(super) fn invalid(name: &'static str, reason: String) -> StoreError {
-    StoreError::InvalidOption { name, reason }
+pub(super) fn invalid(name: &'static str, reason: String) -> Error {
+    StoreFailure::invalid_option(name, reason)
 }

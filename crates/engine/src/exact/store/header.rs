@@ -23,31 +23,33 @@ pub(super) fn header_bytes() -> [u8; HEADER_LEN] {
 /// before the version: a flipped bit there is damage, not a newer build's file.
 ///
 /// # Errors
-/// [`StoreError::BadMagic`], [`StoreError::Corrupt`] for another length,
-/// [`StoreError::ChecksumMismatch`], [`StoreError::UnsupportedVersion`].
+/// [`Error::Corrupt`] (bad magic, another length, a checksum that does not match),
+/// [`Error::UnsupportedVersion`].
 pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize) -> Result<()> {
     if !bytes.starts_with(&format.magic) {
         let found = bytes[..bytes.len().min(8)].to_vec();
-        return Err(StoreError::format(path, FormatError::BadMagic { format: format.name, found }));
+        return Err(StoreFailure::format(
+            path,
+            FormatError::BadMagic { format: format.name, found },
+        ));
     }
     if bytes.len() != len {
-        return Err(StoreError::Corrupt {
+        return Err(Error::Corrupt {
             path: path.to_path_buf(),
             reason: format!("{} bytes, expected {len}", bytes.len()),
         });
     }
     let (body, seal) = bytes.split_at(len - SEAL_LEN);
-    format.verify(body, seal).map_err(|e| StoreError::format(path, e))?;
+    format.verify(body, seal).map_err(|e| StoreFailure::format(path, e))?;
     if bytes[FRAME_LEN..FRAME_LEN + 2] != [0, 0] {
         let word = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        return Err(StoreError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            what: "version",
+        return Err(Error::UnsupportedVersion {
+            what: format.name,
             found: word,
             supported: u32::from(format.version),
         });
     }
-    format.check_header(bytes).map(drop).map_err(|e| StoreError::format(path, e))
+    format.check_header(bytes).map(drop).map_err(|e| StoreFailure::format(path, e))
 }
 
 /// Writes the header atomically ([`Storage::write_atomic`]).
@@ -65,9 +67,8 @@ pub(super) fn check_header(storage: &dyn Storage, path: &Path) -> Result<()> {
     check_fixed(&FORMAT, path, &bytes, HEADER_LEN)?;
     let encoding = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
     if encoding != VALUE_ENCODING {
-        return Err(StoreError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            what: "value encoding",
+        return Err(Error::UnsupportedVersion {
+            what: "fingerprint store value encoding",
             found: encoding,
             supported: VALUE_ENCODING,
         });

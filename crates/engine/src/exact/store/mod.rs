@@ -25,7 +25,7 @@
 //! survives a power loss. [`StoreDurability::Buffered`] hands each write to the OS before it
 //! returns: it survives the process being killed, not a power loss, until the next
 //! [`sync`](FpStore::sync) (call it every second for Redis' `everysec`). After a failed write or
-//! fsync the store refuses all further writes ([`StoreError::Poisoned`]).
+//! fsync the store refuses all further writes ([`Error::Poisoned`]).
 //!
 //! [fjall]: https://docs.rs/fjall
 
@@ -33,7 +33,7 @@ mod error;
 mod header;
 mod mem;
 
-pub use error::StoreError;
+pub(crate) use error::StoreFailure;
 pub(crate) use header::check_fixed;
 use header::{check_header, write_header};
 pub use mem::{FpBuildHasher, FpHasher, MemStore};
@@ -50,10 +50,11 @@ use parking_lot::{Mutex, RwLock};
 use urlseen_filter::frame::{Format, FormatError, HEADER_LEN as FRAME_LEN, SEAL_LEN};
 use urlseen_filter::hash::mix64;
 
+use crate::error::Error;
 use crate::storage::{OsStorage, Storage};
 
 /// The result of every fingerprint-store operation.
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+pub use crate::error::Result;
 
 /// The name of the header file in a store directory.
 pub const HEADER_FILE: &str = "URLSEEN-STORE";
@@ -197,7 +198,7 @@ pub trait FpStore: Send + Sync + fmt::Debug {
     /// The record of `fp`, if stored.
     ///
     /// # Errors
-    /// I/O, or [`StoreError::Corrupt`] if the stored value does not decode.
+    /// I/O, or [`Error::Corrupt`] if the stored value does not decode.
     fn get_record(&self, fp: u64) -> Result<Option<Record>>;
 
     /// Stores every fingerprint of `fps` with [`Record::new(generation)`](Record::new), in one
@@ -208,7 +209,7 @@ pub trait FpStore: Send + Sync + fmt::Debug {
     /// makes [`len`](Self::len) overcount.
     ///
     /// # Errors
-    /// I/O, [`StoreError::Poisoned`]; on error nothing of the batch may be assumed stored.
+    /// I/O, [`Error::Poisoned`]; on error nothing of the batch may be assumed stored.
     fn insert_many_in(&self, fps: &[u64], generation: u32) -> Result<()> {
         self.insert_many_hosts_in(fps, &[], generation)
     }
@@ -351,9 +352,9 @@ impl FingerprintStore {
     /// `dir` and an empty store if there is none.
     ///
     /// # Errors
-    /// [`StoreError::Locked`] if the store is open elsewhere; a header error
-    /// ([`BadMagic`](StoreError::BadMagic), [`ChecksumMismatch`](StoreError::ChecksumMismatch),
-    /// [`UnsupportedVersion`](StoreError::UnsupportedVersion)); [`StoreError::Corrupt`] if the
+    /// [`Error::Locked`] if the store is open elsewhere; a header error
+    /// ([`Error::Corrupt`] for a bad magic or checksum,
+    /// [`Error::UnsupportedVersion`]); [`Error::Corrupt`] if the
     /// LSM data is damaged or present without a header; I/O.
     pub fn open(dir: &Path, durability: StoreDurability) -> Result<Self> {
         Self::open_with(dir, StoreOptions { durability, ..StoreOptions::default() })
@@ -368,7 +369,7 @@ impl FingerprintStore {
         let storage = options.storage.as_ref();
         if !exists(storage, &header)? {
             if exists(storage, &dir.join(LSM_DIR))? {
-                return Err(StoreError::Corrupt {
+                return Err(Error::Corrupt {
                     path: header,
                     reason: "the LSM data is there but its header file is missing".into(),
                 });
@@ -383,7 +384,7 @@ impl FingerprintStore {
     /// come back empty (exact mode would then answer "new" for recorded URLs).
     ///
     /// # Errors
-    /// [`StoreError::NotFound`] if `dir` or its header file is missing; otherwise as
+    /// [`Error::NotFound`] if `dir` or its header file is missing; otherwise as
     /// [`open`](Self::open).
     pub fn open_existing(dir: &Path, durability: StoreDurability) -> Result<Self> {
         Self::open_existing_with(dir, StoreOptions { durability, ..StoreOptions::default() })
@@ -396,12 +397,12 @@ impl FingerprintStore {
     pub fn open_existing_with(dir: &Path, options: StoreOptions) -> Result<Self> {
         let storage = options.storage.as_ref();
         if !exists(storage, &dir.join(HEADER_FILE))? {
-            return Err(StoreError::NotFound { path: dir.to_path_buf() });
+            return Err(StoreFailure::not_found(dir));
         }
         // The LSM would create itself empty: a store that lost it must not open as "knows
         // nothing", which would answer "new" for every recorded fingerprint.
         if !exists(storage, &dir.join(LSM_DIR))? {
-            return Err(StoreError::Corrupt {
+            return Err(Error::Corrupt {
                 path: dir.to_path_buf(),
                 reason: format!("the header is there but the LSM directory {LSM_DIR:?} is missing"),
             });
@@ -413,17 +414,15 @@ impl FingerprintStore {
         let durability = options.durability;
         check_header(options.storage.as_ref(), &dir.join(HEADER_FILE))?;
         let lsm = dir.join(LSM_DIR);
-        let fjall = |e| StoreError::from_fjall(dir, e);
+        let fjall = |e| StoreFailure::from_fjall(dir, e);
         let db = Database::builder(&lsm).cache_size(options.cache_bytes).open().map_err(fjall)?;
         let keyspace = db.keyspace(KEYSPACE, || keyspace_options(&options)).map_err(fjall)?;
         let count = match keyspace.get(COUNT_KEY).map_err(fjall)? {
             None => 0,
-            Some(v) => {
-                u64::from_le_bytes(v.as_ref().try_into().map_err(|_| StoreError::Corrupt {
-                    path: dir.to_path_buf(),
-                    reason: "count key is not 8 bytes".into(),
-                })?)
-            }
+            Some(v) => u64::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Corrupt {
+                path: dir.to_path_buf(),
+                reason: "count key is not 8 bytes".into(),
+            })?),
         };
         Ok(FingerprintStore {
             db,
@@ -444,7 +443,7 @@ impl FingerprintStore {
     pub fn iter_fingerprints(&self) -> impl Iterator<Item = Result<u64>> + use<> {
         let dir = self.dir.clone();
         self.keyspace.iter().filter_map(move |guard| match guard.key() {
-            Err(e) => Some(Err(StoreError::from_fjall(&dir, e))),
+            Err(e) => Some(Err(StoreFailure::from_fjall(&dir, e))),
             Ok(key) => decode_key(&dir, &key).transpose(),
         })
     }
@@ -454,11 +453,11 @@ impl FingerprintStore {
     /// # Errors
     /// I/O.
     pub fn disk_space(&self) -> Result<u64> {
-        self.db.disk_space().map_err(|e| StoreError::from_fjall(&self.dir, e))
+        self.db.disk_space().map_err(|e| StoreFailure::from_fjall(&self.dir, e))
     }
 
-    fn fjall(&self) -> impl Fn(fjall::Error) -> StoreError + '_ {
-        |e| StoreError::from_fjall(&self.dir, e)
+    fn fjall(&self) -> impl Fn(fjall::Error) -> Error + '_ {
+        |e| StoreFailure::from_fjall(&self.dir, e)
     }
 
     /// Commits `batch` plus the new count, with the configured durability.
@@ -472,7 +471,7 @@ impl FpStore for FingerprintStore {
     fn get_record(&self, fp: u64) -> Result<Option<Record>> {
         match self.keyspace.get(fp.to_be_bytes()).map_err(self.fjall())? {
             None => Ok(None),
-            Some(v) => Record::decode(&v).map(Some).ok_or_else(|| StoreError::Corrupt {
+            Some(v) => Record::decode(&v).map(Some).ok_or_else(|| Error::Corrupt {
                 path: self.dir.clone(),
                 reason: format!("value of fingerprint {fp:#018x} has {} bytes", v.len()),
             }),
@@ -539,7 +538,7 @@ impl FpStore for FingerprintStore {
         for guard in self.keyspace.iter() {
             let (key, value) = guard.into_inner().map_err(self.fjall())?;
             let Some(fp) = decode_key(&self.dir, &key)? else { continue };
-            let record = Record::decode(&value).ok_or_else(|| StoreError::Corrupt {
+            let record = Record::decode(&value).ok_or_else(|| Error::Corrupt {
                 path: self.dir.clone(),
                 reason: format!("value of fingerprint {fp:#018x} has {} bytes", value.len()),
             })?;
@@ -570,7 +569,7 @@ fn decode_key(dir: &Path, key: &[u8]) -> Result<Option<u64>> {
     match <[u8; 8]>::try_from(key) {
         Ok(bytes) => Ok(Some(u64::from_be_bytes(bytes))),
         Err(_) if key == COUNT_KEY => Ok(None),
-        Err(_) => Err(StoreError::Corrupt {
+        Err(_) => Err(Error::Corrupt {
             path: dir.to_path_buf(),
             reason: format!("a key of {} bytes (fingerprints have 8)", key.len()),
         }),
@@ -581,9 +580,9 @@ fn exists(storage: &dyn Storage, path: &Path) -> Result<bool> {
     Ok(storage.file_len(path).map_err(io_err("stat", path))?.is_some())
 }
 
-fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> StoreError + use<> {
+fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error + use<> {
     let path = path.to_path_buf();
-    move |source| StoreError::Io { what, path, source }
+    move |source| StoreFailure::io(what, &path, source)
 }
 
 #[cfg(test)]
@@ -626,13 +625,13 @@ mod tests {
         let options = StoreOptions { storage: Arc::new(faulty.clone()), ..Default::default() };
         let store = dir.path().join("store");
         let err = FingerprintStore::open_with(&store, options.clone()).unwrap_err();
-        assert!(matches!(err, StoreError::Io { what: "write header", .. }), "{err}");
+        assert!(matches!(&err, Error::Io { what, .. } if what.ends_with("write header")), "{err}");
         assert!(!store.join(HEADER_FILE).exists());
         let counting = crate::exact::CountingOptions { capacity: 1000, ..Default::default() };
         let set = dir.path().join("set");
         let err =
             crate::exact::CountingSet::open_with(&set, options.clone(), counting).unwrap_err();
-        assert!(matches!(err, StoreError::Io { .. }), "{err}");
+        assert!(matches!(err, Error::Io { .. }), "{err}");
         faulty.fail_syncs(false);
         let opened = crate::exact::CountingSet::open_with(&set, options, counting).unwrap();
         assert!(opened.is_empty());
@@ -649,16 +648,21 @@ mod tests {
         let mut bad = good.clone();
         bad[9] ^= 1;
         fs::write(&path, &bad).unwrap();
-        assert!(matches!(
-            check_header(&OsStorage, &path),
-            Err(StoreError::ChecksumMismatch { .. })
-        ));
+        let err = check_header(&OsStorage, &path).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { reason, .. } if reason.contains("checksum")),
+            "{err}"
+        );
         bad = good.clone();
         bad[0] = b'X';
         fs::write(&path, &bad).unwrap();
-        assert!(matches!(check_header(&OsStorage, &path), Err(StoreError::BadMagic { .. })));
+        let err = check_header(&OsStorage, &path).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { reason, .. } if reason.contains("bad magic")),
+            "{err}"
+        );
         fs::write(&path, &good[..20]).unwrap();
-        assert!(matches!(check_header(&OsStorage, &path), Err(StoreError::Corrupt { .. })));
+        assert!(matches!(check_header(&OsStorage, &path), Err(Error::Corrupt { .. })));
         let mut future = good[..16].to_vec();
         future[8..12].copy_from_slice(&2u32.to_le_bytes());
         let sum = xxhash_rust::xxh3::xxh3_64(&future);
@@ -666,7 +670,7 @@ mod tests {
         fs::write(&path, &future).unwrap();
         assert!(matches!(
             check_header(&OsStorage, &path),
-            Err(StoreError::UnsupportedVersion { found: 2, supported: 1, .. })
+            Err(Error::UnsupportedVersion { found: 2, supported: 1, .. })
         ));
     }
 
