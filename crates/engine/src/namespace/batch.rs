@@ -190,15 +190,9 @@ impl Namespace {
         let tree = match &self.set {
             Set::Counting(set) => {
                 // A store failure can leave the batch half-recorded (bits set, some
-                // fingerprints stored) with no acknowledgement given: refuse every later write
-                // until the data directory is reopened, where recovery rebuilds from the log,
-                // which has none of it. Otherwise a retry could answer "seen" for a URL never
-                // acknowledged as new.
-                let poison = |e: Error| {
-                    self.backing
-                        .poison(|| format!("namespace {:?}: {e}; reopen to recover", self.name));
-                    e
-                };
+                // fingerprints stored) with no acknowledgement given. Otherwise a retry could
+                // answer "seen" for a URL never acknowledged as new.
+                let poison = |e| self.poisoned_by_store(e);
                 self.backing.check()?;
                 // The store has no log in front of it: the hosts its records carry are written
                 // out before it is (see `crate::host_dict`).

@@ -192,10 +192,7 @@ impl Namespace {
         if self.backing.durable().is_none() {
             return Ok(());
         }
-        set.sync().map_err(|e| {
-            self.backing.poison(|| format!("namespace {:?}: {e}", self.name));
-            e
-        })
+        set.sync().map_err(|e| self.poisoned_by_store(e))
     }
 
     /// Forgets the records of `tree` that `drop` matches, durably, in the order

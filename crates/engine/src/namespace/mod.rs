@@ -236,6 +236,14 @@ impl Namespace {
         &self.backing
     }
 
+    /// `e`, a failure of the counting store that may have left a write half done, after it
+    /// poisons the namespace: every later write is refused until the data directory is
+    /// reopened, where recovery rebuilds from the log (which has none of it).
+    pub(super) fn poisoned_by_store(&self, e: Error) -> Error {
+        self.backing.poison(|| format!("namespace {:?}: {e}; reopen to recover", self.name));
+        e
+    }
+
     /// The namespace's name.
     pub fn name(&self) -> &str {
         &self.name

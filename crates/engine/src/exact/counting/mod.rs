@@ -51,7 +51,8 @@ use parking_lot::Mutex;
 use urlseen_filter::frame::Format;
 use urlseen_filter::{CountingBloom, MAX_BITS, MAX_HASHES, plan};
 
-use super::store::{FpBuildHasher, StoreFailure};
+use super::store::FpBuildHasher;
+use super::store::error as store_error;
 use super::{
     ExactIndex, ExactOptions, ExactStats, FingerprintStore, FpStore, MemStore, Result,
     StoreDurability, StoreOptions,
@@ -172,10 +173,10 @@ impl CountingSet {
                 }
                 storage
                     .write_atomic(&path, &options.encode())
-                    .map_err(|source| StoreFailure::io("write params", &path, source))?;
+                    .map_err(|source| store_error::io("write params", &path, source))?;
                 (store, options)
             }
-            Err(source) => return Err(StoreFailure::io("read params", &path, source)),
+            Err(source) => return Err(store_error::io("read params", &path, source)),
         };
         Self::with_store(Box::new(store), options)
     }
@@ -204,7 +205,7 @@ impl CountingSet {
     ) -> Result<Self> {
         let path = dir.join(PARAMS_FILE);
         if store.storage.file_len(&path).ok().flatten().is_none() {
-            return Err(StoreFailure::not_found(dir));
+            return Err(store_error::not_found(dir));
         }
         Self::open_with(dir, store, options)
     }

@@ -134,5 +134,5 @@ impl CountingOptions {
 }
 
 pub(super) fn invalid(name: &'static str, reason: String) -> Error {
-    StoreFailure::invalid_option(name, reason)
+    Error::InvalidOption { name, reason }
 }

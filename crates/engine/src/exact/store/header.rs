@@ -28,10 +28,7 @@ pub(super) fn header_bytes() -> [u8; HEADER_LEN] {
 pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize) -> Result<()> {
     if !bytes.starts_with(&format.magic) {
         let found = bytes[..bytes.len().min(8)].to_vec();
-        return Err(StoreFailure::format(
-            path,
-            FormatError::BadMagic { format: format.name, found },
-        ));
+        return Err(Error::format(path, FormatError::BadMagic { format: format.name, found }));
     }
     if bytes.len() != len {
         return Err(Error::Corrupt {
@@ -40,7 +37,7 @@ pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize
         });
     }
     let (body, seal) = bytes.split_at(len - SEAL_LEN);
-    format.verify(body, seal).map_err(|e| StoreFailure::format(path, e))?;
+    format.verify(body, seal).map_err(|e| Error::format(path, e))?;
     if bytes[FRAME_LEN..FRAME_LEN + 2] != [0, 0] {
         let word = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
         return Err(Error::UnsupportedVersion {
@@ -49,7 +46,7 @@ pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize
             supported: u32::from(format.version),
         });
     }
-    format.check_header(bytes).map(drop).map_err(|e| StoreFailure::format(path, e))
+    format.check_header(bytes).map(drop).map_err(|e| Error::format(path, e))
 }
 
 /// Writes the header atomically ([`Storage::write_atomic`]).

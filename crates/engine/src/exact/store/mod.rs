@@ -29,11 +29,11 @@
 //!
 //! [fjall]: https://docs.rs/fjall
 
-mod error;
+pub(crate) mod error;
 mod header;
 mod mem;
 
-pub(crate) use error::StoreFailure;
+use error as store_error;
 pub(crate) use header::check_fixed;
 use header::{check_header, write_header};
 pub use mem::{FpBuildHasher, FpHasher, MemStore};
@@ -397,7 +397,7 @@ impl FingerprintStore {
     pub fn open_existing_with(dir: &Path, options: StoreOptions) -> Result<Self> {
         let storage = options.storage.as_ref();
         if !exists(storage, &dir.join(HEADER_FILE))? {
-            return Err(StoreFailure::not_found(dir));
+            return Err(store_error::not_found(dir));
         }
         // The LSM would create itself empty: a store that lost it must not open as "knows
         // nothing", which would answer "new" for every recorded fingerprint.
@@ -414,7 +414,7 @@ impl FingerprintStore {
         let durability = options.durability;
         check_header(options.storage.as_ref(), &dir.join(HEADER_FILE))?;
         let lsm = dir.join(LSM_DIR);
-        let fjall = |e| StoreFailure::from_fjall(dir, e);
+        let fjall = |e| store_error::from_fjall(dir, e);
         let db = Database::builder(&lsm).cache_size(options.cache_bytes).open().map_err(fjall)?;
         let keyspace = db.keyspace(KEYSPACE, || keyspace_options(&options)).map_err(fjall)?;
         let count = match keyspace.get(COUNT_KEY).map_err(fjall)? {
@@ -443,7 +443,7 @@ impl FingerprintStore {
     pub fn iter_fingerprints(&self) -> impl Iterator<Item = Result<u64>> + use<> {
         let dir = self.dir.clone();
         self.keyspace.iter().filter_map(move |guard| match guard.key() {
-            Err(e) => Some(Err(StoreFailure::from_fjall(&dir, e))),
+            Err(e) => Some(Err(store_error::from_fjall(&dir, e))),
             Ok(key) => decode_key(&dir, &key).transpose(),
         })
     }
@@ -453,11 +453,11 @@ impl FingerprintStore {
     /// # Errors
     /// I/O.
     pub fn disk_space(&self) -> Result<u64> {
-        self.db.disk_space().map_err(|e| StoreFailure::from_fjall(&self.dir, e))
+        self.db.disk_space().map_err(|e| store_error::from_fjall(&self.dir, e))
     }
 
     fn fjall(&self) -> impl Fn(fjall::Error) -> Error + '_ {
-        |e| StoreFailure::from_fjall(&self.dir, e)
+        |e| store_error::from_fjall(&self.dir, e)
     }
 
     /// Commits `batch` plus the new count, with the configured durability.
@@ -582,7 +582,7 @@ fn exists(storage: &dyn Storage, path: &Path) -> Result<bool> {
 
 fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error + use<> {
     let path = path.to_path_buf();
-    move |source| StoreFailure::io(what, &path, source)
+    move |source| store_error::io(what, &path, source)
 }
 
 #[cfg(test)]
