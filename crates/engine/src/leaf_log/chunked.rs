@@ -9,6 +9,8 @@
 //! `memmove` at about a fifth of its samples. Here a full chunk is never moved, and every chunk
 //! is the size of those a retired leaf gives back, so the allocator reuses them. The first chunk
 //! grows by doubling up to a chunk's size, so a leaf of a few fingerprints holds a few words.
+//! The cost: a process that stops growing keeps the chunks its last splits gave back (about 3
+//! bytes per URL at 10⁶ URLs; docs/benchmarks.md, "In-memory leaf logs in chunks").
 
 /// Entries per chunk: 64 KiB of fingerprints, below `malloc`'s threshold for a mapping of its
 /// own, so chunks come from (and go back to) the heap.
