@@ -74,13 +74,15 @@
 //!
 //! # How a URL flows
 //! ```text
-//! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─LocHash per level─▶ leaf ─blocked Bloom─▶ seen?
+//! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─range hash, directory─▶ leaf ─blocked Bloom─▶ seen?
 //! ```
 //! See [`tree`] for the DSBF itself: routing, online splits, locking.
 //!
 //! # Seams
-//! - **One DSBF's sizes and seeds**: `tree::params` (one `TreeParams::from(&NamespaceOptions)`,
-//!   `level_seed`, `probe_seed`), used by the tree here and by `redis` (feature `redis`); one
+//! - **One DSBF's sizes, seeds and routes**: `tree::params` (one
+//!   `TreeParams::from(&NamespaceOptions)`, each leaf's size by depth and place, `level_seed`,
+//!   `probe_seed`) and `routing` (`Paths`, the walk down; `Directory`, the ranges), used by
+//!   the tree here and by `redis` (feature `redis`), whose namespaces are the same tree; one
 //!   [`fingerprint::Fingerprinter`] for every backend; one [`SeenSet`] trait over all of them
 //!   (the server answers through it).
 //! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a

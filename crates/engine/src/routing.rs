@@ -21,6 +21,7 @@
 use urlseen_filter::hash;
 
 use crate::tree::NodeId;
+use crate::tree::params::level_seed;
 
 /// How a tree routes fingerprints (see the module docs). Stored in the snapshot header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,64 @@ impl Routing {
 #[inline(always)]
 pub(crate) fn range_hash(fp: u64, seed: u64) -> u64 {
     hash::mix64(fp ^ seed)
+}
+
+/// Levels whose location hash seed is computed once (deeper ones compute theirs per call).
+const SEEDED_LEVELS: usize = 64;
+
+/// The walk down a tree: its routing rule and its levels' seeds. The one definition of a
+/// fingerprint's path, for the tree in this process and the Redis backend alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Paths {
+    routing: Routing,
+    seed: u64,
+    /// [`level_seed`] of depths `0..SEEDED_LEVELS`.
+    level_seeds: [u64; SEEDED_LEVELS],
+}
+
+impl Paths {
+    /// The paths of a tree seeded `seed` and routed by `routing`.
+    pub(crate) fn new(routing: Routing, seed: u64) -> Paths {
+        let mut level_seeds = [0u64; SEEDED_LEVELS];
+        for (depth, s) in level_seeds.iter_mut().enumerate() {
+            *s = level_seed(seed, depth as u32);
+        }
+        Paths { routing, seed, level_seeds }
+    }
+
+    /// The routing rule.
+    pub(crate) fn routing(&self) -> Routing {
+        self.routing
+    }
+
+    /// What a walk for `fp` starts from: its range hash, or (per-level routing) nothing.
+    #[inline(always)]
+    pub(crate) fn start(&self, fp: u64) -> u64 {
+        match self.routing {
+            Routing::Levels => 0,
+            Routing::Ranges => range_hash(fp, self.level_seeds[0]),
+        }
+    }
+
+    /// Which of the `n` children of a node at `depth` gets `fp`, whose walk state is `x`
+    /// (from [`Self::start`], then passed from level to level).
+    #[inline(always)]
+    pub(crate) fn child(&self, x: &mut u64, fp: u64, depth: u32, n: usize) -> usize {
+        match self.routing {
+            Routing::Levels => self.level_child(fp, depth, n),
+            Routing::Ranges => step(x, n),
+        }
+    }
+
+    /// The location hash of level `depth` (per-level routing): which of `n` children gets `fp`.
+    #[inline]
+    pub(crate) fn level_child(&self, fp: u64, depth: u32, n: usize) -> usize {
+        let seed = match self.level_seeds.get(depth as usize) {
+            Some(&s) => s,
+            None => level_seed(self.seed, depth),
+        };
+        hash::reduce(hash::mix64(fp ^ seed), n as u64) as usize
+    }
 }
 
 /// One level of [`Routing::Ranges`]: the child of `n` that `x` goes to; `x` becomes what the
@@ -129,7 +188,7 @@ impl Span {
 ///
 /// Kept under the tree's lock and changed with the shape: a split adds its children (and marks
 /// them as below a frozen filter), a finished split clears that mark.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Directory {
     /// Every node's span, by node id.
     spans: Vec<Span>,
@@ -259,6 +318,15 @@ impl Directory {
             Some(span) => span.split(n).iter().map(|s| (!s.is_empty()).then_some(s.lo)).collect(),
             None => vec![None; n],
         }
+    }
+
+    /// Which of the `n` children of node `id` range hash `h` (inside the node's range) goes
+    /// to; `None` for a node the directory does not know. (The Redis backend's splits: the
+    /// in-process tree walks down instead.)
+    #[cfg(feature = "redis")]
+    pub(crate) fn child_of(&self, id: NodeId, h: u64, n: usize) -> Option<usize> {
+        let span = self.spans.get(id as usize)?;
+        (!span.is_empty()).then(|| span.child_of(h, n))
     }
 
     /// The leaf that owns range hash `h`, and whether a frozen filter lies above it: `None`,
@@ -396,6 +464,34 @@ mod tests {
         });
         assert_eq!(rebuilt.starts, dir.starts);
         assert_eq!(rebuilt.leaves, dir.leaves);
+    }
+
+    /// A split's child for a range hash, from the node's span alone, is the walk's.
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_nodes_child_from_its_span_is_the_walks() {
+        // Root of 3; node 2 splits into 4, 5; node 5 into 6, 7, 8; node 7 into 9, 10.
+        let mut children: Vec<Vec<NodeId>> = vec![vec![1, 2, 3]];
+        children.extend((1..=10).map(|_| Vec::new()));
+        children[2] = vec![4, 5];
+        children[5] = vec![6, 7, 8];
+        children[7] = vec![9, 10];
+        let dir = Directory::build(children.len(), |id| {
+            let c = &children[id as usize];
+            if c.is_empty() { Shape::Leaf } else { Shape::Inner(c) }
+        });
+        let mut h = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            h = hash::mix64(h);
+            let (mut id, mut x) = (0, h);
+            while !children[id as usize].is_empty() {
+                let c = &children[id as usize];
+                let at = step(&mut x, c.len());
+                assert_eq!(dir.child_of(id, h, c.len()), Some(at), "node {id}, h {h:#x}");
+                id = c[at];
+            }
+        }
+        assert_eq!(dir.child_of(99, h, 2), None, "an unknown node");
     }
 
     #[test]

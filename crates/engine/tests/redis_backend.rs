@@ -15,13 +15,14 @@ use urlseen_corpus::distinct_urls;
 use urlseen_engine::redis::{RedisMode, SplitOutcome, SplitStop};
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
 
-/// Small leaves (16 Kibit, about 1,700 URLs each), so a few thousand URLs split many times.
+/// Small leaves (16 Kibit, about 1,700 URLs each) that do not grow with depth, so a few
+/// thousand URLs split many times.
 fn small(mode: SplitMode) -> NamespaceOptions {
     NamespaceOptions {
         capacity: 2_000,
         fpr: 0.01,
         leaf_bits: Some(1 << 14),
-        split: SplitPolicy { mode, ..SplitPolicy::default() },
+        split: SplitPolicy { mode, growth: 1, ..SplitPolicy::default() },
         ..NamespaceOptions::default()
     }
 }
@@ -427,7 +428,10 @@ fn splits_under_concurrent_inserts_lose_nothing() {
     assert_eq!(s.count, total);
     assert_eq!(s.splitting, 0);
     assert!(s.leaves.len() >= 8, "{s:?}");
-    assert!(s.leaves.iter().all(|&(_, n)| n <= ns.split_point()), "no leaf past its split point");
+    assert!(
+        s.leaves.iter().all(|&(id, n)| n <= ns.leaf_split_point(id)),
+        "no leaf past its split point"
+    );
 }
 
 /// A split worker dies (keeps its lock, never finishes) after freezing a leaf, and another
@@ -448,7 +452,7 @@ fn a_worker_that_dies_mid_split_is_rolled_forward() {
         .unwrap()
         .leaves
         .iter()
-        .filter(|&&(_, n)| n >= ns.split_point())
+        .filter(|&&(id, n)| n >= ns.leaf_split_point(id))
         .map(|&(id, _)| id)
         .collect();
     assert!(full.len() >= 2, "two leaves past their split point: {full:?}");
@@ -720,4 +724,51 @@ fn an_insert_whose_reply_is_lost_is_answered_new() {
     assert!(more.iter().filter(|&&s| !s).count() > 990);
     assert_eq!(ns.stats().unwrap().unknown_outcome, 1_000);
     assert!(ns.seen_batch(&urls).unwrap().iter().all(|&s| s), "an answered URL unseen");
+}
+
+/// A namespace made before metadata format 2 (a fixture of urlseen 07c47fc: routed per level,
+/// leaves of one size) is opened as it is: every URL it recorded is seen (routed by ranges,
+/// most would reach a leaf that does not hold them), it takes new URLs and splits on, its
+/// leaves keep one size, and its metadata stays format 1.
+#[test]
+fn a_namespace_of_metadata_format_1_is_opened_as_it_is() {
+    let server = Server::start();
+    server.load(include_str!("fixtures/redis-format1.txt"));
+    let options = NamespaceOptions {
+        capacity: 1_000,
+        fpr: 0.01,
+        leaf_bits: Some(1 << 12),
+        split: SplitPolicy { mode: SplitMode::Inline, ..SplitPolicy::default() },
+        ..NamespaceOptions::default()
+    };
+    let db = open(vec![server.url()], RedisMode::Single);
+    let ns = db.namespace("legacy", options.clone()).unwrap();
+    let before = ns.stats().unwrap();
+    assert_eq!((before.count, before.leaves.len()), (1_499, 6), "the fixture as written");
+    let old = distinct_urls(71, 1_500);
+    let seen = |ns: &urlseen_engine::redis::RedisNamespace, urls: &[String]| {
+        urls.iter().filter(|u| ns.contains(u).unwrap()).count()
+    };
+    // One of the 1,500 was a false positive when written, never recorded.
+    assert!(seen(&ns, &old) >= 1_499, "a URL recorded by the older build is unseen");
+    let more = distinct_urls(72, 3_000);
+    let answers = ns.seen_batch(&more).unwrap();
+    let recorded: Vec<String> =
+        more.iter().zip(&answers).filter(|p| !p.1).map(|p| p.0.clone()).collect();
+    assert!(recorded.len() > 2_950, "{} of 3,000 fresh URLs new", recorded.len());
+    ns.complete_splits().unwrap();
+    let after = ns.stats().unwrap();
+    assert!(after.leaves.len() > before.leaves.len(), "no split after the upgrade: {after:?}");
+    assert_eq!(after.filter_bits, after.leaves.len() as u64 * 4_096, "leaves of one size");
+    // A fresh client, with empty replicas, sees all of it.
+    let other = open(vec![server.url()], RedisMode::Single).namespace("legacy", options).unwrap();
+    assert!(seen(&other, &old) >= 1_499);
+    assert_eq!(seen(&other, &recorded), recorded.len());
+    let client = redis::Client::open(server.url()).unwrap();
+    let format: String = redis::cmd("HGET")
+        .arg("urlseen:{legacy}:meta")
+        .arg("format")
+        .query(&mut client.get_connection().unwrap())
+        .unwrap();
+    assert_eq!(format, "1");
 }

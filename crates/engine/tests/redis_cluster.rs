@@ -20,7 +20,8 @@ fn small() -> NamespaceOptions {
         capacity: 2_000,
         fpr: 0.01,
         leaf_bits: Some(1 << 14),
-        split: SplitPolicy { mode: SplitMode::Inline, ..SplitPolicy::default() },
+        // Leaves that do not grow with depth: a few thousand URLs split many times.
+        split: SplitPolicy { mode: SplitMode::Inline, growth: 1, ..SplitPolicy::default() },
         ..NamespaceOptions::default()
     }
 }

@@ -74,7 +74,8 @@ fn a_namespace_moves_from_a_data_directory_to_redis_and_back() {
     let remote = restore.namespace().clone();
     let stats = remote.stats().unwrap();
     assert_eq!(stats.count, new + ns.stats().kept, "Redis records the kept ones too");
-    let over = stats.leaves.iter().filter(|(_, n)| *n > remote.split_point() * 3 / 2).count();
+    let over =
+        stats.leaves.iter().filter(|&&(id, n)| n > remote.leaf_split_point(id) * 3 / 2).count();
     assert_eq!(over, 0, "leaves left far over their split point: {stats:?}");
     let mut out = vec![false; urls.len()];
     let fps: Vec<u64> = urls.iter().map(|u| remote.fingerprint(u).unwrap()).collect();

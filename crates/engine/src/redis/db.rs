@@ -214,36 +214,41 @@ impl RedisDb {
             Layout::Nodes(n) => format!("nodes={n}"),
             Layout::Cluster => "cluster".to_owned(),
         };
-        let params_text = format!(
-            "v1 bits={} k={} split_at={} cap={} c={} fanout={} seed={:#x} fpr={} canon_v={} canon={:?} layout={layout}",
-            params.leaf_bits,
-            params.leaf_hashes,
-            params.split_at,
-            params.leaf_capacity,
-            params.initial_leaves,
-            params.split.fanout,
-            params.seed,
-            params.fpr,
-            urlseen_canon::CANON_VERSION,
-            options.canon,
-        );
-        let split_point =
-            ((params.leaf_capacity as f64 * params.split.threshold).floor() as u64).max(1);
+        let canon = options.canon.clone();
+        let ns_params = |version: &str| {
+            let mut text = format!(
+                "{version} bits={} k={} split_at={} cap={} c={} fanout={} seed={:#x} fpr={} \
+                 canon_v={} canon={:?} layout={layout}",
+                params.leaf_bits,
+                params.leaf_hashes,
+                params.split_at,
+                params.leaf_capacity,
+                params.initial_leaves,
+                params.split.fanout,
+                params.seed,
+                params.fpr,
+                urlseen_canon::CANON_VERSION,
+                canon,
+            );
+            if version != "v1" {
+                // What sizes the deeper leaves.
+                text += &format!(
+                    " growth={} max_bits={} threshold={}",
+                    params.split.growth, params.max_leaf_bits, params.split.threshold
+                );
+            }
+            text
+        };
+        let params_text = ns_params("v2");
         let ns = RedisNamespace {
-            split_point,
             name: name.to_owned(),
             fingerprinter: Fingerprinter::new(&options),
             options,
             params,
+            paths: Paths::new(Routing::Ranges, params.seed),
             router: Arc::clone(&self.router),
             config: Arc::clone(&self.options),
-            meta: RwLock::new(Arc::new(Meta {
-                version: 0,
-                params: String::new(),
-                epoch: String::new(),
-                nodes: Vec::new(),
-                forgets: Vec::new(),
-            })),
+            meta: RwLock::new(Arc::new(Meta::empty())),
             hosts: forget::Hosts::default(),
             meta_polled: AtomicU64::new(0),
             leaves: RwLock::new(HashMap::new()),
@@ -259,7 +264,11 @@ impl RedisDb {
         let ours = format!("{:016x}", token());
         let create = || {
             let mut create = self.router.scripts.call(Script::Create, &[&ns.meta_key()]);
-            create.arg(params_text.as_str()).arg(params.initial_leaves).arg(ours.as_str());
+            create
+                .arg(params_text.as_str())
+                .arg(params.initial_leaves)
+                .arg(ours.as_str())
+                .arg(meta::FORMAT);
             ns.router.one(ns.meta_place(), create)
         };
         let stored = ns.retrying(create)?;
@@ -273,10 +282,16 @@ impl RedisDb {
             },
             _ => return Err(ns.protocol(0, "CREATE", &stored)),
         };
-        if stored != params_text {
-            return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours: params_text });
+        // A namespace made before format 2 keeps its routing per level and its one leaf size.
+        let (ours, routing) = if stored.starts_with("v1 ") {
+            (ns_params("v1"), Routing::Levels)
+        } else {
+            (params_text, Routing::Ranges)
+        };
+        if stored != ours {
+            return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours });
         }
-        let ns = RedisNamespace { epoch, ..ns };
+        let ns = RedisNamespace { epoch, paths: Paths::new(routing, params.seed), ..ns };
         if let Layout::Nodes(n) = self.router.layout() {
             ns.retrying(|| ns.check_server_order(n))?;
         }

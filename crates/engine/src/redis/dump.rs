@@ -100,7 +100,7 @@ impl RedisNamespace {
         // A leaf splits after the call that filled it: in calls of half a split point, no
         // leaf gets past one and a half of it before it splits (a whole chunk at once could
         // leave leaves several times over, their FPR with them).
-        let step = usize::try_from(self.split_point / 2).unwrap_or(usize::MAX).max(1);
+        let step = usize::try_from(self.split_point() / 2).unwrap_or(usize::MAX).max(1);
         let mut out = vec![false; step.min(fps.len())];
         for part in fps.chunks(step) {
             self.insert_batch_as(part, &[], &mut out[..part.len()], true)?;

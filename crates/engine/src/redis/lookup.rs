@@ -236,7 +236,7 @@ impl RedisNamespace {
                         for &i in &g.dups {
                             out[i as usize] = true;
                         }
-                        if end >= self.params.split_at && !full.contains(&g.leaf) {
+                        if end >= self.level(&meta, g.leaf).split_at && !full.contains(&g.leaf) {
                             full.push(g.leaf);
                         }
                     }

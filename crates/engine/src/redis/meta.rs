@@ -1,8 +1,8 @@
 //! The tree's metadata as stored in Redis: one hash per namespace, `urlseen:{<ns>}:meta`.
 //!
 //! ```text
-//! format  1
-//! params  "v1 bits=… k=… split_at=… …"     (fixed at creation; every client checks it)
+//! format  2                                (1: see below)
+//! params  "v2 bits=… k=… split_at=… …"     (fixed at creation; every client checks it)
 //! version 7                                (bumped by every change of shape)
 //! next    12                               (the next unused node id)
 //! epoch   5f0c…                            (the incarnation: a random id made by CREATE)
@@ -15,10 +15,19 @@
 //! ```
 //! Clients cache it and re-read it when a leaf refuses a write (frozen or retired); it only
 //! ever changes by the scripts `CREATE`, `MARK_SPLITTING` and `MARK_INNER`.
+//!
+//! Format 2 (every namespace made since) is the in-process tree's: routed by ranges, and each
+//! leaf sized by its depth and place ([`TreeParams::split_level`]), so the same options give
+//! the same tree in Redis and in memory. A forget by host's single child keeps its parent's
+//! size and range (it is the parent without one host, as the in-process tree rewrites a leaf
+//! in place). Format 1 (namespaces made before it, params `v1 …`) routes per level and keeps
+//! one leaf size; clients open it as it is. A client that reads only format 1 refuses a
+//! format-2 namespace (its params differ too), so a mixed fleet cannot route apart.
 
 use ::redis::Value;
 
-use crate::tree::NodeId;
+use crate::routing::{Directory, Routing, Shape};
+use crate::tree::{Level, NodeId, TreeParams};
 
 /// A node's role.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +44,14 @@ pub(crate) struct Node {
     pub state: State,
 }
 
+/// The metadata format new namespaces are made with.
+pub(crate) const FORMAT: u32 = 2;
+
 /// One consistent read of the metadata hash.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Meta {
+    /// 1 (routed per level, leaves of one size) or 2 (routed by ranges, sized by place).
+    pub format: u32,
     pub version: u64,
     pub params: String,
     /// The namespace's incarnation, made when it was created (empty: a namespace from before
@@ -47,9 +61,89 @@ pub(crate) struct Meta {
     pub nodes: Vec<Option<Node>>,
     /// Splits that are forgets by host: the node, and the host hash its children do not get.
     pub forgets: Vec<(NodeId, u32)>,
+    /// Format 2: the leaves in range order (see [`Directory`]), set by [`Meta::size`].
+    pub dir: Option<Directory>,
+    /// Each node's filter size by node id, set by [`Meta::size`] (`None` for ids not in use).
+    pub levels: Vec<Option<Level>>,
 }
 
 impl Meta {
+    /// The metadata of no namespace yet (what a client holds before its first read).
+    pub(crate) fn empty() -> Meta {
+        Meta {
+            format: FORMAT,
+            version: 0,
+            params: String::new(),
+            epoch: String::new(),
+            nodes: Vec::new(),
+            forgets: Vec::new(),
+            dir: None,
+            levels: Vec::new(),
+        }
+    }
+
+    /// How the tree routes: by its format.
+    pub(crate) fn routing(&self) -> Routing {
+        if self.format >= 2 { Routing::Ranges } else { Routing::Levels }
+    }
+
+    /// Sizes every node (and, format 2, builds the directory of ranges), taking the sizes of
+    /// the nodes `known` has: a node's size never changes, and finding a spread size is a
+    /// search (formula 4) that a metadata read should not repeat for every leaf.
+    ///
+    /// Format 1: every node has the first leaves' size. Format 2: the root's children have
+    /// depth 1's; a split's children [`TreeParams::split_level`] at their depth and place
+    /// (where their range starts), as in the in-process tree; a forget's single child its
+    /// parent's, and the depths below it count from the parent (a forget in the in-process
+    /// tree rewrites the leaf and adds no level).
+    pub(crate) fn size(&mut self, params: &TreeParams, known: &Meta) {
+        self.levels = vec![None; self.nodes.len()];
+        self.dir = None;
+        if self.format < 2 {
+            for (level, node) in self.levels.iter_mut().zip(&self.nodes) {
+                *level = node.as_ref().map(|_| params.level(1));
+            }
+            return;
+        }
+        let dir = Directory::build(self.nodes.len(), |id| match self.node(id).map(|n| &n.state) {
+            Some(State::Inner(c)) => Shape::Inner(c),
+            Some(State::Splitting(c)) => Shape::Splitting(c),
+            _ => Shape::Leaf,
+        });
+        let reuse = known.format == self.format && known.epoch == self.epoch;
+        // (node, its depth counted without forgets)
+        let mut stack = vec![(0 as NodeId, 0u32)];
+        while let Some((id, depth)) = stack.pop() {
+            let children = match self.node(id).map(|n| &n.state) {
+                Some(State::Inner(c) | State::Splitting(c)) => c.clone(),
+                _ => continue,
+            };
+            let forget = self.forget(id).is_some();
+            let places = (id != 0 && !forget).then(|| dir.child_places(id, children.len()));
+            for (i, &child) in children.iter().enumerate() {
+                let child_depth = if forget { depth } else { depth + 1 };
+                let level = match known.levels.get(child as usize) {
+                    Some(&Some(level)) if reuse => level,
+                    _ if forget => self.level(id).unwrap_or_else(|| params.level(1)),
+                    _ => match &places {
+                        Some(places) => params.split_level(child_depth, places[i]),
+                        None => params.level(1),
+                    },
+                };
+                if let Some(slot) = self.levels.get_mut(child as usize) {
+                    *slot = Some(level);
+                }
+                stack.push((child, child_depth));
+            }
+        }
+        self.dir = Some(dir);
+    }
+
+    /// Node `id`'s filter size (after [`Meta::size`]).
+    pub(crate) fn level(&self, id: NodeId) -> Option<Level> {
+        self.levels.get(id as usize).copied().flatten()
+    }
+
     /// The host hash whose entries node `id`'s split drops (a forget by host), if it is one.
     pub(crate) fn forget(&self, id: NodeId) -> Option<u32> {
         self.forgets.iter().find(|(n, _)| *n == id).map(|(_, h)| *h)
@@ -115,21 +209,23 @@ impl Meta {
         // them), so a valid id is below the number of fields: a bigger one is corruption, and
         // must not size an allocation.
         let fields = pairs.len();
-        let mut meta = Meta {
-            version: 0,
-            params: String::new(),
-            epoch: String::new(),
-            nodes: Vec::new(),
-            forgets: Vec::new(),
-        };
+        let mut meta = Meta { format: 1, ..Meta::empty() };
         let text =
             |v: &[u8]| String::from_utf8(v.to_vec()).map_err(|_| "non-UTF-8 value".to_owned());
         for (k, v) in pairs {
             match k {
-                b"format" if v != b"1" => {
-                    return Err(format!("metadata format {:?}, this build reads 1", text(v)?));
+                b"format" => {
+                    meta.format = match v {
+                        b"1" => 1,
+                        b"2" => 2,
+                        _ => {
+                            return Err(format!(
+                                "metadata format {:?}, this build reads 1 and 2",
+                                text(v)?
+                            ));
+                        }
+                    };
                 }
-                b"format" => {}
                 b"params" => meta.params = text(v)?,
                 b"epoch" => meta.epoch = text(v)?,
                 b"version" => meta.version = text(v)?.parse().map_err(|_| "bad version")?,
@@ -239,6 +335,42 @@ mod tests {
         assert_eq!((meta.forget(2), meta.forget(1)), (Some(0x4d), None));
     }
 
+    fn meta(fields: &[&str]) -> Meta {
+        Meta::parse(&Value::Array(fields.iter().map(|s| bulk(s)).collect())).unwrap()
+    }
+
+    #[test]
+    fn format_2_sizes_nodes_by_depth_and_place_and_a_forget_keeps_its_parents() {
+        let options = crate::NamespaceOptions { capacity: 1_000, ..Default::default() };
+        let params = TreeParams::from(&options);
+        // Leaf 1 split into 3 and 4; leaf 2 forgot a host into 5; leaf 4 split into 6 and 7.
+        let mut tree = meta(&[
+            "format", "2", "params", "p", "version", "4", "n0", "I0:1,2", "n1", "I1:3,4", "n2",
+            "I1:5", "f2", "0000004d", "n3", "L2", "n4", "S2:6,7", "n5", "L2", "n6", "L3", "n7",
+            "L3",
+        ]);
+        tree.size(&params, &Meta::empty());
+        let dir = tree.dir.clone().unwrap();
+        let places = |id, n| dir.child_places(id, n);
+        assert_eq!(tree.level(1), Some(params.level(1)));
+        assert_eq!(tree.level(3), Some(params.split_level(2, places(1, 2)[0])));
+        assert_eq!(tree.level(7), Some(params.split_level(3, places(4, 2)[1])));
+        assert_eq!(tree.level(5), tree.level(2), "a forget's child is its parent rewritten");
+        assert!(tree.level(7).unwrap().bits > tree.level(1).unwrap().bits, "leaves grow");
+        // Sizes already known are taken as they are (a node's size never changes).
+        let mut known = Meta { levels: vec![None; 8], ..tree.clone() };
+        known.levels[6] = Some(params.level(9));
+        let mut again = tree.clone();
+        again.size(&params, &known);
+        assert_eq!(again.level(6), Some(params.level(9)));
+        assert_eq!(again.level(7), tree.level(7));
+        // Format 1: one size.
+        let mut old = Meta { format: 1, ..tree.clone() };
+        old.size(&params, &Meta::empty());
+        assert!(old.dir.is_none());
+        assert!((1..8).all(|id| old.level(id) == Some(params.level(1))));
+    }
+
     #[test]
     fn rejects_bad_shapes_without_panicking() {
         for fields in [
@@ -246,7 +378,7 @@ mod tests {
             vec!["format", "1", "n0", "I0:1"],
             vec!["format", "1", "n0", "I0:1", "n1", "L2"],
             vec!["format", "1", "n0", "I0:0"],
-            vec!["format", "2", "n0", "I0:1", "n1", "L1"],
+            vec!["format", "3", "n0", "I0:1", "n1", "L1"],
             vec!["format", "1", "n0", "X"],
             vec!["format", "1", "n0", ""],
             vec!["format", "1", "n99999999", "L1"],

@@ -69,8 +69,9 @@ use urlseen_filter::{BlockedBloom, hash};
 
 use crate::fingerprint::Fingerprinter;
 use crate::options::{NamespaceOptions, SplitMode};
-use crate::tree::params::{level_seed, probe_seed};
-use crate::tree::{NodeId, TreeParams};
+use crate::routing::{Paths, Routing};
+use crate::tree::params::probe_seed;
+use crate::tree::{Level, NodeId, TreeParams};
 use db::Backoff;
 pub use db::{RedisDb, RedisMode, RedisOptions};
 pub use dump::RedisRestore;
@@ -112,6 +113,11 @@ pub struct RedisStats {
     pub splitting: usize,
     /// Depth of the deepest leaf.
     pub height: u32,
+    /// Bits of the leaves' filters in all (each leaf's size is its depth's and place's: see
+    /// [`TreeParams::split_level`]).
+    pub filter_bits: u64,
+    /// The highest FPR of a leaf (formula 4 for blocked filters at its count and size).
+    pub worst_leaf_fpr: f64,
     /// Metadata version.
     pub version: u64,
     /// Insert scripts this client ran.
@@ -165,9 +171,8 @@ pub struct RedisNamespace {
     name: String,
     options: NamespaceOptions,
     params: TreeParams,
-    /// Entries at which a leaf splits (kept even under [`SplitMode::Never`], whose `params`
-    /// say never, so explicit splits still know when a leaf is full).
-    split_point: u64,
+    /// How fingerprints find their leaf: by ranges (metadata format 2) or per level (1).
+    paths: Paths,
     fingerprinter: Fingerprinter,
     router: Arc<Router>,
     config: Arc<RedisOptions>,
@@ -206,9 +211,28 @@ impl RedisNamespace {
         &self.params
     }
 
-    /// Entries at which a leaf splits (also under [`SplitMode::Never`], for explicit splits).
+    /// Entries at which a first leaf (one made with the namespace) splits, also under
+    /// [`SplitMode::Never`], for explicit splits. Deeper leaves are larger: see
+    /// [`Self::leaf_split_point`].
     pub fn split_point(&self) -> u64 {
-        self.split_point
+        self.level_split_point(&self.params.level(1))
+    }
+
+    /// Entries at which leaf `id` splits (also under [`SplitMode::Never`], for explicit
+    /// splits), by its size as the metadata this client holds gives it.
+    pub fn leaf_split_point(&self, id: NodeId) -> u64 {
+        self.level_split_point(&self.level(&self.meta(), id))
+    }
+
+    /// Node `id`'s filter size (the first leaves' for a node the metadata does not show).
+    fn level(&self, meta: &Meta, id: NodeId) -> Level {
+        meta.level(id).unwrap_or_else(|| self.params.level(1))
+    }
+
+    /// Entries at which a leaf of size `level` splits, whatever the split mode (under
+    /// [`SplitMode::Never`], `level.split_at` says never; explicit splits still need one).
+    fn level_split_point(&self, level: &Level) -> u64 {
+        ((level.capacity as f64 * self.params.split.threshold).floor() as u64).max(1)
     }
 
     fn meta_key(&self) -> Vec<u8> {
@@ -322,7 +346,15 @@ impl RedisNamespace {
             // This process opened it (its CREATE ran): gone since, not "new".
             return Err(self.lost(Lost::Namespace));
         }
-        let meta = Arc::new(Meta::parse(&reply).map_err(|r| self.bad_meta(r))?);
+        let mut meta = Meta::parse(&reply).map_err(|r| self.bad_meta(r))?;
+        if meta.routing() != self.paths.routing() {
+            return Err(self.bad_meta(format!(
+                "metadata format {} does not match the namespace's parameters",
+                meta.format
+            )));
+        }
+        meta.size(&self.params, &self.meta.read());
+        let meta = Arc::new(meta);
         if meta.epoch != self.epoch {
             return Err(self.other_epoch(None, meta.epoch.as_bytes()));
         }
@@ -347,9 +379,11 @@ impl RedisNamespace {
         Ok(installed)
     }
 
-    /// The leaf that owns `fp`, pushing the splitting nodes on the way to `parents`.
+    /// The leaf that owns `fp`, pushing the splitting nodes on the way to `parents`: the
+    /// in-process tree's walk ([`Paths`]), down the metadata's nodes.
     fn route(&self, meta: &Meta, fp: u64, parents: &mut Vec<NodeId>) -> Result<NodeId> {
         let mut id = 0;
+        let mut x = self.paths.start(fp);
         loop {
             let node = meta.node(id).ok_or_else(|| self.bad_meta(format!("no node {id}")))?;
             let children = match &node.state {
@@ -360,9 +394,20 @@ impl RedisNamespace {
                 }
                 State::Inner(c) => c,
             };
-            let seed = level_seed(self.params.seed, node.depth);
-            let at = hash::reduce(hash::mix64(fp ^ seed), children.len() as u64) as usize;
-            id = children[at];
+            id = children[self.paths.child(&mut x, fp, node.depth, children.len())];
+        }
+    }
+
+    /// Which of the `n` children of node `id` (at `depth`) `fp` goes to: what
+    /// [`Self::route`]'s walk chooses there.
+    fn child_of(&self, meta: &Meta, id: NodeId, depth: u32, fp: u64, n: usize) -> Result<usize> {
+        match self.paths.routing() {
+            Routing::Levels => Ok(self.paths.level_child(fp, depth, n)),
+            Routing::Ranges => meta
+                .dir
+                .as_ref()
+                .and_then(|dir| dir.child_of(id, self.paths.start(fp), n))
+                .ok_or_else(|| self.bad_meta(format!("node {id} has no range"))),
         }
     }
 
@@ -388,9 +433,16 @@ impl RedisNamespace {
                 other => return Err(self.protocol(id, "STRLEN", &other)),
             }
         }
+        let sizes: Vec<Level> = leaves.iter().map(|&id| self.level(&meta, id)).collect();
         let c = &self.counters;
         Ok(RedisStats {
             count: counts.iter().map(|(_, n)| n).sum(),
+            filter_bits: sizes.iter().map(|l| l.bits).sum(),
+            worst_leaf_fpr: counts
+                .iter()
+                .zip(&sizes)
+                .map(|(&(_, n), l)| urlseen_filter::plan::blocked_fpr(l.bits, l.hashes, n))
+                .fold(0.0, f64::max),
             height: leaves
                 .iter()
                 .filter_map(|&id| meta.node(id))

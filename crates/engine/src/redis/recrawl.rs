@@ -511,19 +511,13 @@ impl RedisWindow {
         let mut all = Vec::with_capacity(gens.len());
         for g in &gens {
             let s = g.ns.stats()?;
-            let p = g.ns.params();
-            let worst = s
-                .leaves
-                .iter()
-                .map(|&(_, n)| urlseen_filter::plan::blocked_fpr(p.leaf_bits, p.leaf_hashes, n))
-                .fold(0.0, f64::max);
             live.push(GenerationReport {
                 start_ms: g.start,
                 age_secs: now.saturating_sub(g.start) as f64 / 1000.0,
                 count: s.count,
-                memory_bytes: g.ns.leaves.read().len() as u64 * p.leaf_bits / 8,
+                memory_bytes: g.ns.replica_bytes(),
                 disk_bytes: s.count * 8,
-                worst_leaf_fpr: worst,
+                worst_leaf_fpr: s.worst_leaf_fpr,
             });
             all.push(s);
         }

@@ -213,13 +213,17 @@ impl RedisNamespace {
         if let Some(c) = self.leaves.read().get(&id) {
             return Arc::clone(c);
         }
+        // Sized as the metadata says (any size would answer without false negatives: the
+        // replica holds every entry it read; the node's own size gives the in-process tree's
+        // answers and keeps the FPR bound).
+        let level = self.level(&self.meta(), id);
         let mut leaves = self.leaves.write();
         Arc::clone(leaves.entry(id).or_insert_with(|| {
             Arc::new(LeafCell {
                 replica: RwLock::new(Replica {
                     filter: BlockedBloom::new(
-                        self.params.leaf_bits,
-                        self.params.leaf_hashes,
+                        level.bits,
+                        level.hashes,
                         probe_seed(self.params.seed),
                     ),
                     synced: 0,
@@ -229,6 +233,11 @@ impl RedisNamespace {
                 gate: Gate::default(),
             })
         }))
+    }
+
+    /// Bytes of the replicas' filters this client holds.
+    pub(super) fn replica_bytes(&self) -> u64 {
+        self.leaves.read().values().map(|c| c.replica.read().filter.memory_bytes() as u64).sum()
     }
 
     /// Reads node `id`'s log from its replica's `synced` on, up to `max` entries, into the

@@ -195,7 +195,8 @@ return 1
 ";
 
 /// Creates a namespace's metadata unless it exists. `KEYS`: meta. `ARGV`: params, initial
-/// leaves, a new epoch (the incarnation's identity; kept if the namespace has one). Reply:
+/// leaves, a new epoch (the incarnation's identity; kept if the namespace has one), the
+/// metadata format (see `meta.rs`). Reply:
 /// `{stored params, stored epoch}` (the caller compares the params with its own, and keeps the
 /// epoch for every later call).
 const CREATE: &str = r"
@@ -210,7 +211,7 @@ for i = 1, c do
   kids[i] = tostring(i)
   redis.call('HSET', KEYS[1], 'n' .. i, 'L1')
 end
-redis.call('HSET', KEYS[1], 'format', '1', 'params', ARGV[1], 'version', '1', 'epoch', ARGV[3],
+redis.call('HSET', KEYS[1], 'format', ARGV[4], 'params', ARGV[1], 'version', '1', 'epoch', ARGV[3],
   'next', tostring(c + 1), 'n0', 'I0:' .. table.concat(kids, ','))
 return {ARGV[1], ARGV[3]}
 ";

@@ -98,7 +98,8 @@ impl RedisNamespace {
                     None => self.sync_one(id, 0, 0, &[])?,
                 };
                 if !state.is_empty()
-                    || (len >= self.split_point && self.options.split.mode != SplitMode::Never)
+                    || (len >= self.level(&meta, id).split_at
+                        && self.options.split.mode != SplitMode::Never)
                 {
                     todo.push(id);
                 }
@@ -196,7 +197,9 @@ impl RedisNamespace {
                 }
                 let SyncReply { state, len, .. } = self.sync_one(id, 0, 0, &[])?;
                 match state.as_str() {
-                    "" if len < self.split_point => return Ok(SplitOutcome::NotFull),
+                    "" if len < self.level_split_point(&self.level(&meta, id)) => {
+                        return Ok(SplitOutcome::NotFull);
+                    }
                     "I" => return Ok(SplitOutcome::Done),
                     _ => {}
                 }
@@ -286,13 +289,13 @@ impl RedisNamespace {
             })
             .collect::<Option<_>>()
             .ok_or_else(|| self.bad_meta(format!("bad migration cursor under node {id}")))?;
-        let seed = level_seed(self.params.seed, depth);
+        let meta = self.meta();
         // The parent's hosts (frozen too), carried to the children; a forget by host drops the
         // entries of its host. Unknown hosts (a short hosts string) stay unknown in the
         // children, and drop nothing.
         let (_, _, hosts) = self.leaf_hosts(id)?;
         let hosts = (hosts.len() as u64 == total * 4).then_some(hosts);
-        let drop_host = hosts.as_ref().and(self.meta().forget(id));
+        let drop_host = hosts.as_ref().and(meta.forget(id));
         let mut start = cursors.iter().copied().min().unwrap_or(total);
         let mut chunks = 0;
         let cell = self.cell(id);
@@ -316,7 +319,7 @@ impl RedisNamespace {
                 let mut r = cell.replica.write();
                 for (pos, c) in data.chunks_exact(8).enumerate() {
                     let fp = u64_le(c);
-                    let at = hash::reduce(hash::mix64(fp ^ seed), children.len() as u64) as usize;
+                    let at = self.child_of(&meta, id, depth, fp, children.len())?;
                     let entry = (start + pos as u64) as usize;
                     let host = hosts.as_ref().and_then(|h| h.get(entry * 4..entry * 4 + 4));
                     let dropped = drop_host.is_some_and(|d| host == Some(&d.to_le_bytes()[..]));

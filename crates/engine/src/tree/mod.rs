@@ -61,7 +61,7 @@ use crate::error::Error;
 use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::SplitMode;
-use crate::routing::{self, Directory, Routing, Shape};
+use crate::routing::{self, Directory, Paths, Routing, Shape};
 
 pub use crate::split_workers::SplitWorkers;
 
@@ -76,8 +76,6 @@ mod split;
 mod stats;
 
 pub use forget::ForgetCount;
-use params::PRECOMPUTED_LEVELS;
-use params::level_seed;
 pub use params::{Level, SPLIT_SPREAD, TreeParams};
 use route::{Route, Walk};
 pub(crate) use snapshot::SNAPSHOT_FORMAT;
@@ -216,8 +214,7 @@ const SCRATCH_KEEP_MAX: usize = 1 << 14;
 pub struct Dsbf {
     params: TreeParams,
     /// How fingerprints find their leaf (see [`crate::routing`]).
-    routing: Routing,
-    level_seeds: [u64; PRECOMPUTED_LEVELS],
+    paths: Paths,
     topo: RwLock<Topology>,
     /// Serializes migration, so one split's log is never moved twice.
     migrator: Mutex<()>,
@@ -274,18 +271,13 @@ impl Dsbf {
         nodes: Vec<Node>,
         routing: Routing,
     ) -> Arc<Self> {
-        let mut level_seeds = [0u64; PRECOMPUTED_LEVELS];
-        for (depth, s) in level_seeds.iter_mut().enumerate() {
-            *s = level_seed(params.seed, depth as u32);
-        }
         // About one slot per 32 URLs of capacity: a small namespace's table stays small.
         let capacity = params.leaf_capacity.saturating_mul(u64::from(params.initial_leaves));
         let slots = (capacity / 32).clamp(256, KEPT_CACHE_MAX).next_power_of_two();
         let kept_cache = (0..slots).map(|_| AtomicU64::new(0)).collect();
         Arc::new_cyclic(|this| Dsbf {
             params,
-            routing,
-            level_seeds,
+            paths: Paths::new(routing, params.seed),
             topo: RwLock::new(Topology::new(nodes, routing)),
             migrator: Mutex::new(()),
             index: OnceLock::new(),
@@ -639,8 +631,9 @@ mod tests {
     #[test]
     fn levels_use_different_location_hashes() {
         let t = tree(SplitMode::Inline);
-        let same =
-            (0..1000u64).filter(|&fp| t.level_route(fp, 0, 2) == t.level_route(fp, 1, 2)).count();
+        let same = (0..1000u64)
+            .filter(|&fp| t.paths.level_child(fp, 0, 2) == t.paths.level_child(fp, 1, 2))
+            .count();
         // Independent levels agree about half the time; identical ones would agree always.
         assert!((350..650).contains(&same), "levels 0 and 1 agree on {same} of 1000");
     }

@@ -88,31 +88,15 @@ impl Dsbf {
         }
     }
 
-    /// What a walk for `fp` starts from: its range hash, or (per-level routing) nothing.
+    /// What a walk for `fp` starts from (see [`routing::Paths::start`]).
     #[inline(always)]
     pub(super) fn route_hash(&self, fp: u64) -> u64 {
-        match self.routing {
-            Routing::Levels => 0,
-            Routing::Ranges => routing::range_hash(fp, self.level_seeds[0]),
-        }
+        self.paths.start(fp)
     }
 
     /// Which of the `n` children of a node at `depth` gets `fp`, whose walk state is `x`.
     #[inline(always)]
     pub(super) fn route(&self, x: &mut u64, fp: u64, depth: u32, n: usize) -> usize {
-        match self.routing {
-            Routing::Levels => self.level_route(fp, depth, n),
-            Routing::Ranges => routing::step(x, n),
-        }
-    }
-
-    /// The location hash of level `depth` (per-level routing): which of `n` children gets `fp`.
-    #[inline]
-    pub(super) fn level_route(&self, fp: u64, depth: u32, n: usize) -> usize {
-        let seed = match self.level_seeds.get(depth as usize) {
-            Some(&s) => s,
-            None => level_seed(self.params.seed, depth),
-        };
-        hash::reduce(hash::mix64(fp ^ seed), n as u64) as usize
+        self.paths.child(x, fp, depth, n)
     }
 }

@@ -241,7 +241,7 @@ impl Dsbf {
         let _end = EndCapture(self);
         let mut w = HashingWriter { inner: w, hasher: Xxh3::new() };
         w.write_all(&SNAPSHOT_FORMAT.header())?;
-        w.write_all(&[self.routing.to_byte(), 0, 0, 0, 0, 0])?;
+        w.write_all(&[self.paths.routing().to_byte(), 0, 0, 0, 0, 0])?;
         w.write_all(&info.log_offset.to_le_bytes())?;
         w.write_all(&splits_done.to_le_bytes())?;
         w.write_all(&(shape.len() as u32).to_le_bytes())?;

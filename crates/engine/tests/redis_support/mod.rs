@@ -109,6 +109,26 @@ impl Server {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// Writes the keys of a fixture (see `fixtures/redis-format1.txt`: `string <key> <hex>` or
+    /// `hash <key> <hex field> <hex value>` per line, tab-separated; `#` starts a comment).
+    pub fn load(&self, fixture: &str) {
+        let client = redis::Client::open(self.url()).expect("a client");
+        let mut con = client.get_connection().expect("a connection");
+        let hex = |s: &str| -> Vec<u8> {
+            (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        };
+        for line in fixture.lines().filter(|l| !l.starts_with('#')) {
+            let cmd = match line.split('\t').collect::<Vec<_>>()[..] {
+                ["string", key, value] => redis::cmd("SET").arg(key).arg(hex(value)).clone(),
+                ["hash", key, field, value] => {
+                    redis::cmd("HSET").arg(key).arg(hex(field)).arg(hex(value)).clone()
+                }
+                _ => panic!("a bad fixture line: {line:?}"),
+            };
+            let () = cmd.query(&mut con).map(|_: redis::Value| ()).expect("write a key");
+        }
+    }
+
     /// `kill -9`: no shutdown, no final save.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
