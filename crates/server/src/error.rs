@@ -206,6 +206,13 @@ pub fn write_error(e: &urlseen_engine::Error) -> CommandError {
     }
 }
 
+impl From<urlseen_canon::CanonError> for CommandError {
+    /// [`canon_error`].
+    fn from(e: urlseen_canon::CanonError) -> Self {
+        canon_error(&e)
+    }
+}
+
 /// The reason of a URL that cannot be canonicalized: `ERR invalid URL: …`.
 pub fn canon_error(e: &urlseen_canon::CanonError) -> CommandError {
     let reason = e.to_string();

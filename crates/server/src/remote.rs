@@ -49,13 +49,16 @@ pub struct RemoteInfo {
     pub recrawl: Option<RecrawlReport>,
 }
 
-fn redis_error(e: &urlseen_engine::redis::Error) -> CommandError {
-    if let urlseen_engine::redis::Error::Engine(e) = e {
-        // An invalid URL or option: the same reply as a local namespace gives.
-        return crate::error::engine_error(e);
+impl From<urlseen_engine::redis::Error> for CommandError {
+    /// The reply of a Redis backend failure: `?` on a backend call gives it.
+    fn from(e: urlseen_engine::redis::Error) -> Self {
+        if let urlseen_engine::redis::Error::Engine(e) = e {
+            // An invalid URL or option: the same reply as a local namespace gives.
+            return crate::error::engine_error(&e);
+        }
+        // One line: a RESP error cannot hold a line break.
+        CommandError::Custom(format!("ERR redis backend: {e}").replace(['\r', '\n'], " ").into())
     }
-    // One line: a RESP error cannot hold a line break.
-    CommandError::Custom(format!("ERR redis backend: {e}").replace(['\r', '\n'], " ").into())
 }
 
 impl Remote {
@@ -94,10 +97,7 @@ impl Remote {
     ) -> Result<RedisSet, CommandError> {
         let name = std::str::from_utf8(key)
             .map_err(|_| CommandError::custom(crate::error::NAMESPACE_NOT_UTF8))?;
-        let ns = self
-            .db
-            .open_namespace_with(name, options.clone(), Arc::clone(&self.clock))
-            .map_err(|e| redis_error(&e))?;
+        let ns = self.db.open_namespace_with(name, options.clone(), Arc::clone(&self.clock))?;
         self.namespaces.lock().insert(key.to_vec(), ns.clone());
         Ok(ns)
     }
@@ -118,7 +118,7 @@ impl Remote {
             Some(ns) => ns,
             None => {
                 let Ok(name) = std::str::from_utf8(key) else { return Ok(None) };
-                if !self.db.namespace_exists(name).map_err(|e| redis_error(&e))? {
+                if !self.db.namespace_exists(name)? {
                     return Ok(None);
                 }
                 self.namespace(key, options)?
@@ -126,7 +126,7 @@ impl Remote {
         };
         let info = match &ns {
             RedisSet::Plain(ns) => {
-                let s = ns.stats().map_err(|e| redis_error(&e))?;
+                let s = ns.stats()?;
                 RemoteInfo {
                     name: ns.name().to_owned(),
                     options: ns.options().clone(),
@@ -137,7 +137,7 @@ impl Remote {
                 }
             }
             RedisSet::Window(w) => {
-                let s = w.stats().map_err(|e| redis_error(&e))?;
+                let s = w.stats()?;
                 RemoteInfo {
                     name: w.name().to_owned(),
                     options: w.options().clone(),
@@ -185,7 +185,7 @@ impl Remote {
                     } else {
                         ns.fingerprint(url).map(|fp| (fp, 0))
                     }
-                    .map_err(|e| redis_error(&e))
+                    .map_err(CommandError::from)
                 });
             match fp {
                 Ok((fp, host)) => {
@@ -205,7 +205,7 @@ impl Remote {
         } else {
             ns.contains_fingerprints(&fps, &mut seen)
         };
-        done.map_err(|e| redis_error(&e))?;
+        done?;
         for (&i, &s) in positions.iter().zip(&seen) {
             answers[i] = Ok(s);
         }
@@ -227,6 +227,6 @@ impl Remote {
         let host = std::str::from_utf8(host)
             .map_err(|_| CommandError::custom(crate::error::HOST_NOT_UTF8))?;
         let ns = self.namespace(key, options)?;
-        ns.forget_host(host).map_err(|e| redis_error(&e))
+        Ok(ns.forget_host(host)?)
     }
 }

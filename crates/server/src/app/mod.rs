@@ -45,7 +45,7 @@ use urlseen_engine::redis::RedisDb;
 use crate::client::OnReply;
 use crate::error::{
     BF_FULL, CommandError, INSUFFICIENT_MEMORY, NAMESPACE_NOT_UTF8, OOM, URL_NOT_UTF8, WRONGTYPE,
-    canon_error, write_error,
+    write_error,
 };
 use crate::remote::{NOT_WITH_REDIS, Remote};
 
@@ -413,7 +413,7 @@ impl App {
             .map(|url| {
                 let url = std::str::from_utf8(url.as_ref())
                     .map_err(|_| CommandError::custom(URL_NOT_UTF8))?;
-                self.default_canon.canonicalize(url).map_err(|e| canon_error(&e))?;
+                self.default_canon.canonicalize(url)?;
                 Ok(false)
             })
             .collect()
