@@ -99,20 +99,11 @@ impl fmt::Display for FilterKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
-    /// The input does not start with [`MAGIC`]: not a urlseen filter.
-    #[error("not a urlseen filter: bad magic bytes {found:02x?}")]
-    BadMagic {
-        /// The first 8 bytes found.
-        found: [u8; 8],
-    },
-    /// The format version is not one this build reads.
-    #[error("unsupported filter format version {found} (this build reads version {supported})")]
-    UnsupportedVersion {
-        /// The version in the input.
-        found: u16,
-        /// The version this build reads.
-        supported: u16,
-    },
+    /// Not a filter this build reads, or damaged in its frame: bad magic, an unsupported
+    /// version, bytes cut short, or a checksum that does not match (the framing every urlseen
+    /// file and blob shares, [`crate::frame`]).
+    #[error(transparent)]
+    Format(#[from] FormatError),
     /// The input holds another kind of filter than the one asked for (or an unknown kind).
     #[error("wrong filter kind: expected {expected}, found tag {found}")]
     WrongKind {
@@ -120,16 +111,6 @@ pub enum DecodeError {
         expected: FilterKind,
         /// The tag found in the input.
         found: u8,
-    },
-    /// The input ended early.
-    #[error("truncated filter: {section} needs {expected} bytes, only {got} present")]
-    Truncated {
-        /// Which part was cut: "header", "payload" or "checksum".
-        section: &'static str,
-        /// Bytes that part needs.
-        expected: u64,
-        /// Bytes that were present.
-        got: u64,
     },
     /// A header field is out of range or inconsistent with the others.
     #[error("invalid filter parameter {field} = {value}: {reason}")]
@@ -140,14 +121,6 @@ pub enum DecodeError {
         value: u64,
         /// What is wrong with it.
         reason: &'static str,
-    },
-    /// The checksum does not match the content: the bytes are corrupt.
-    #[error("filter checksum mismatch: stored {expected:#018x}, computed {got:#018x}")]
-    ChecksumMismatch {
-        /// The checksum stored in the input.
-        expected: u64,
-        /// The checksum of the bytes read.
-        got: u64,
     },
     /// [`decode`](crate::BloomFilter::decode) was given more bytes than one filter.
     #[error("{count} unexpected bytes after the end of the filter")]
@@ -160,29 +133,9 @@ pub enum DecodeError {
     Io(#[from] io::Error),
 }
 
-impl From<FormatError> for DecodeError {
-    fn from(e: FormatError) -> Self {
-        match e {
-            FormatError::BadMagic { found, .. } => {
-                let mut magic = [0u8; 8];
-                magic[..found.len().min(8)].copy_from_slice(&found[..found.len().min(8)]);
-                DecodeError::BadMagic { found: magic }
-            }
-            FormatError::UnsupportedVersion { found, newest, .. } => {
-                DecodeError::UnsupportedVersion { found, supported: newest }
-            }
-            FormatError::Truncated { section, needed, got, .. } => {
-                DecodeError::Truncated { section, expected: needed, got }
-            }
-            FormatError::ChecksumMismatch { stored, computed, .. } => {
-                DecodeError::ChecksumMismatch { expected: stored, got: computed }
-            }
-            // The codec checks only the frame's header, which never gives this.
-            e @ FormatError::Invalid { .. } => {
-                DecodeError::Io(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
-            }
-        }
-    }
+/// [`FormatError::Truncated`] of a filter: its `section` needs `needed` bytes, `got` present.
+fn truncated(section: &'static str, needed: u64, got: u64) -> DecodeError {
+    DecodeError::Format(FormatError::Truncated { format: FORMAT.name, section, needed, got })
 }
 
 /// The fixed header of every encoding.
@@ -243,15 +196,11 @@ impl Header {
 /// magic, version and the kind tag, so a caller can dispatch to the right `decode`.
 ///
 /// # Errors
-/// [`DecodeError::Truncated`], [`DecodeError::BadMagic`], [`DecodeError::UnsupportedVersion`],
+/// [`DecodeError::Format`] (cut short, bad magic, an unsupported version),
 /// [`DecodeError::InvalidParameter`] (reserved byte or unknown kind).
 pub fn peek_kind(bytes: &[u8]) -> Result<FilterKind, DecodeError> {
     let Some(head) = bytes.first_chunk::<HEADER_LEN>() else {
-        return Err(DecodeError::Truncated {
-            section: "header",
-            expected: HEADER_LEN as u64,
-            got: bytes.len() as u64,
-        });
+        return Err(truncated("header", HEADER_LEN as u64, bytes.len() as u64));
     };
     let (tag, _) = Header::parse(head)?;
     FilterKind::from_tag(tag).ok_or(DecodeError::InvalidParameter {
@@ -366,15 +315,9 @@ impl<'r, R: Read> Decoder<'r, R> {
         if got < HEADER_LEN {
             // A short input that does not even start with the magic is not ours at all.
             if got >= MAGIC.len() && head[..8] != MAGIC {
-                let mut found = [0u8; 8];
-                found.copy_from_slice(&head[..8]);
-                return Err(DecodeError::BadMagic { found });
+                FORMAT.check_header(&head[..got])?;
             }
-            return Err(DecodeError::Truncated {
-                section: "header",
-                expected: HEADER_LEN as u64,
-                got: got as u64,
-            });
+            return Err(truncated("header", HEADER_LEN as u64, got as u64));
         }
         let (tag, header) = Header::parse(&head)?;
         let Some(kind) =
@@ -400,18 +343,10 @@ impl<'r, R: Read> Decoder<'r, R> {
         };
         let needed = payload.saturating_add(CHECKSUM_LEN as u64);
         if bytes < payload {
-            return Err(DecodeError::Truncated {
-                section: "payload",
-                expected: payload,
-                got: bytes,
-            });
+            return Err(truncated("payload", payload, bytes));
         }
         if bytes < needed {
-            return Err(DecodeError::Truncated {
-                section: "checksum",
-                expected: CHECKSUM_LEN as u64,
-                got: bytes - payload,
-            });
+            return Err(truncated("checksum", CHECKSUM_LEN as u64, bytes - payload));
         }
         if bytes > needed {
             return Err(DecodeError::TrailingBytes { count: bytes - needed });
@@ -432,11 +367,7 @@ impl<'r, R: Read> Decoder<'r, R> {
             sink(&buf[..got]);
             done += got as u64;
             if got < want {
-                return Err(DecodeError::Truncated {
-                    section: "payload",
-                    expected: total,
-                    got: done,
-                });
+                return Err(truncated("payload", total, done));
             }
         }
         Ok(())
@@ -488,16 +419,16 @@ impl<'r, R: Read> Decoder<'r, R> {
         let mut sum = [0u8; CHECKSUM_LEN];
         let got = read_full(self.r, &mut sum)?;
         if got < CHECKSUM_LEN {
-            return Err(DecodeError::Truncated {
-                section: "checksum",
-                expected: CHECKSUM_LEN as u64,
-                got: got as u64,
-            });
+            return Err(truncated("checksum", CHECKSUM_LEN as u64, got as u64));
         }
-        let expected = u64::from_le_bytes(sum);
+        let stored = u64::from_le_bytes(sum);
         let computed = self.hasher.digest();
-        if expected != computed {
-            return Err(DecodeError::ChecksumMismatch { expected, got: computed });
+        if stored != computed {
+            return Err(DecodeError::Format(FormatError::ChecksumMismatch {
+                format: FORMAT.name,
+                stored,
+                computed,
+            }));
         }
         Ok(())
     }
@@ -544,7 +475,10 @@ mod tests {
         assert_eq!(tag, 3);
         assert_eq!(back, h);
         assert_eq!(peek_kind(&b).unwrap(), FilterKind::Counting);
-        assert!(matches!(peek_kind(&b[..10]), Err(DecodeError::Truncated { .. })));
+        assert!(matches!(
+            peek_kind(&b[..10]),
+            Err(DecodeError::Format(FormatError::Truncated { .. }))
+        ));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use proptest::prelude::*;
 use urlseen_filter::codec::{self, FORMAT_VERSION, HEADER_LEN, MAGIC};
+use urlseen_filter::frame::FormatError;
 use urlseen_filter::hash::{fingerprint, mix64};
 use urlseen_filter::{
     BitmapIndex, BlockScheme, BlockedBloom, BloomFilter, CountingBloom, DecodeError, FilterKind,
@@ -183,13 +184,16 @@ fn typed_errors() {
 
     let mut b = good.clone();
     b[0] = b'X';
-    assert!(matches!(BloomFilter::decode(&b), Err(DecodeError::BadMagic { .. })));
+    assert!(matches!(
+        BloomFilter::decode(&b),
+        Err(DecodeError::Format(FormatError::BadMagic { .. }))
+    ));
 
     let mut b = good.clone();
     b[8] = 2;
     assert!(matches!(
         BloomFilter::decode(&b),
-        Err(DecodeError::UnsupportedVersion { found: 2, supported: 1 })
+        Err(DecodeError::Format(FormatError::UnsupportedVersion { found: 2, newest: 1, .. }))
     ));
 
     assert!(matches!(
@@ -199,19 +203,19 @@ fn typed_errors() {
 
     assert!(matches!(
         BloomFilter::decode(&good[..good.len() - 3]),
-        Err(DecodeError::Truncated { section: "checksum", .. })
+        Err(DecodeError::Format(FormatError::Truncated { section: "checksum", .. }))
     ));
     assert!(matches!(
         BloomFilter::decode(&good[..60]),
-        Err(DecodeError::Truncated { section: "payload", .. })
+        Err(DecodeError::Format(FormatError::Truncated { section: "payload", .. }))
     ));
     assert!(matches!(
         BloomFilter::decode(&good[..20]),
-        Err(DecodeError::Truncated { section: "header", .. })
+        Err(DecodeError::Format(FormatError::Truncated { section: "header", .. }))
     ));
     assert!(matches!(
         BloomFilter::read_from(&good[..60]),
-        Err(DecodeError::Truncated { section: "payload", .. })
+        Err(DecodeError::Format(FormatError::Truncated { section: "payload", .. }))
     ));
 
     let mut b = good.clone();
@@ -221,7 +225,10 @@ fn typed_errors() {
     let mut b = good.clone();
     b[HEADER_LEN + 5] ^= 0x10; // a payload byte
 
-    assert!(matches!(BloomFilter::decode(&b), Err(DecodeError::ChecksumMismatch { .. })));
+    assert!(matches!(
+        BloomFilter::decode(&b),
+        Err(DecodeError::Format(FormatError::ChecksumMismatch { .. }))
+    ));
 
     // Parameters are checked even under a valid checksum.
     let mut b = good.clone();
@@ -281,12 +288,12 @@ fn a_forged_huge_header_allocates_nothing_big() {
     // From a slice: rejected before any allocation.
     assert!(matches!(
         BlockedBloom::decode(&b),
-        Err(DecodeError::Truncated { section: "payload", expected, got: 100 }) if expected == 1 << 37
+        Err(DecodeError::Format(FormatError::Truncated { section: "payload", needed, got: 100, .. })) if needed == 1 << 37
     ));
     // From a stream: read in bounded chunks, fails at the end of the data.
     assert!(matches!(
         BlockedBloom::read_from(&b[..]),
-        Err(DecodeError::Truncated { section: "payload", got: 100, .. })
+        Err(DecodeError::Format(FormatError::Truncated { section: "payload", got: 100, .. }))
     ));
     // Beyond the limit.
     b[16..24].copy_from_slice(&(1u64 << 41).to_le_bytes());
