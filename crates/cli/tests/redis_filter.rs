@@ -636,8 +636,11 @@ fn filter_with(port: u16, extra: &[&str], input: &str) -> (Vec<String>, String) 
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    // Written from a thread: the child prints while it reads, and a pipe holds only so much.
+    let (mut stdin, input) = (child.stdin.take().unwrap(), input.as_bytes().to_vec());
+    let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
     let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "urlseen filter --redis failed: {err}");
     (String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect(), err)
@@ -786,4 +789,29 @@ fn filter_on_redis_records_hosts_for_a_forget() {
     assert!(wrong.is_empty(), "recorded URLs of other hosts printed again: {wrong:?}");
     let back = of_host.iter().filter(|u| again.contains(**u)).count();
     assert!(back >= of_host.len() * 95 / 100, "{back} of {}", of_host.len());
+}
+
+/// `filter --redis --stats` reports the RAM the namespace takes in the process (its leaf
+/// replicas: the filters; the logs are in Redis) and the worst leaf's FPR.
+#[test]
+fn filter_on_redis_reports_its_filters_in_ram() {
+    let redis = Redis::start();
+    let urls: Vec<String> = Generator::distinct(11).take(20_000).collect();
+    let input = urls.join("\n") + "\n";
+    let (printed, err) = filter_with(redis.port, &["--ns", "ram", "--capacity", "2000"], &input);
+    assert!(printed.len() > 19_800, "{err}");
+    let number_before = |what: &str| -> f64 {
+        let at = err.find(what).unwrap_or_else(|| panic!("no {what:?} in {err}"));
+        err[..at].split_whitespace().last().unwrap().parse().unwrap()
+    };
+    let mib = number_before(" MiB in this process");
+    // 20,000 URLs at 1% take about 24 KB of filters; the leaves grew from 2,000 URLs' size.
+    assert!(mib > 0.01 && mib < 2.0, "filters {mib} MiB: {err}");
+    let fpr: f64 = err
+        .split("worst leaf FPR ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no worst leaf FPR in {err}"));
+    assert!((0.0..=0.01).contains(&fpr), "worst leaf FPR {fpr}: {err}");
 }

@@ -79,6 +79,15 @@ fn processes_sharing_a_namespace_get_one_new_per_url() {
     let mut hit = vec![false; fps.len()];
     ns.contains_fingerprints(&fps, &mut hit).unwrap();
     assert!(hit.iter().all(|&h| h), "a recorded URL is unseen");
+    // That client now holds a replica of every leaf: its RAM is their filters.
+    let held = ns.stats().unwrap();
+    assert!(
+        held.replica_bytes >= held.filter_bits / 8
+            && held.replica_bytes < held.filter_bits / 8 + 64 * held.leaves.len() as u64,
+        "{} bytes of replicas for {} bits of leaves",
+        held.replica_bytes,
+        held.filter_bits
+    );
 }
 
 /// Threads of one process with several round trips in flight per leaf: Redis compares their

@@ -45,6 +45,11 @@ pub struct RemoteInfo {
     pub leaves: u64,
     /// Depth of the deepest leaf.
     pub height: u32,
+    /// Bytes of the leaf filters this server holds for it (its replicas; the logs are in
+    /// Redis).
+    pub memory_bytes: u64,
+    /// The highest FPR of a leaf (of every live generation).
+    pub worst_leaf_fpr: f64,
     /// Its window and live generations, if it has one.
     pub recrawl: Option<RecrawlReport>,
 }
@@ -133,6 +138,8 @@ impl Remote {
                     count: s.count,
                     leaves: s.leaves.len() as u64,
                     height: s.height,
+                    memory_bytes: s.replica_bytes,
+                    worst_leaf_fpr: s.worst_leaf_fpr,
                     recrawl: None,
                 }
             }
@@ -144,6 +151,13 @@ impl Remote {
                     count: s.count(),
                     leaves: s.generations.iter().map(|g| g.leaves.len() as u64).sum(),
                     height: s.generations.iter().map(|g| g.height).max().unwrap_or(0),
+                    memory_bytes: s.report.live.iter().map(|g| g.memory_bytes).sum(),
+                    worst_leaf_fpr: s
+                        .report
+                        .live
+                        .iter()
+                        .map(|g| g.worst_leaf_fpr)
+                        .fold(0.0, f64::max),
                     recrawl: Some(s.report),
                 }
             }

@@ -63,6 +63,12 @@ async fn reserve_recrawl_under_redis_then_info_and_new_again_after_the_window() 
     assert_eq!(get(&info, "backend"), Some(Frame::bulk("redis")));
     assert_eq!(get(&info, "count"), Some(Frame::Integer(3)));
     assert_eq!(get(&info, "recrawl_after"), Some(Frame::Double(8.0)));
+    // This server's RAM for it: the filters of the leaves it holds replicas of (3 URLs set
+    // bits in at least one leaf of each generation).
+    let Some(Frame::Integer(memory)) = get(&info, "memory_bytes") else { panic!("no memory") };
+    assert!(memory > 0, "{info:?}");
+    let Some(Frame::Double(worst)) = get(&info, "worst_leaf_fpr") else { panic!("no FPR") };
+    assert!((0.0..=0.01).contains(&worst), "{info:?}");
     let Some(Frame::Array(gens)) = get(&info, "generations") else { panic!("no generations") };
     assert_eq!(gens.len(), 2, "{gens:?}");
     let fields = |g: &Frame| match g {

@@ -374,10 +374,13 @@ fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyho
             RedisSet::Plain(ns) => {
                 let s = ns.stats()?;
                 format!(
-                    "{} URLs in {} leaves, height {}, {} round trips",
+                    "{} URLs in {} leaves, height {}, worst leaf FPR {:.4}, filters {:.1} MiB \
+                     in this process, {} round trips",
                     s.count,
                     s.leaves.len(),
                     s.height,
+                    s.worst_leaf_fpr,
+                    s.replica_bytes as f64 / f64::from(1 << 20),
                     s.round_trips
                 )
             }

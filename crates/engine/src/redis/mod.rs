@@ -118,6 +118,9 @@ pub struct RedisStats {
     pub filter_bits: u64,
     /// The highest FPR of a leaf (formula 4 for blocked filters at its count and size).
     pub worst_leaf_fpr: f64,
+    /// Bytes of the leaf replicas (filters) this client holds: the namespace's RAM in this
+    /// process (the logs stay in Redis).
+    pub replica_bytes: u64,
     /// Metadata version.
     pub version: u64,
     /// Insert scripts this client ran.
@@ -438,6 +441,7 @@ impl RedisNamespace {
         Ok(RedisStats {
             count: counts.iter().map(|(_, n)| n).sum(),
             filter_bits: sizes.iter().map(|l| l.bits).sum(),
+            replica_bytes: self.replica_bytes(),
             worst_leaf_fpr: counts
                 .iter()
                 .zip(&sizes)

@@ -515,7 +515,7 @@ impl RedisWindow {
                 start_ms: g.start,
                 age_secs: now.saturating_sub(g.start) as f64 / 1000.0,
                 count: s.count,
-                memory_bytes: g.ns.replica_bytes(),
+                memory_bytes: s.replica_bytes,
                 disk_bytes: s.count * 8,
                 worst_leaf_fpr: s.worst_leaf_fpr,
             });

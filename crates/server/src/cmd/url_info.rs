@@ -92,6 +92,8 @@ fn remote_info(i: &RemoteInfo) -> Frame {
         ("fpr_bound", Frame::Double(i.options.fpr)),
         ("leaves", int(i.leaves)),
         ("height", int(i.height)),
+        ("memory_bytes", int(i.memory_bytes)),
+        ("worst_leaf_fpr", Frame::Double(i.worst_leaf_fpr)),
         ("recrawl_after", recrawl_after(i.recrawl.as_ref())),
         ("generations", generations(i.recrawl.as_ref())),
     ];
