@@ -74,7 +74,7 @@
 //!
 //! # How a URL flows
 //! ```text
-//! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─range hash, directory─▶ leaf ─blocked Bloom─▶ seen?
+//! url ─canonicalize─▶ canonical ─xxh3(seed)─▶ fp ─range hash─▶ leaf ─blocked Bloom─▶ seen?
 //! ```
 //! See [`tree`] for the DSBF itself: routing, online splits, locking.
 //!

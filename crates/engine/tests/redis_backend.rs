@@ -773,6 +773,14 @@ fn a_namespace_of_metadata_format_1_is_opened_as_it_is() {
     let other = open(vec![server.url()], RedisMode::Single).namespace("legacy", options).unwrap();
     assert!(seen(&other, &old) >= 1_499);
     assert_eq!(seen(&other, &recorded), recorded.len());
+    // Its replicas, built from the logs, are of the one size too (512 bytes and alignment).
+    let held = other.stats().unwrap();
+    let leaves = held.leaves.len() as u64;
+    assert!(
+        held.replica_bytes >= leaves * 512 && held.replica_bytes < leaves * (512 + 64),
+        "{} bytes of replicas for {leaves} leaves",
+        held.replica_bytes
+    );
     let client = redis::Client::open(server.url()).unwrap();
     let format: String = redis::cmd("HGET")
         .arg("urlseen:{legacy}:meta")

@@ -97,10 +97,13 @@ impl RedisNamespace {
     /// Connection errors, including a reply that never came (the batch may be half recorded:
     /// recording it again is harmless).
     pub fn restore_fingerprints(&self, fps: &[u64]) -> Result<()> {
-        // A leaf splits after the call that filled it: in calls of half a split point, no
-        // leaf gets past one and a half of it before it splits (a whole chunk at once could
-        // leave leaves several times over, their FPR with them).
-        let step = usize::try_from(self.split_point() / 2).unwrap_or(usize::MAX).max(1);
+        // A leaf splits after the call that filled it: in calls of half the smallest split
+        // point a leaf can have (a split's child is up to SPLIT_SPREAD smaller than the first
+        // leaves, if leaves do not grow), no leaf gets past one and a half of its own before
+        // it splits (a whole chunk at once could leave leaves several times over, their FPR
+        // with them).
+        let least = self.split_point() as f64 * (1.0 - crate::tree::SPLIT_SPREAD);
+        let step = ((least / 2.0) as usize).max(1);
         let mut out = vec![false; step.min(fps.len())];
         for part in fps.chunks(step) {
             self.insert_batch_as(part, &[], &mut out[..part.len()], true)?;

@@ -93,9 +93,10 @@ impl Meta {
     ///
     /// Format 1: every node has the first leaves' size. Format 2: the root's children have
     /// depth 1's; a split's children [`TreeParams::split_level`] at their depth and place
-    /// (where their range starts), as in the in-process tree; a forget's single child its
-    /// parent's, and the depths below it count from the parent (a forget in the in-process
-    /// tree rewrites the leaf and adds no level).
+    /// (where their range starts), as in the in-process tree; the single child of a forget by
+    /// host (any split into one: the in-process tree never makes one) its parent's, and the
+    /// depths below it count from the parent (a forget in the in-process tree rewrites the
+    /// leaf and adds no level).
     pub(crate) fn size(&mut self, params: &TreeParams, known: &Meta) {
         self.levels = vec![None; self.nodes.len()];
         self.dir = None;
@@ -118,7 +119,10 @@ impl Meta {
                 Some(State::Inner(c) | State::Splitting(c)) => c.clone(),
                 _ => continue,
             };
-            let forget = self.forget(id).is_some();
+            // A split with one child is a forget by host (the in-process tree never splits
+            // into one): its `f<id>` record, or none if the forget was refused after the
+            // freeze, when the child holds the parent's entries as they were.
+            let forget = children.len() == 1 && id != 0;
             let places = (id != 0 && !forget).then(|| dir.child_places(id, children.len()));
             for (i, &child) in children.iter().enumerate() {
                 let child_depth = if forget { depth } else { depth + 1 };
@@ -343,11 +347,13 @@ mod tests {
     fn format_2_sizes_nodes_by_depth_and_place_and_a_forget_keeps_its_parents() {
         let options = crate::NamespaceOptions { capacity: 1_000, ..Default::default() };
         let params = TreeParams::from(&options);
-        // Leaf 1 split into 3 and 4; leaf 2 forgot a host into 5; leaf 4 split into 6 and 7.
+        // Leaf 1 split into 3 and 4; leaf 2 forgot a host into 5, which split into 8 and 9;
+        // leaf 4 split into 6 and 7; leaf 3's forget was refused after its freeze (one child,
+        // 10, holding all of it, and no `f3`).
         let mut tree = meta(&[
             "format", "2", "params", "p", "version", "4", "n0", "I0:1,2", "n1", "I1:3,4", "n2",
-            "I1:5", "f2", "0000004d", "n3", "L2", "n4", "S2:6,7", "n5", "L2", "n6", "L3", "n7",
-            "L3",
+            "I1:5", "f2", "0000004d", "n3", "I2:10", "n4", "S2:6,7", "n5", "I2:8,9", "n6", "L3",
+            "n7", "L3", "n8", "L3", "n9", "L3", "n10", "L3",
         ]);
         tree.size(&params, &Meta::empty());
         let dir = tree.dir.clone().unwrap();
@@ -356,9 +362,12 @@ mod tests {
         assert_eq!(tree.level(3), Some(params.split_level(2, places(1, 2)[0])));
         assert_eq!(tree.level(7), Some(params.split_level(3, places(4, 2)[1])));
         assert_eq!(tree.level(5), tree.level(2), "a forget's child is its parent rewritten");
+        assert_eq!(tree.level(10), tree.level(3), "so is a refused forget's");
+        // Below a forget, depths count from the parent: 8 is a split child at depth 2.
+        assert_eq!(tree.level(8), Some(params.split_level(2, places(5, 2)[0])));
         assert!(tree.level(7).unwrap().bits > tree.level(1).unwrap().bits, "leaves grow");
         // Sizes already known are taken as they are (a node's size never changes).
-        let mut known = Meta { levels: vec![None; 8], ..tree.clone() };
+        let mut known = Meta { levels: vec![None; 11], ..tree.clone() };
         known.levels[6] = Some(params.level(9));
         let mut again = tree.clone();
         again.size(&params, &known);
@@ -368,7 +377,7 @@ mod tests {
         let mut old = Meta { format: 1, ..tree.clone() };
         old.size(&params, &Meta::empty());
         assert!(old.dir.is_none());
-        assert!((1..8).all(|id| old.level(id) == Some(params.level(1))));
+        assert!((1..11).all(|id| old.level(id) == Some(params.level(1))));
     }
 
     #[test]

@@ -350,17 +350,18 @@ impl RedisNamespace {
             return Err(self.lost(Lost::Namespace));
         }
         let mut meta = Meta::parse(&reply).map_err(|r| self.bad_meta(r))?;
+        if meta.epoch != self.epoch {
+            return Err(self.other_epoch(None, meta.epoch.as_bytes()));
+        }
         if meta.routing() != self.paths.routing() {
             return Err(self.bad_meta(format!(
                 "metadata format {} does not match the namespace's parameters",
                 meta.format
             )));
         }
-        meta.size(&self.params, &self.meta.read());
+        // Sized against the copy installed now, without holding its lock meanwhile.
+        meta.size(&self.params, &self.meta());
         let meta = Arc::new(meta);
-        if meta.epoch != self.epoch {
-            return Err(self.other_epoch(None, meta.epoch.as_bytes()));
-        }
         if meta.params != *self.meta.read().params && !self.meta.read().params.is_empty() {
             return Err(self.bad_meta("the namespace was re-created with other parameters"));
         }
