@@ -398,4 +398,65 @@ mod tests {
             assert!(Meta::parse(&reply).is_err(), "{fields:?}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        /// Metadata a hostile or damaged Redis could hold (a tree grown by splits of any
+        /// fanout, forget records on any node, either format, and maybe one record replaced
+        /// by an arbitrary one) is refused with a reason or sized, never a panic; a sized tree
+        /// has a size for every node reached from the root.
+        #[test]
+        fn any_metadata_is_refused_or_sized_without_panicking(
+            format in 1u8..=3,
+            first in 1usize..4,
+            splits in proptest::collection::vec((0usize..64, 1usize..5), 0..12),
+            forgets in proptest::collection::vec(0u32..40, 0..4),
+            damage in proptest::option::of((0usize..64, 0u8..4, 0u32..8, 0u32..40)),
+        ) {
+            // records[id] = (kind, depth, children)
+            let mut records: Vec<(char, u32, Vec<u32>)> = vec![('I', 0, (1..=first as u32).collect())];
+            records.extend((0..first).map(|_| ('L', 1, Vec::new())));
+            for (pick, fanout) in splits {
+                let leaves: Vec<usize> =
+                    (0..records.len()).filter(|&id| records[id].0 == 'L').collect();
+                let id = leaves[pick % leaves.len()];
+                let depth = records[id].1;
+                let next = records.len() as u32;
+                records[id] = ('I', depth, (next..next + fanout as u32).collect());
+                records.extend((0..fanout).map(|_| ('L', depth + 1, Vec::new())));
+            }
+            if let Some((at, kind, depth, child)) = damage {
+                let at = at % records.len();
+                records[at] = (['L', 'I', 'S', 'X'][kind as usize], depth, vec![child]);
+            }
+            let mut fields = vec!["format".to_owned(), format.to_string()];
+            for (id, (kind, depth, children)) in records.iter().enumerate() {
+                let list: Vec<String> = children.iter().map(u32::to_string).collect();
+                let rec = match kind {
+                    'L' => format!("L{depth}"),
+                    other => format!("{other}{depth}:{}", list.join(",")),
+                };
+                fields.extend([format!("n{id}"), rec]);
+            }
+            for id in forgets {
+                fields.extend([format!("f{id}"), "0000004d".to_owned()]);
+            }
+            let reply = Value::Array(fields.iter().map(|s| bulk(s)).collect());
+            if let Ok(mut meta) = Meta::parse(&reply) {
+                let options = crate::NamespaceOptions { capacity: 1_000, ..Default::default() };
+                meta.size(&TreeParams::from(&options), &Meta::empty());
+                // Every node under the root (a damaged record can orphan others: never routed
+                // to, they need no size).
+                let mut stack = vec![0 as NodeId];
+                while let Some(id) = stack.pop() {
+                    if let Some(State::Inner(c) | State::Splitting(c)) = meta.node(id).map(|n| &n.state) {
+                        for &child in c {
+                            proptest::prop_assert!(meta.level(child).is_some(), "node {} unsized", child);
+                            stack.push(child);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
