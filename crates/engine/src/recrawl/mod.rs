@@ -374,35 +374,17 @@ impl Generations {
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
-        let now = self.clock.now_millis();
-        let live = self.for_write(now)?;
-        let Some((current, old)) = live.split_last() else {
-            return Err(Error::InvalidOption {
-                name: "recrawl_after",
-                reason: "no current generation".into(),
-            });
-        };
-        let (rest, at) = self.look_in_old(old, now, fps, out)?;
-        let rest_hosts = gather(&at, hosts);
-        let mut answers = vec![false; rest.len()];
-        match then {
-            None => current.ns.seen_fingerprints_hosts(&rest, &rest_hosts, &mut answers)?,
+        self.in_current(fps, hosts, out, |current, rest, answers| match then {
+            None => current.seen_fingerprints_hosts(&rest.fps, &rest.hosts, answers),
             Some(then) => {
-                let mut whole = out.to_vec();
+                let mut whole = rest.out.to_vec();
                 let mut hand_on = |answers: &[bool]| {
-                    scatter(&at, answers, &mut whole);
+                    scatter(&rest.at, answers, &mut whole);
                     then(&whole)
                 };
-                current.ns.seen_fingerprints_hosts_then(
-                    &rest,
-                    &rest_hosts,
-                    &mut answers,
-                    &mut hand_on,
-                )?;
+                current.seen_fingerprints_hosts_then(&rest.fps, &rest.hosts, answers, &mut hand_on)
             }
-        }
-        scatter(&at, &answers, out);
-        Ok(())
+        })
     }
 
     /// [`Namespace::reserve_fingerprints`]: those seen in an old generation are answered
@@ -415,6 +397,21 @@ impl Generations {
         hosts: &[u32],
         out: &mut [bool],
     ) -> Result<Reservation> {
+        self.in_current(fps, hosts, out, |current, rest, answers| {
+            current.reserve_fingerprints_hosts(&rest.fps, &rest.hosts, answers)
+        })
+    }
+
+    /// What [`Self::seen`] and [`Self::reserve`] share: the fingerprints a live old generation
+    /// holds are answered "seen" in `out`; `write` takes the rest into the current generation,
+    /// and its answers go to their places in `out`.
+    fn in_current<T>(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        write: impl FnOnce(&Arc<Namespace>, &Rest<'_>, &mut [bool]) -> Result<T>,
+    ) -> Result<T> {
         let now = self.clock.now_millis();
         let live = self.for_write(now)?;
         let Some((current, old)) = live.split_last() else {
@@ -423,13 +420,13 @@ impl Generations {
                 reason: "no current generation".into(),
             });
         };
-        let (rest, at) = self.look_in_old(old, now, fps, out)?;
-        let rest_hosts = gather(&at, hosts);
-        let mut answers = vec![false; rest.len()];
-        let reservation =
-            current.ns.reserve_fingerprints_hosts(&rest, &rest_hosts, &mut answers)?;
+        let (rest_fps, at) = self.look_in_old(old, now, fps, out)?;
+        let rest = Rest { hosts: gather(&at, hosts), fps: rest_fps, at, out };
+        let mut answers = vec![false; rest.fps.len()];
+        let done = write(&current.ns, &rest, &mut answers)?;
+        let Rest { at, .. } = rest;
         scatter(&at, &answers, out);
-        Ok(reservation)
+        Ok(done)
     }
 
     /// Marks in `out` the fingerprints a live old generation holds; returns the others and
@@ -567,6 +564,15 @@ impl Generations {
             _ => None,
         }
     }
+}
+
+/// The fingerprints of a batch that no old generation holds, for the current one: their
+/// places in the batch, their host hashes, and the batch's answers so far.
+struct Rest<'a> {
+    fps: Vec<u64>,
+    hosts: Vec<u32>,
+    at: Vec<usize>,
+    out: &'a [bool],
 }
 
 /// `hosts[at[i]]` for each `i`, or none if `hosts` is empty (fingerprints without hosts).
