@@ -122,6 +122,7 @@ pub mod recrawl;
 pub mod redis;
 pub mod reserve;
 mod routing;
+mod split;
 mod split_workers;
 pub mod storage;
 pub mod tree;

@@ -15,7 +15,9 @@ use parking_lot::{Mutex, RwLock};
 use super::meta::{self, State};
 use super::router::{Place, Req};
 use super::scripts::Script;
-use super::{Error, RedisNamespace, Result, SplitStop};
+use super::split::{Kind, LockedSplit};
+use super::{Error, RedisNamespace, Result, SplitOutcome, SplitStop};
+use crate::split;
 use crate::tree::NodeId;
 
 /// The hosts a client listed in the namespace's host dictionary (`urlseen:{ns}:hosts`), and
@@ -361,10 +363,10 @@ impl RedisNamespace {
         // carries its hash, so every host whose records this leaf holds is listed by now.
         if let Some(refused) = self.refusal(host, h, s)? {
             // Frozen already: rebuilt whole (nothing dropped), so writes resume on the copy.
-            self.rebuild(id, node.depth, token, None, None)?;
+            self.rebuild(id, token, None, None)?;
             return Err(refused);
         }
-        if !self.rebuild(id, node.depth, token, Some(h), stop)? {
+        if !self.rebuild(id, token, Some(h), stop)? {
             return Ok(LeafForget::Stopped);
         }
         Ok(LeafForget::Done(s.carried))
@@ -377,7 +379,6 @@ impl RedisNamespace {
     fn rebuild(
         &self,
         id: NodeId,
-        depth: u32,
         token: &str,
         drop: Option<u32>,
         stop: Option<SplitStop>,
@@ -391,21 +392,17 @@ impl RedisNamespace {
             Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
             other => return Err(self.protocol(id, "MARK_SPLITTING", &other)),
         };
-        let children = match meta::parse_node(&rec).map_err(|r| self.bad_meta(r))?.state {
-            State::Splitting(c) => c,
-            State::Inner(_) => return self.retire(id).map(|()| true),
+        match meta::parse_node(&rec).map_err(|r| self.bad_meta(r))?.state {
+            State::Splitting(_) => {}
+            State::Inner(_) => return self.retire_keys(id).map(|()| true),
             State::Leaf => return Err(self.bad_meta(format!("node {id} did not split"))),
-        };
-        self.refresh_meta()?;
-        if !self.migrate(id, depth, &children, token, stop)? {
-            return Ok(false);
         }
-        let mut mark = self.router.scripts.call(Script::MarkInner, &[&self.meta_key()]);
-        mark.arg(id);
-        self.router.one(self.meta_place(), mark)?;
-        self.retire(id)?;
-        self.refresh_meta()?;
-        Ok(true)
+        let rebuild = LockedSplit::new(self, token, stop, Kind::Forget);
+        match split::run(&rebuild, id)? {
+            SplitOutcome::Done => Ok(true),
+            SplitOutcome::Stopped => Ok(false),
+            other => Err(self.bad_meta(format!("node {id}'s rebuild ended {other:?}"))),
+        }
     }
 }
 

@@ -70,6 +70,7 @@ use urlseen_filter::{BlockedBloom, hash};
 use crate::fingerprint::Fingerprinter;
 use crate::options::{NamespaceOptions, SplitMode};
 use crate::routing::{Paths, Routing};
+pub use crate::split::SplitOutcome;
 use crate::tree::params::probe_seed;
 use crate::tree::{Level, NodeId, TreeParams};
 use db::Backoff;
@@ -150,21 +151,6 @@ pub enum SplitStop {
     AfterFreeze,
     /// After migrating this many chunks.
     AfterChunks(u64),
-}
-
-/// What one split attempt did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SplitOutcome {
-    /// The node is now inner (by us or by someone before us).
-    Done,
-    /// The leaf is below its split point.
-    NotFull,
-    /// Another worker holds the node's lock.
-    Busy,
-    /// The leaf's parent is still splitting; it splits after its parent is done.
-    WaitingForParent,
-    /// Stopped on purpose by `RedisNamespace::split_until` (feature `testing`), lock kept.
-    Stopped,
 }
 
 /// One namespace whose leaves live in Redis. `Send + Sync`; share it between threads (each

@@ -2,7 +2,10 @@
 //! steps any client can take over, retiring the parent, and helping splits another client
 //! left stalled.
 
+use std::cell::RefCell;
+
 use super::*;
+use crate::split::{self, Freeze, SplitHome, Stage, Step};
 
 impl RedisNamespace {
     pub(super) fn now_ms(&self) -> u64 {
@@ -181,65 +184,10 @@ impl RedisNamespace {
         token: &str,
         stop: Option<SplitStop>,
     ) -> Result<SplitOutcome> {
-        let meta = self.refresh_meta()?;
-        let node = meta.node(id).cloned().ok_or_else(|| self.bad_meta(format!("no node {id}")))?;
-        let children = match node.state {
-            State::Inner(_) => {
-                self.retire(id)?;
-                return Ok(SplitOutcome::Done);
-            }
-            State::Splitting(c) => c,
-            State::Leaf => {
-                if let Some(p) = meta.parent(id)
-                    && matches!(meta.node(p).map(|n| &n.state), Some(State::Splitting(_)))
-                {
-                    return Ok(SplitOutcome::WaitingForParent);
-                }
-                let SyncReply { state, len, .. } = self.sync_one(id, 0, 0, &[])?;
-                match state.as_str() {
-                    "" if len < self.level_split_point(&self.level(&meta, id)) => {
-                        return Ok(SplitOutcome::NotFull);
-                    }
-                    "I" => return Ok(SplitOutcome::Done),
-                    _ => {}
-                }
-                let freeze = self
-                    .router
-                    .scripts
-                    .call(Script::Freeze, &[&self.key(id, "st"), &self.key(id, "log")]);
-                self.router.one(self.place(id), freeze)?;
-                if stop == Some(SplitStop::AfterFreeze) {
-                    return Ok(SplitOutcome::Stopped);
-                }
-                let mut mark = self.router.scripts.call(Script::MarkSplitting, &[&self.meta_key()]);
-                mark.arg(id).arg(self.params.split.fanout);
-                let rec = match self.router.one(self.meta_place(), mark)? {
-                    Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                    other => return Err(self.protocol(id, "MARK_SPLITTING", &other)),
-                };
-                match meta::parse_node(&rec).map_err(|r| self.bad_meta(r))?.state {
-                    State::Splitting(c) => c,
-                    State::Inner(_) => {
-                        self.retire(id)?;
-                        return Ok(SplitOutcome::Done);
-                    }
-                    State::Leaf => return Err(self.bad_meta(format!("node {id} did not split"))),
-                }
-            }
-        };
-        self.refresh_meta()?;
-        if !self.migrate(id, node.depth, &children, token, stop)? {
-            return Ok(SplitOutcome::Stopped);
-        }
-        let mut mark = self.router.scripts.call(Script::MarkInner, &[&self.meta_key()]);
-        mark.arg(id);
-        self.router.one(self.meta_place(), mark)?;
-        self.retire(id)?;
-        self.refresh_meta()?;
-        Ok(SplitOutcome::Done)
+        split::run(&LockedSplit::new(self, token, stop, Kind::Split), id)
     }
 
-    pub(super) fn retire(&self, id: NodeId) -> Result<()> {
+    pub(super) fn retire_keys(&self, id: NodeId) -> Result<()> {
         let retire = self.router.scripts.call(
             Script::Retire,
             &[
@@ -252,33 +200,84 @@ impl RedisNamespace {
         self.router.one(self.place(id), retire)?;
         Ok(())
     }
+}
 
-    /// Re-hashes frozen node `id`'s log into `children`, resuming from the children's cursors.
-    /// Returns `false` if stopped by `stop`.
-    pub(super) fn migrate(
-        &self,
-        id: NodeId,
-        depth: u32,
-        children: &[NodeId],
-        token: &str,
+/// What a [`LockedSplit`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A full leaf's split into `fanout` children.
+    Split,
+    /// A forget's rebuild of a leaf as its one child (frozen and published splitting by the
+    /// forget itself, with the host hash to drop).
+    Forget,
+}
+
+/// One node's split in Redis, run under the node's lock by [`split::run`]: the Redis home of
+/// the split protocol. Each step is an idempotent script, so any client holding the lock can
+/// take over where a dead one stopped; each child keeps its own migration cursor.
+pub(super) struct LockedSplit<'a> {
+    ns: &'a RedisNamespace,
+    token: &'a str,
+    stop: Option<SplitStop>,
+    kind: Kind,
+    /// The migration under way, read when its first step runs.
+    migration: RefCell<Option<Migration>>,
+}
+
+/// Where a migration stands: which entries of the frozen log each child has.
+struct Migration {
+    meta: Arc<Meta>,
+    depth: u32,
+    children: Vec<NodeId>,
+    /// How far each child's share of the log is in the child.
+    cursors: Vec<u64>,
+    /// Entries in the frozen log.
+    total: u64,
+    /// The next chunk's first entry.
+    start: u64,
+    /// The frozen log's host hashes, 4 bytes an entry (`None`: unknown).
+    hosts: Option<Vec<u8>>,
+    chunks: u64,
+}
+
+impl<'a> LockedSplit<'a> {
+    pub(super) fn new(
+        ns: &'a RedisNamespace,
+        token: &'a str,
         stop: Option<SplitStop>,
-    ) -> Result<bool> {
-        let SyncReply { state, len: total, .. } = self.sync_one(id, 0, 0, &[])?;
+        kind: Kind,
+    ) -> Self {
+        LockedSplit { ns, token, stop, kind, migration: RefCell::new(None) }
+    }
+
+    /// The migration of frozen node `id`, resumed from its children's cursors; `None` if the
+    /// node is retired already.
+    fn begin(&self, id: NodeId) -> Result<Option<Migration>> {
+        let ns = self.ns;
+        let meta = ns.refresh_meta()?;
+        let node = meta.node(id).ok_or_else(|| ns.bad_meta(format!("no node {id}")))?;
+        let children = match &node.state {
+            State::Splitting(c) => c.clone(),
+            State::Inner(_) => return Ok(None),
+            State::Leaf => return Err(ns.bad_meta(format!("node {id} did not split"))),
+        };
+        let depth = node.depth;
+        let SyncReply { state, len: total, .. } = ns.sync_one(id, 0, 0, &[])?;
         match state.as_str() {
-            "I" => return Ok(true),
+            "I" => return Ok(None),
             "F" => {}
-            _ => return Err(self.bad_meta(format!("splitting node {id} is not frozen"))),
+            _ => return Err(ns.bad_meta(format!("splitting node {id} is not frozen"))),
         }
         // Where each child's share stands.
         let reqs = children
             .iter()
             .map(|&c| {
                 let mut get = ::redis::cmd("GET");
-                get.arg(self.key(c, "mig"));
-                Req { place: self.place(c), cmd: get }
+                get.arg(ns.key(c, "mig"));
+                Req { place: ns.place(c), cmd: get }
             })
             .collect();
-        let mut cursors: Vec<u64> = self
+        let cursors: Vec<u64> = ns
             .router
             .exec(reqs)?
             .iter()
@@ -288,90 +287,178 @@ impl RedisNamespace {
                 _ => None,
             })
             .collect::<Option<_>>()
-            .ok_or_else(|| self.bad_meta(format!("bad migration cursor under node {id}")))?;
-        let meta = self.meta();
+            .ok_or_else(|| ns.bad_meta(format!("bad migration cursor under node {id}")))?;
         // The parent's hosts (frozen too), carried to the children; a forget by host drops the
         // entries of its host. Unknown hosts (a short hosts string) stay unknown in the
         // children, and drop nothing.
-        let (_, _, hosts) = self.leaf_hosts(id)?;
+        let (_, _, hosts) = ns.leaf_hosts(id)?;
         let hosts = (hosts.len() as u64 == total * 4).then_some(hosts);
-        let drop_host = hosts.as_ref().and(meta.forget(id));
-        let mut start = cursors.iter().copied().min().unwrap_or(total);
-        let mut chunks = 0;
-        let cell = self.cell(id);
-        while start < total {
-            let end = total.min(start + self.config.migrate_chunk);
-            let mut extend = self.router.scripts.call(Script::Extend, &[&self.key(id, "lock")]);
-            extend.arg(token).arg(self.config.lock_ttl.as_millis() as u64);
-            self.router.one(self.place(id), extend)?;
-            // No check entry: a frozen log does not change.
-            let SyncReply { data, .. } = self.sync_one(id, start, end - start, &[])?;
-            if data.len() as u64 != (end - start) * 8 {
-                return Err(self.bad_meta(format!(
-                    "node {id}: migration read {} bytes of entries {start}..{end}",
-                    data.len()
-                )));
+        let start = cursors.iter().copied().min().unwrap_or(total);
+        Ok(Some(Migration { meta, depth, children, cursors, total, start, hosts, chunks: 0 }))
+    }
+}
+
+impl SplitHome for LockedSplit<'_> {
+    type Error = Error;
+
+    fn stage(&self, id: NodeId) -> Result<Stage> {
+        let meta = self.ns.refresh_meta()?;
+        let node = meta.node(id).ok_or_else(|| self.ns.bad_meta(format!("no node {id}")))?;
+        Ok(match node.state {
+            State::Leaf => Stage::Leaf,
+            State::Splitting(_) => Stage::Splitting,
+            State::Inner(_) => Stage::Inner,
+        })
+    }
+
+    /// Freezes the leaf's state and log (no client appends to it from here), then publishes
+    /// its children in the metadata. A leaf splits only after its parent is inner.
+    fn freeze(&self, id: NodeId) -> Result<Freeze> {
+        let ns = self.ns;
+        if self.kind == Kind::Forget {
+            // A forget freezes and publishes its leaf itself, before its migration.
+            return Err(ns.bad_meta(format!("node {id} did not split")));
+        }
+        let meta = ns.meta();
+        if let Some(p) = meta.parent(id)
+            && matches!(meta.node(p).map(|n| &n.state), Some(State::Splitting(_)))
+        {
+            return Ok(Freeze::Not(SplitOutcome::WaitingForParent));
+        }
+        let SyncReply { state, len, .. } = ns.sync_one(id, 0, 0, &[])?;
+        match state.as_str() {
+            "" if len < ns.level_split_point(&ns.level(&meta, id)) => {
+                return Ok(Freeze::Not(SplitOutcome::NotFull));
             }
-            let mut shares: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
-            let mut share_hosts: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
-            {
-                // The parent's replica, made final on the way: readers of this process need it.
-                let mut r = cell.replica.write();
-                for (pos, c) in data.chunks_exact(8).enumerate() {
-                    let fp = u64_le(c);
-                    let at = self.child_of(&meta, id, depth, fp, children.len())?;
-                    let entry = (start + pos as u64) as usize;
-                    let host = hosts.as_ref().and_then(|h| h.get(entry * 4..entry * 4 + 4));
-                    let dropped = drop_host.is_some_and(|d| host == Some(&d.to_le_bytes()[..]));
-                    if start + pos as u64 >= cursors[at] && !dropped {
-                        shares[at].extend_from_slice(c);
-                        share_hosts[at].extend_from_slice(host.unwrap_or_default());
-                    }
-                    if start + pos as u64 >= r.synced {
-                        r.filter.insert(fp);
-                    }
-                }
-                if r.synced >= start
-                    && let Some(at) = data.len().checked_sub(8)
-                {
-                    r.advance(end, &data[at..]);
-                }
+            "I" => return Ok(Freeze::Not(SplitOutcome::Done)),
+            _ => {}
+        }
+        let freeze =
+            ns.router.scripts.call(Script::Freeze, &[&ns.key(id, "st"), &ns.key(id, "log")]);
+        ns.router.one(ns.place(id), freeze)?;
+        if self.stop == Some(SplitStop::AfterFreeze) {
+            return Ok(Freeze::Not(SplitOutcome::Stopped));
+        }
+        let mut mark = ns.router.scripts.call(Script::MarkSplitting, &[&ns.meta_key()]);
+        mark.arg(id).arg(ns.params.split.fanout);
+        let rec = match ns.router.one(ns.meta_place(), mark)? {
+            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => return Err(ns.protocol(id, "MARK_SPLITTING", &other)),
+        };
+        match meta::parse_node(&rec).map_err(|r| ns.bad_meta(r))?.state {
+            State::Splitting(_) => Ok(Freeze::Frozen),
+            State::Inner(_) => {
+                ns.retire_keys(id)?;
+                Ok(Freeze::Not(SplitOutcome::Done))
             }
-            let mut reqs = Vec::new();
-            let mut which = Vec::new();
-            for (k, &child) in children.iter().enumerate() {
-                if cursors[k] >= end {
-                    continue;
-                }
-                let mut m = self.router.scripts.call(
-                    Script::Migrate,
-                    &[
-                        &self.key(child, "log"),
-                        &self.key(child, "mig"),
-                        &self.key(child, "st"),
-                        &self.key(child, "id"),
-                        &self.key(child, "hosts"),
-                    ],
-                );
-                m.arg(cursors[k].max(start))
-                    .arg(end)
-                    .arg(std::mem::take(&mut shares[k]))
-                    .arg(std::mem::take(&mut share_hosts[k]));
-                reqs.push(Req { place: self.place(child), cmd: m });
-                which.push(k);
-            }
-            for (k, reply) in which.into_iter().zip(self.router.exec(reqs)?) {
-                match reply {
-                    Value::Int(0 | 1) => cursors[k] = end,
-                    other => return Err(self.protocol(children[k], "MIGRATE", &other)),
-                }
-            }
-            start = end;
-            chunks += 1;
-            if stop == Some(SplitStop::AfterChunks(chunks)) && start < total {
-                return Ok(false);
+            State::Leaf => Err(ns.bad_meta(format!("node {id} did not split"))),
+        }
+    }
+
+    /// Re-hashes the next chunk of frozen node `id`'s log into its children (each child's
+    /// share from its own cursor on), extending the node's lock first.
+    fn migrate_step(&self, id: NodeId) -> Result<Step> {
+        let ns = self.ns;
+        let mut migration = self.migration.borrow_mut();
+        if migration.is_none() {
+            match self.begin(id)? {
+                Some(m) => *migration = Some(m),
+                None => return Ok(Step::Done),
             }
         }
-        Ok(true)
+        let Some(m) = migration.as_mut() else { return Ok(Step::Done) };
+        let Migration { meta, depth, children, cursors, total, start, hosts, .. } = m;
+        let (start, total) = (*start, *total);
+        if start >= total {
+            return Ok(Step::Done);
+        }
+        let drop_host = hosts.as_ref().and(meta.forget(id));
+        let end = total.min(start + ns.config.migrate_chunk);
+        let mut extend = ns.router.scripts.call(Script::Extend, &[&ns.key(id, "lock")]);
+        extend.arg(self.token).arg(ns.config.lock_ttl.as_millis() as u64);
+        ns.router.one(ns.place(id), extend)?;
+        // No check entry: a frozen log does not change.
+        let SyncReply { data, .. } = ns.sync_one(id, start, end - start, &[])?;
+        if data.len() as u64 != (end - start) * 8 {
+            return Err(ns.bad_meta(format!(
+                "node {id}: migration read {} bytes of entries {start}..{end}",
+                data.len()
+            )));
+        }
+        let mut shares: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
+        let mut share_hosts: Vec<Vec<u8>> = vec![Vec::new(); children.len()];
+        {
+            // The parent's replica, made final on the way: readers of this process need it.
+            let cell = ns.cell(id);
+            let mut r = cell.replica.write();
+            for (pos, c) in data.chunks_exact(8).enumerate() {
+                let fp = u64_le(c);
+                let at = ns.child_of(meta, id, *depth, fp, children.len())?;
+                let entry = (start + pos as u64) as usize;
+                let host = hosts.as_ref().and_then(|h| h.get(entry * 4..entry * 4 + 4));
+                let dropped = drop_host.is_some_and(|d| host == Some(&d.to_le_bytes()[..]));
+                if start + pos as u64 >= cursors[at] && !dropped {
+                    shares[at].extend_from_slice(c);
+                    share_hosts[at].extend_from_slice(host.unwrap_or_default());
+                }
+                if start + pos as u64 >= r.synced {
+                    r.filter.insert(fp);
+                }
+            }
+            if r.synced >= start
+                && let Some(at) = data.len().checked_sub(8)
+            {
+                r.advance(end, &data[at..]);
+            }
+        }
+        let mut reqs = Vec::new();
+        let mut which = Vec::new();
+        for (k, &child) in children.iter().enumerate() {
+            if cursors[k] >= end {
+                continue;
+            }
+            let mut m = ns.router.scripts.call(
+                Script::Migrate,
+                &[
+                    &ns.key(child, "log"),
+                    &ns.key(child, "mig"),
+                    &ns.key(child, "st"),
+                    &ns.key(child, "id"),
+                    &ns.key(child, "hosts"),
+                ],
+            );
+            m.arg(cursors[k].max(start))
+                .arg(end)
+                .arg(std::mem::take(&mut shares[k]))
+                .arg(std::mem::take(&mut share_hosts[k]));
+            reqs.push(Req { place: ns.place(child), cmd: m });
+            which.push(k);
+        }
+        for (k, reply) in which.into_iter().zip(ns.router.exec(reqs)?) {
+            match reply {
+                Value::Int(0 | 1) => cursors[k] = end,
+                other => return Err(ns.protocol(children[k], "MIGRATE", &other)),
+            }
+        }
+        m.start = end;
+        m.chunks += 1;
+        if end >= total {
+            return Ok(Step::Done);
+        }
+        if self.stop == Some(SplitStop::AfterChunks(m.chunks)) {
+            return Ok(Step::Stopped);
+        }
+        Ok(Step::More)
+    }
+
+    /// Publishes the node inner in the metadata, then deletes its log, hosts and cursor.
+    fn retire(&self, id: NodeId) -> Result<()> {
+        let ns = self.ns;
+        let mut mark = ns.router.scripts.call(Script::MarkInner, &[&ns.meta_key()]);
+        mark.arg(id);
+        ns.router.one(ns.meta_place(), mark)?;
+        ns.retire_keys(id)?;
+        ns.refresh_meta()?;
+        Ok(())
     }
 }

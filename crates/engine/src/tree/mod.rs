@@ -27,6 +27,10 @@
 //! - a migrator re-hashes the frozen log into the children, one bounded step at a time,
 //! - when the whole log is migrated the node becomes inner and its filter and log are dropped.
 //!
+//! These stages are the one split protocol of every home of a tree (`split.rs`: the Redis
+//! backend runs the same three steps as idempotent scripts); the tree implements its steps
+//! under the locks below.
+//!
 //! No false negative can appear: an element is in the frozen filter until the node turns inner,
 //! and it is in a child before that (migration precedes the switch, both under the tree lock).
 //! No element is recorded twice: an insert that reaches the children has first missed the frozen

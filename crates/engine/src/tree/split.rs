@@ -3,7 +3,10 @@
 //! from the log's file, while inserts and lookups go on; then the frozen parent is dropped.
 //! See the module docs of [`super`] for the locks.
 
+use std::convert::Infallible;
+
 use super::*;
+use crate::split::{self, Freeze, SplitHome, SplitOutcome, Stage, Step};
 
 pub(super) struct Frozen {
     pub(super) filter: BlockedBloom,
@@ -123,22 +126,10 @@ impl Cursor {
     }
 }
 
-/// What one migration step achieved.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    /// More of the frozen log is left.
-    More,
-    /// The whole log is in the children.
-    Done,
-    /// The frozen log could not be read: the split stays where it is (the frozen filter keeps
-    /// answering) and the leaf store is marked failed.
-    Failed,
-}
-
 impl Dsbf {
     /// Starts splitting full leaf `id` and schedules its migration.
     pub(super) fn start_split(&self, id: NodeId) {
-        if !self.split_leaf(id) {
+        if self.freeze(id) != Ok(Freeze::Frozen) {
             return;
         }
         match self.params.split.mode {
@@ -215,33 +206,48 @@ impl Dsbf {
                 topo.nodes.iter().position(|n| matches!(n, Node::Splitting { .. }))
             };
             let Some(id) = next else { return };
-            let id = id as NodeId;
-            loop {
-                match self.migrate_step(id) {
-                    Step::More => {}
-                    Step::Done => break,
-                    Step::Failed => return,
-                }
+            let Ok(outcome) = split::run(self, id as NodeId);
+            if outcome == SplitOutcome::Stopped {
+                return;
             }
-            self.finish_split(id);
         }
+    }
+}
+
+/// The in-process home of a split: every step under the tree's locks (see [`super`]).
+impl SplitHome for Dsbf {
+    type Error = Infallible;
+
+    fn stage(&self, id: NodeId) -> Result<Stage, Infallible> {
+        Ok(match self.topo.read().nodes.get(id as usize) {
+            Some(Node::Leaf { .. }) => Stage::Leaf,
+            Some(Node::Splitting { .. }) => Stage::Splitting,
+            // No such node: nothing to split or drop.
+            Some(Node::Inner { .. }) | None => Stage::Inner,
+        })
+    }
+
+    fn freeze(&self, id: NodeId) -> Result<Freeze, Infallible> {
+        Ok(if self.split_leaf(id) { Freeze::Frozen } else { Freeze::Not(SplitOutcome::NotFull) })
     }
 
     /// Moves up to `split.step` fingerprints of splitting node `id` into the leaves below it,
     /// reading the frozen log from its file in bounded chunks of whole blocks. A child that
-    /// fills up is split first, so no leaf passes its split point by migration.
-    pub(super) fn migrate_step(&self, id: NodeId) -> Step {
+    /// fills up is split first, so no leaf passes its split point by migration. A frozen log
+    /// that cannot be read stops the split where it is (the frozen filter keeps answering) and
+    /// marks the leaf store failed.
+    fn migrate_step(&self, id: NodeId) -> Result<Step, Infallible> {
         let mut full = None;
         {
             let topo = self.topo.read();
             let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(id as usize) else {
-                return Step::Done;
+                return Ok(Step::Done);
             };
             let mut cursor = frozen.cursor.lock();
             let cursor = &mut *cursor;
             if cursor.taken >= cursor.chunk.len() {
                 if frozen.log.is_end(cursor.read) {
-                    return Step::Done;
+                    return Ok(Step::Done);
                 }
                 // Read under the shared tree lock only: inserts and queries go on meanwhile.
                 let step = self.params.split.step;
@@ -251,7 +257,7 @@ impl Dsbf {
                         if let LeafStore::Files(files) = &self.leaves {
                             files.fail("split of leaf", &files.path(id), &e);
                         }
-                        return Step::Failed;
+                        return Ok(Step::Stopped);
                     }
                 }
                 cursor.taken = 0;
@@ -267,7 +273,7 @@ impl Dsbf {
                             if let LeafStore::Files(files) = &self.leaves {
                                 files.fail("split of leaf", &files.path(id), &e);
                             }
-                            return Step::Failed;
+                            return Ok(Step::Stopped);
                         }
                     }
                     kept.extend(chunk.iter().filter(|r| r.kept).map(|r| r.fp));
@@ -347,7 +353,7 @@ impl Dsbf {
             cursor.taken += end;
             if full.is_none() && cursor.is_done(&frozen.log) {
                 cursor.carried = None;
-                return Step::Done;
+                return Ok(Step::Done);
             }
         }
         if let Some(leaf) = full {
@@ -355,17 +361,17 @@ impl Dsbf {
             // finds the new splitting node by itself.
             self.split_leaf(leaf);
         }
-        Step::More
+        Ok(Step::More)
     }
 
     /// Makes a fully migrated splitting node inner, dropping its filter and log.
-    pub(super) fn finish_split(&self, id: NodeId) {
+    fn retire(&self, id: NodeId) -> Result<(), Infallible> {
         let mut guard = self.topo.write();
         let topo = &mut *guard;
-        let Some(node) = topo.nodes.get_mut(id as usize) else { return };
-        let Node::Splitting { depth, frozen, children } = node else { return };
+        let Some(node) = topo.nodes.get_mut(id as usize) else { return Ok(()) };
+        let Node::Splitting { depth, frozen, children } = node else { return Ok(()) };
         if !frozen.cursor.lock().is_done(&frozen.log) {
-            return;
+            return Ok(());
         }
         let inner = Node::Inner { depth: *depth, children: std::mem::take(children) };
         if let Node::Splitting { frozen, .. } = std::mem::replace(node, inner) {
@@ -385,5 +391,6 @@ impl Dsbf {
             dir.finish(id);
         }
         self.splits_done.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
