@@ -91,8 +91,27 @@ pub trait SeenSet: Send + Sync {
         then(out).map_err(SeenThenError::Then)
     }
 
-    /// [`Self::seen_fingerprints_then`] with each fingerprint's host hash (from
-    /// [`Self::fingerprint_host`]), kept with the records where the backend can.
+    /// [`Self::seen_fingerprints`] with each fingerprint's host hash (from
+    /// [`Self::fingerprint_host`]), kept with the records where the backend can; `hosts`
+    /// empty: every host unknown.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints`].
+    ///
+    /// # Panics
+    /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long as `fps`.
+    fn seen_fingerprints_hosts(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+    ) -> Result<(), Self::Error> {
+        let _ = hosts;
+        self.seen_fingerprints(fps, out)
+    }
+
+    /// [`Self::seen_fingerprints_then`] with each fingerprint's host hash, as
+    /// [`Self::seen_fingerprints_hosts`]. A backend that holds answers back overrides both.
     ///
     /// # Errors
     /// As [`Self::seen_fingerprints_then`].
@@ -103,8 +122,8 @@ pub trait SeenSet: Send + Sync {
         out: &mut [bool],
         then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
     ) -> Result<(), SeenThenError<Self::Error>> {
-        let _ = hosts;
-        self.seen_fingerprints_then(fps, out, then)
+        self.seen_fingerprints_hosts(fps, hosts, out).map_err(SeenThenError::Backend)?;
+        then(out).map_err(SeenThenError::Then)
     }
 
     /// Check-and-insert of one URL: `true` if it was seen before.
@@ -166,6 +185,10 @@ impl SeenSet for Namespace {
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         Namespace::seen_fingerprints(self, fps, out)
+    }
+
+    fn seen_fingerprints_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
+        Namespace::seen_fingerprints_hosts(self, fps, hosts, out)
     }
 
     fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {

@@ -400,15 +400,8 @@ impl crate::SeenSet for RedisNamespace {
         self.seen_fingerprints_hosts(fps, &[], out)
     }
 
-    fn seen_fingerprints_hosts_then(
-        &self,
-        fps: &[u64],
-        hosts: &[u32],
-        out: &mut [bool],
-        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
-    ) -> Result<(), crate::SeenThenError<Error>> {
-        self.seen_fingerprints_hosts(fps, hosts, out).map_err(crate::SeenThenError::Backend)?;
-        then(out).map_err(crate::SeenThenError::Then)
+    fn seen_fingerprints_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
+        RedisNamespace::seen_fingerprints_hosts(self, fps, hosts, out)
     }
 
     fn seen(&self, url: &str) -> Result<bool> {

@@ -96,16 +96,8 @@ impl crate::SeenSet for RedisSet {
         }
     }
 
-    fn seen_fingerprints_hosts_then(
-        &self,
-        fps: &[u64],
-        hosts: &[u32],
-        out: &mut [bool],
-        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
-    ) -> Result<(), crate::SeenThenError<Error>> {
+    fn seen_fingerprints_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
         RedisSet::seen_fingerprints_hosts(self, fps, hosts, out)
-            .map_err(crate::SeenThenError::Backend)?;
-        then(out).map_err(crate::SeenThenError::Then)
     }
 
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
