@@ -3,9 +3,10 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use crate::codec::{self, DecodeError, Decoder, Encoder, FilterKind, Header};
+use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
+
 use crate::hash::mix64;
-use crate::{Filter, ParamError};
+use crate::{Error, Filter};
 
 /// The default size of a [`BitmapIndex`]: 2^28 slots (32 MiB), as in seed 001.
 pub const DEFAULT_LOG2_SLOTS: u32 = 28;
@@ -87,10 +88,10 @@ impl BitmapIndex {
     /// Like [`with_seed`](Self::with_seed), but returns an error for an out-of-range size.
     ///
     /// # Errors
-    /// [`ParamError::Log2Slots`] unless `5 <= log2_slots <= 32`.
-    pub fn try_new(log2_slots: u32, seed: u64) -> Result<Self, ParamError> {
+    /// [`Error::Log2Slots`] unless `5 <= log2_slots <= 32`.
+    pub fn try_new(log2_slots: u32, seed: u64) -> Result<Self, Error> {
         if !(BIT_BITS..=32).contains(&log2_slots) {
-            return Err(ParamError::Log2Slots { log2_slots });
+            return Err(Error::Log2Slots { log2_slots });
         }
         let words = 1usize << (log2_slots - BIT_BITS);
         Ok(BitmapIndex { words: vec![0; words], log2_slots, seed, len: 0 })
@@ -258,21 +259,21 @@ impl BitmapIndex {
     /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
     ///
     /// # Errors
-    /// A [`DecodeError`] as for the other filters (num_bits must be a power of two in
+    /// A [`Error`] as for the other filters (num_bits must be a power of two in
     /// 2^5..=2^32 and num_hashes 1).
-    pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
+    pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
         Self::read_decoder(Decoder::new(&mut r, FilterKind::Bitmap)?)
     }
 
     /// Decodes exactly one bitmap from `bytes` (trailing bytes are an error).
     ///
     /// # Errors
-    /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    /// As [`read_from`](Self::read_from), plus [`Error::TrailingBytes`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
         codec::decode_slice(bytes, FilterKind::Bitmap, Self::read_decoder)
     }
 
-    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
+    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, Error> {
         let h = d.header;
         if !h.num_bits.is_power_of_two() || !(1u64 << BIT_BITS..=1u64 << 32).contains(&h.num_bits) {
             return Err(codec::invalid(

@@ -3,10 +3,11 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 
-use crate::codec::{self, DecodeError, Decoder, Encoder, FilterKind, Header};
+use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
+
 use crate::hash::{mix64, reduce};
 use crate::prefetch::{advise_huge_pages, prefetch};
-use crate::{Filter, MAX_BITS, MAX_HASHES, ParamError, plan};
+use crate::{Error, Filter, MAX_BITS, MAX_HASHES, plan};
 
 /// Salt that derives the double-hashing step from the first probe hash.
 const STEP_SALT: u64 = 0x2545_F491_4F6C_DD1D;
@@ -110,11 +111,11 @@ impl BloomFilter {
     /// Like [`new`](Self::new), but returns an error for out-of-range parameters.
     ///
     /// # Errors
-    /// [`ParamError::Bits`] or [`ParamError::Hashes`].
-    pub fn try_new(num_bits: u64, num_hashes: u32, seed: u64) -> Result<Self, ParamError> {
+    /// [`Error::Bits`] or [`Error::Hashes`].
+    pub fn try_new(num_bits: u64, num_hashes: u32, seed: u64) -> Result<Self, Error> {
         crate::check_params(num_bits, num_hashes)?;
-        let words = usize::try_from(num_bits.div_ceil(64))
-            .map_err(|_| ParamError::Bits { bits: num_bits })?;
+        let words =
+            usize::try_from(num_bits.div_ceil(64)).map_err(|_| Error::Bits { bits: num_bits })?;
         // `vec![0; n]` of an integer type is a zeroed allocation: no per-word initialization.
         let words = vec![0; words];
         advise_huge_pages(&words);
@@ -298,22 +299,22 @@ impl BloomFilter {
     /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
     ///
     /// # Errors
-    /// A [`DecodeError`] for a wrong magic, version or kind, out-of-range parameters, a payload
+    /// A [`Error`] for a wrong magic, version or kind, out-of-range parameters, a payload
     /// length that does not match them, non-zero padding bits, a short input, a checksum
     /// mismatch, or an I/O error.
-    pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
+    pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
         Self::read_decoder(Decoder::new(&mut r, FilterKind::Bloom)?)
     }
 
     /// Decodes exactly one filter from `bytes` (trailing bytes are an error).
     ///
     /// # Errors
-    /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    /// As [`read_from`](Self::read_from), plus [`Error::TrailingBytes`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
         codec::decode_slice(bytes, FilterKind::Bloom, Self::read_decoder)
     }
 
-    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
+    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, Error> {
         let h = d.header;
         if !(1..=MAX_BITS).contains(&h.num_bits) {
             return Err(codec::invalid("num_bits", h.num_bits, "must be in 1..=2^40"));
@@ -411,9 +412,9 @@ mod tests {
 
     #[test]
     fn try_new_validates() {
-        assert_eq!(BloomFilter::try_new(0, 3, 0), Err(ParamError::Bits { bits: 0 }));
-        assert_eq!(BloomFilter::try_new(10, 0, 0), Err(ParamError::Hashes { hashes: 0 }));
-        assert_eq!(BloomFilter::try_new(10, 65, 0), Err(ParamError::Hashes { hashes: 65 }));
+        assert!(matches!(BloomFilter::try_new(0, 3, 0), Err(Error::Bits { bits: 0 })));
+        assert!(matches!(BloomFilter::try_new(10, 0, 0), Err(Error::Hashes { hashes: 0 })));
+        assert!(matches!(BloomFilter::try_new(10, 65, 0), Err(Error::Hashes { hashes: 65 })));
         assert!(BloomFilter::try_new(MAX_BITS + 1, 3, 0).is_err());
     }
 

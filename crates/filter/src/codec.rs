@@ -17,13 +17,14 @@
 //!
 //! Decoding re-validates every field before it trusts it, reads the payload in bounded chunks
 //! (so a forged length cannot make it allocate more than the bytes actually present, plus one
-//! chunk), and returns a typed [`DecodeError`]; it never panics.
+//! chunk), and returns a typed [`Error`]; it never panics.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 
 use xxhash_rust::xxh3::Xxh3Default;
 
+use crate::Error;
 use crate::frame::{Format, FormatError};
 
 /// The 8 magic bytes every encoded filter starts with.
@@ -95,47 +96,9 @@ impl fmt::Display for FilterKind {
     }
 }
 
-/// Why bytes could not be decoded into a filter.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecodeError {
-    /// Not a filter this build reads, or damaged in its frame: bad magic, an unsupported
-    /// version, bytes cut short, or a checksum that does not match (the framing every urlseen
-    /// file and blob shares, [`crate::frame`]).
-    #[error(transparent)]
-    Format(#[from] FormatError),
-    /// The input holds another kind of filter than the one asked for (or an unknown kind).
-    #[error("wrong filter kind: expected {expected}, found tag {found}")]
-    WrongKind {
-        /// The kind asked for.
-        expected: FilterKind,
-        /// The tag found in the input.
-        found: u8,
-    },
-    /// A header field is out of range or inconsistent with the others.
-    #[error("invalid filter parameter {field} = {value}: {reason}")]
-    InvalidParameter {
-        /// The field.
-        field: &'static str,
-        /// Its value.
-        value: u64,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// [`decode`](crate::BloomFilter::decode) was given more bytes than one filter.
-    #[error("{count} unexpected bytes after the end of the filter")]
-    TrailingBytes {
-        /// How many bytes follow the checksum.
-        count: u64,
-    },
-    /// The reader failed.
-    #[error("I/O error while reading a filter: {0}")]
-    Io(#[from] io::Error),
-}
-
 /// [`FormatError::Truncated`] of a filter: its `section` needs `needed` bytes, `got` present.
-fn truncated(section: &'static str, needed: u64, got: u64) -> DecodeError {
-    DecodeError::Format(FormatError::Truncated { format: FORMAT.name, section, needed, got })
+fn truncated(section: &'static str, needed: u64, got: u64) -> Error {
+    Error::Format(FormatError::Truncated { format: FORMAT.name, section, needed, got })
 }
 
 /// The fixed header of every encoding.
@@ -164,7 +127,7 @@ impl Header {
     }
 
     /// Checks magic, version and reserved byte; returns the kind tag and the header.
-    fn parse(b: &[u8; HEADER_LEN]) -> Result<(u8, Header), DecodeError> {
+    fn parse(b: &[u8; HEADER_LEN]) -> Result<(u8, Header), Error> {
         let u64_at = |i: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&b[i..i + 8]);
@@ -173,7 +136,7 @@ impl Header {
         FORMAT.check_header(b)?;
         let tag = b[10];
         if b[11] != 0 {
-            return Err(DecodeError::InvalidParameter {
+            return Err(Error::InvalidParameter {
                 field: "reserved",
                 value: u64::from(b[11]),
                 reason: "must be 0",
@@ -196,14 +159,14 @@ impl Header {
 /// magic, version and the kind tag, so a caller can dispatch to the right `decode`.
 ///
 /// # Errors
-/// [`DecodeError::Format`] (cut short, bad magic, an unsupported version),
-/// [`DecodeError::InvalidParameter`] (reserved byte or unknown kind).
-pub fn peek_kind(bytes: &[u8]) -> Result<FilterKind, DecodeError> {
+/// [`Error::Format`] (cut short, bad magic, an unsupported version),
+/// [`Error::InvalidParameter`] (reserved byte or unknown kind).
+pub fn peek_kind(bytes: &[u8]) -> Result<FilterKind, Error> {
     let Some(head) = bytes.first_chunk::<HEADER_LEN>() else {
         return Err(truncated("header", HEADER_LEN as u64, bytes.len() as u64));
     };
     let (tag, _) = Header::parse(head)?;
-    FilterKind::from_tag(tag).ok_or(DecodeError::InvalidParameter {
+    FilterKind::from_tag(tag).ok_or(Error::InvalidParameter {
         field: "kind",
         value: u64::from(tag),
         reason: "unknown filter kind",
@@ -293,13 +256,13 @@ pub(crate) struct Decoder<'r, R: Read> {
 }
 
 /// An invalid parameter.
-pub(crate) fn invalid(field: &'static str, value: u64, reason: &'static str) -> DecodeError {
-    DecodeError::InvalidParameter { field, value, reason }
+pub(crate) fn invalid(field: &'static str, value: u64, reason: &'static str) -> Error {
+    Error::InvalidParameter { field, value, reason }
 }
 
 impl<'r, R: Read> Decoder<'r, R> {
     /// Reads the header and checks magic, version, kind and reserved byte.
-    pub(crate) fn new(r: &'r mut R, expected: FilterKind) -> Result<Self, DecodeError> {
+    pub(crate) fn new(r: &'r mut R, expected: FilterKind) -> Result<Self, Error> {
         Self::new_any(r, expected, &[])
     }
 
@@ -309,7 +272,7 @@ impl<'r, R: Read> Decoder<'r, R> {
         r: &'r mut R,
         expected: FilterKind,
         also: &[FilterKind],
-    ) -> Result<Self, DecodeError> {
+    ) -> Result<Self, Error> {
         let mut head = [0u8; HEADER_LEN];
         let got = read_full(r, &mut head)?;
         if got < HEADER_LEN {
@@ -323,7 +286,7 @@ impl<'r, R: Read> Decoder<'r, R> {
         let Some(kind) =
             std::iter::once(expected).chain(also.iter().copied()).find(|k| k.tag() == tag)
         else {
-            return Err(DecodeError::WrongKind { expected, found: tag });
+            return Err(Error::WrongKind { expected, found: tag });
         };
         let mut hasher = Xxh3Default::new();
         hasher.update(&head);
@@ -333,7 +296,7 @@ impl<'r, R: Read> Decoder<'r, R> {
     /// Checks that the header's payload length equals what the parameters imply, then, when
     /// decoding from a slice, that exactly payload and checksum follow (so a short input fails
     /// before any allocation).
-    pub(crate) fn check_payload_len(&self, expected: u64) -> Result<(), DecodeError> {
+    pub(crate) fn check_payload_len(&self, expected: u64) -> Result<(), Error> {
         let payload = self.header.payload_len;
         if payload != expected {
             return Err(invalid("payload_len", payload, "does not match the filter parameters"));
@@ -349,14 +312,14 @@ impl<'r, R: Read> Decoder<'r, R> {
             return Err(truncated("checksum", CHECKSUM_LEN as u64, bytes - payload));
         }
         if bytes > needed {
-            return Err(DecodeError::TrailingBytes { count: bytes - needed });
+            return Err(Error::TrailingBytes { count: bytes - needed });
         }
         Ok(())
     }
 
     /// Reads the payload in chunks, handing each chunk of bytes to `sink`. The chunk boundaries
     /// are multiples of `unit` bytes.
-    fn payload(&mut self, mut sink: impl FnMut(&[u8])) -> Result<(), DecodeError> {
+    fn payload(&mut self, mut sink: impl FnMut(&[u8])) -> Result<(), Error> {
         let total = self.header.payload_len;
         let mut buf = vec![0u8; CHUNK.min(usize::try_from(total).unwrap_or(CHUNK))];
         let mut done = 0u64;
@@ -382,11 +345,7 @@ impl<'r, R: Read> Decoder<'r, R> {
 
     /// Reads a payload of little-endian u64 words into a vector with room for
     /// `extra_capacity` more.
-    pub(crate) fn u64s(
-        &mut self,
-        count: u64,
-        extra_capacity: usize,
-    ) -> Result<Vec<u64>, DecodeError> {
+    pub(crate) fn u64s(&mut self, count: u64, extra_capacity: usize) -> Result<Vec<u64>, Error> {
         let mut out = Vec::with_capacity(self.capacity(count, 8).saturating_add(extra_capacity));
         self.payload(|bytes| {
             out.extend(bytes.chunks_exact(8).map(|c| {
@@ -399,7 +358,7 @@ impl<'r, R: Read> Decoder<'r, R> {
     }
 
     /// Reads a payload of little-endian u32 words.
-    pub(crate) fn u32s(&mut self, count: u64) -> Result<Vec<u32>, DecodeError> {
+    pub(crate) fn u32s(&mut self, count: u64) -> Result<Vec<u32>, Error> {
         let mut out = Vec::with_capacity(self.capacity(count, 4));
         self.payload(|bytes| {
             out.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
@@ -408,14 +367,14 @@ impl<'r, R: Read> Decoder<'r, R> {
     }
 
     /// Reads a payload of raw bytes.
-    pub(crate) fn bytes(&mut self, count: u64) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn bytes(&mut self, count: u64) -> Result<Vec<u8>, Error> {
         let mut out = Vec::with_capacity(self.capacity(count, 1));
         self.payload(|bytes| out.extend_from_slice(bytes))?;
         Ok(out)
     }
 
     /// Reads the checksum and compares it with the bytes read.
-    pub(crate) fn finish(self) -> Result<(), DecodeError> {
+    pub(crate) fn finish(self) -> Result<(), Error> {
         let mut sum = [0u8; CHECKSUM_LEN];
         let got = read_full(self.r, &mut sum)?;
         if got < CHECKSUM_LEN {
@@ -424,7 +383,7 @@ impl<'r, R: Read> Decoder<'r, R> {
         let stored = u64::from_le_bytes(sum);
         let computed = self.hasher.digest();
         if stored != computed {
-            return Err(DecodeError::Format(FormatError::ChecksumMismatch {
+            return Err(Error::Format(FormatError::ChecksumMismatch {
                 format: FORMAT.name,
                 stored,
                 computed,
@@ -438,8 +397,8 @@ impl<'r, R: Read> Decoder<'r, R> {
 pub(crate) fn decode_slice<'b, T>(
     bytes: &'b [u8],
     kind: FilterKind,
-    read: impl FnOnce(Decoder<'_, &'b [u8]>) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
+    read: impl FnOnce(Decoder<'_, &'b [u8]>) -> Result<T, Error>,
+) -> Result<T, Error> {
     decode_slice_any(bytes, kind, &[], read)
 }
 
@@ -448,8 +407,8 @@ pub(crate) fn decode_slice_any<'b, T>(
     bytes: &'b [u8],
     kind: FilterKind,
     also: &[FilterKind],
-    read: impl FnOnce(Decoder<'_, &'b [u8]>) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
+    read: impl FnOnce(Decoder<'_, &'b [u8]>) -> Result<T, Error>,
+) -> Result<T, Error> {
     let mut r = bytes;
     let mut d = Decoder::new_any(&mut r, kind, also)?;
     d.known_available = Some((bytes.len() - HEADER_LEN) as u64);
@@ -475,10 +434,7 @@ mod tests {
         assert_eq!(tag, 3);
         assert_eq!(back, h);
         assert_eq!(peek_kind(&b).unwrap(), FilterKind::Counting);
-        assert!(matches!(
-            peek_kind(&b[..10]),
-            Err(DecodeError::Format(FormatError::Truncated { .. }))
-        ));
+        assert!(matches!(peek_kind(&b[..10]), Err(Error::Format(FormatError::Truncated { .. }))));
     }
 
     #[test]

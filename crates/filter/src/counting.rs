@@ -5,20 +5,12 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 use crate::bloom::Probes;
-use crate::codec::{self, DecodeError, Decoder, Encoder, FilterKind, Header};
-use crate::{Filter, MAX_BITS, MAX_HASHES, ParamError, plan};
+use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
+
+use crate::{Error, Filter, MAX_BITS, MAX_HASHES, plan};
 
 /// The value at which a counter saturates (2^4 − 1) and stops counting.
 pub const SATURATED: u8 = 15;
-
-/// Why [`CountingBloom::remove`] refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RemoveError {
-    /// One of the fingerprint's counters is 0: it is certainly not in the filter. Nothing changed.
-    #[error("fingerprint is not in the counting filter")]
-    NotPresent,
-}
 
 /// A counting Bloom filter (seed 004): m counters of 4 bits, k probes per item by the same
 /// double hashing as [`BloomFilter`](crate::BloomFilter). An item is present when all its k
@@ -80,11 +72,11 @@ impl CountingBloom {
     /// Like [`new`](Self::new), but returns an error for out-of-range parameters.
     ///
     /// # Errors
-    /// [`ParamError::Bits`] (for the counter count) or [`ParamError::Hashes`].
-    pub fn try_new(num_counters: u64, num_hashes: u32, seed: u64) -> Result<Self, ParamError> {
+    /// [`Error::Bits`] (for the counter count) or [`Error::Hashes`].
+    pub fn try_new(num_counters: u64, num_hashes: u32, seed: u64) -> Result<Self, Error> {
         crate::check_params(num_counters, num_hashes)?;
         let bytes = usize::try_from(num_counters.div_ceil(2))
-            .map_err(|_| ParamError::Bits { bits: num_counters })?;
+            .map_err(|_| Error::Bits { bits: num_counters })?;
         Ok(CountingBloom { nibbles: vec![0; bytes], num_counters, num_hashes, seed, len: 0 })
     }
 
@@ -185,16 +177,12 @@ impl CountingBloom {
     /// cause false negatives): the caller's fingerprint store decides what may be removed.
     ///
     /// # Errors
-    /// [`RemoveError::NotPresent`] if any counter of `fp` is 0; nothing changes then.
-    pub fn remove(
-        &mut self,
-        fp: u64,
-        mut recount: impl FnMut(u64) -> u8,
-    ) -> Result<(), RemoveError> {
+    /// [`Error::NotPresent`] if any counter of `fp` is 0; nothing changes then.
+    pub fn remove(&mut self, fp: u64, mut recount: impl FnMut(u64) -> u8) -> Result<(), Error> {
         let (pos, k) = self.probe_array(fp);
         let pos = &pos[..k];
         if pos.iter().any(|&p| self.counter(p) == 0) {
-            return Err(RemoveError::NotPresent);
+            return Err(Error::NotPresent);
         }
         let mut saturated = [false; MAX_HASHES as usize];
         for (flag, &p) in saturated.iter_mut().zip(pos) {
@@ -315,20 +303,20 @@ impl CountingBloom {
     /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
     ///
     /// # Errors
-    /// A [`DecodeError`] as for the other filters.
-    pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
+    /// A [`Error`] as for the other filters.
+    pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
         Self::read_decoder(Decoder::new(&mut r, FilterKind::Counting)?)
     }
 
     /// Decodes exactly one filter from `bytes` (trailing bytes are an error).
     ///
     /// # Errors
-    /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    /// As [`read_from`](Self::read_from), plus [`Error::TrailingBytes`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
         codec::decode_slice(bytes, FilterKind::Counting, Self::read_decoder)
     }
 
-    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
+    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, Error> {
         let h = d.header;
         if !(1..=MAX_BITS).contains(&h.num_bits) {
             return Err(codec::invalid("num_bits", h.num_bits, "must be in 1..=2^40"));
@@ -393,7 +381,7 @@ mod tests {
         let mut f = CountingBloom::new(1000, 4, 0);
         f.insert(1);
         let before = f.clone();
-        assert_eq!(f.remove(2, |_| unreachable!()), Err(RemoveError::NotPresent));
+        assert!(matches!(f.remove(2, |_| unreachable!()), Err(Error::NotPresent)));
         assert_eq!(f, before);
     }
 

@@ -68,6 +68,11 @@
 //! assert_eq!(BlockedBloom::decode(&bytes).unwrap(), f);
 //! ```
 //!
+//! # Errors
+//! Every fallible call returns the crate's one [`Error`] (each call the variants its docs
+//! name); a damaged frame is [`Error::Format`] with the [`frame::FormatError`] that the engine's
+//! files share.
+//!
 //! # Quirks
 //! - `insert` returns `true` for a *new* fingerprint when it is a false positive: the filter
 //!   cannot tell; that is the price of bounded memory. [`len`](BlockedBloom::len) counts the
@@ -93,13 +98,15 @@ mod bitmap;
 mod blocked;
 mod bloom;
 mod counting;
+mod error;
 mod prefetch;
 
 pub use bitmap::{BitmapIndex, DEFAULT_LOG2_SLOTS};
 pub use blocked::{BlockScheme, BlockedBloom};
 pub use bloom::BloomFilter;
-pub use codec::{DecodeError, FilterKind};
-pub use counting::{CountingBloom, RemoveError, SATURATED};
+pub use codec::FilterKind;
+pub use counting::{CountingBloom, SATURATED};
+pub use error::{Error, Result};
 pub use prefetch::prefetch;
 
 /// Bits in one block of [`BlockedBloom`]: one 64-byte cache line.
@@ -124,36 +131,12 @@ pub trait Filter {
     fn memory_bytes(&self) -> usize;
 }
 
-/// Why filter parameters were rejected by a `try_new` constructor.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParamError {
-    /// The number of bits (or counters) is 0 or above [`MAX_BITS`].
-    #[error("number of bits must be between 1 and {MAX_BITS}, got {bits}")]
-    Bits {
-        /// The number given.
-        bits: u64,
-    },
-    /// The number of hashes is 0 or above [`MAX_HASHES`].
-    #[error("number of hashes must be between 1 and {MAX_HASHES}, got {hashes}")]
-    Hashes {
-        /// The number given.
-        hashes: u32,
-    },
-    /// The bitmap size exponent is outside `5..=32`.
-    #[error("bitmap size must be 2^5 to 2^32 slots, got 2^{log2_slots}")]
-    Log2Slots {
-        /// The exponent given.
-        log2_slots: u32,
-    },
-}
-
-pub(crate) fn check_params(bits: u64, hashes: u32) -> Result<(), ParamError> {
+pub(crate) fn check_params(bits: u64, hashes: u32) -> Result<()> {
     if !(1..=MAX_BITS).contains(&bits) {
-        return Err(ParamError::Bits { bits });
+        return Err(Error::Bits { bits });
     }
     if !(1..=MAX_HASHES).contains(&hashes) {
-        return Err(ParamError::Hashes { hashes });
+        return Err(Error::Hashes { hashes });
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use urlseen_filter::codec::{self, FORMAT_VERSION, HEADER_LEN, MAGIC};
 use urlseen_filter::frame::FormatError;
 use urlseen_filter::hash::{fingerprint, mix64};
 use urlseen_filter::{
-    BitmapIndex, BlockScheme, BlockedBloom, BloomFilter, CountingBloom, DecodeError, FilterKind,
+    BitmapIndex, BlockScheme, BlockedBloom, BloomFilter, CountingBloom, Error, FilterKind,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -121,7 +121,7 @@ fn golden_sectorized() {
     // Other filters refuse it by kind, as a build that predates the scheme refuses tag 5.
     assert!(matches!(
         BloomFilter::decode(&b),
-        Err(DecodeError::WrongKind { expected: FilterKind::Bloom, found: 5 })
+        Err(Error::WrongKind { expected: FilterKind::Bloom, found: 5 })
     ));
 }
 #[test]
@@ -184,50 +184,47 @@ fn typed_errors() {
 
     let mut b = good.clone();
     b[0] = b'X';
-    assert!(matches!(
-        BloomFilter::decode(&b),
-        Err(DecodeError::Format(FormatError::BadMagic { .. }))
-    ));
+    assert!(matches!(BloomFilter::decode(&b), Err(Error::Format(FormatError::BadMagic { .. }))));
 
     let mut b = good.clone();
     b[8] = 2;
     assert!(matches!(
         BloomFilter::decode(&b),
-        Err(DecodeError::Format(FormatError::UnsupportedVersion { found: 2, newest: 1, .. }))
+        Err(Error::Format(FormatError::UnsupportedVersion { found: 2, newest: 1, .. }))
     ));
 
     assert!(matches!(
         BlockedBloom::decode(&good),
-        Err(DecodeError::WrongKind { expected: FilterKind::Blocked, found: 1 })
+        Err(Error::WrongKind { expected: FilterKind::Blocked, found: 1 })
     ));
 
     assert!(matches!(
         BloomFilter::decode(&good[..good.len() - 3]),
-        Err(DecodeError::Format(FormatError::Truncated { section: "checksum", .. }))
+        Err(Error::Format(FormatError::Truncated { section: "checksum", .. }))
     ));
     assert!(matches!(
         BloomFilter::decode(&good[..60]),
-        Err(DecodeError::Format(FormatError::Truncated { section: "payload", .. }))
+        Err(Error::Format(FormatError::Truncated { section: "payload", .. }))
     ));
     assert!(matches!(
         BloomFilter::decode(&good[..20]),
-        Err(DecodeError::Format(FormatError::Truncated { section: "header", .. }))
+        Err(Error::Format(FormatError::Truncated { section: "header", .. }))
     ));
     assert!(matches!(
         BloomFilter::read_from(&good[..60]),
-        Err(DecodeError::Format(FormatError::Truncated { section: "payload", .. }))
+        Err(Error::Format(FormatError::Truncated { section: "payload", .. }))
     ));
 
     let mut b = good.clone();
     b.push(0);
-    assert!(matches!(BloomFilter::decode(&b), Err(DecodeError::TrailingBytes { count: 1 })));
+    assert!(matches!(BloomFilter::decode(&b), Err(Error::TrailingBytes { count: 1 })));
 
     let mut b = good.clone();
     b[HEADER_LEN + 5] ^= 0x10; // a payload byte
 
     assert!(matches!(
         BloomFilter::decode(&b),
-        Err(DecodeError::Format(FormatError::ChecksumMismatch { .. }))
+        Err(Error::Format(FormatError::ChecksumMismatch { .. }))
     ));
 
     // Parameters are checked even under a valid checksum.
@@ -235,13 +232,13 @@ fn typed_errors() {
     b[12..16].copy_from_slice(&0u32.to_le_bytes());
     assert!(matches!(
         BloomFilter::decode(&reseal(b)),
-        Err(DecodeError::InvalidParameter { field: "num_hashes", .. })
+        Err(Error::InvalidParameter { field: "num_hashes", .. })
     ));
     let mut b = good.clone();
     b[40..48].copy_from_slice(&1u64.to_le_bytes());
     assert!(matches!(
         BloomFilter::decode(&reseal(b)),
-        Err(DecodeError::InvalidParameter { field: "payload_len", .. })
+        Err(Error::InvalidParameter { field: "payload_len", .. })
     ));
     // A set padding bit (200 bits: the last word uses 8 of its 64 bits).
     let mut b = good.clone();
@@ -249,32 +246,32 @@ fn typed_errors() {
     b[last_word_top] |= 0x80;
     assert!(matches!(
         BloomFilter::decode(&reseal(b)),
-        Err(DecodeError::InvalidParameter { field: "padding", .. })
+        Err(Error::InvalidParameter { field: "padding", .. })
     ));
     let mut b = small_blocked().encode();
     b[16..24].copy_from_slice(&1000u64.to_le_bytes());
     assert!(matches!(
         BlockedBloom::decode(&reseal(b)),
-        Err(DecodeError::InvalidParameter { field: "num_bits", .. })
+        Err(Error::InvalidParameter { field: "num_bits", .. })
     ));
     let mut b = small_bitmap().encode();
     b[12..16].copy_from_slice(&2u32.to_le_bytes());
     assert!(matches!(
         BitmapIndex::decode(&reseal(b)),
-        Err(DecodeError::InvalidParameter { field: "num_hashes", .. })
+        Err(Error::InvalidParameter { field: "num_hashes", .. })
     ));
     let mut b = small_counting().encode();
     let last = b.len() - 9;
     b[last] |= 0xF0; // 101 counters: the last high nibble is padding
     assert!(matches!(
         CountingBloom::decode(&reseal(b)),
-        Err(DecodeError::InvalidParameter { field: "padding", .. })
+        Err(Error::InvalidParameter { field: "padding", .. })
     ));
     let mut b = good;
     b[11] = 1;
     assert!(matches!(
         BloomFilter::decode(&b),
-        Err(DecodeError::InvalidParameter { field: "reserved", .. })
+        Err(Error::InvalidParameter { field: "reserved", .. })
     ));
 }
 
@@ -288,18 +285,18 @@ fn a_forged_huge_header_allocates_nothing_big() {
     // From a slice: rejected before any allocation.
     assert!(matches!(
         BlockedBloom::decode(&b),
-        Err(DecodeError::Format(FormatError::Truncated { section: "payload", needed, got: 100, .. })) if needed == 1 << 37
+        Err(Error::Format(FormatError::Truncated { section: "payload", needed, got: 100, .. })) if needed == 1 << 37
     ));
     // From a stream: read in bounded chunks, fails at the end of the data.
     assert!(matches!(
         BlockedBloom::read_from(&b[..]),
-        Err(DecodeError::Format(FormatError::Truncated { section: "payload", got: 100, .. }))
+        Err(Error::Format(FormatError::Truncated { section: "payload", got: 100, .. }))
     ));
     // Beyond the limit.
     b[16..24].copy_from_slice(&(1u64 << 41).to_le_bytes());
     assert!(matches!(
         BlockedBloom::read_from(&b[..]),
-        Err(DecodeError::InvalidParameter { field: "num_bits", .. })
+        Err(Error::InvalidParameter { field: "num_bits", .. })
     ));
 }
 
@@ -311,7 +308,7 @@ fn io_errors_are_typed() {
             Err(std::io::Error::other("disk on fire"))
         }
     }
-    assert!(matches!(BloomFilter::read_from(Failing), Err(DecodeError::Io(_))));
+    assert!(matches!(BloomFilter::read_from(Failing), Err(Error::Io(_))));
 }
 
 #[test]

@@ -3,7 +3,8 @@
 use std::io::{self, Read, Write};
 
 use super::*;
-use crate::codec::{self, DecodeError, Decoder, Encoder, FilterKind, Header};
+use crate::Error;
+use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
 
 impl BlockedBloom {
     /// Writes the encoding (see [`codec`]): kind 2 ([`FilterKind::Blocked`]) for the scattered
@@ -44,22 +45,22 @@ impl BlockedBloom {
     /// either scheme (the filter keeps the scheme it was written with).
     ///
     /// # Errors
-    /// A [`DecodeError`] for a wrong magic, version or kind, out-of-range parameters (bits not a
+    /// A [`Error`] for a wrong magic, version or kind, out-of-range parameters (bits not a
     /// multiple of 512, ...), a payload length that does not match them, a short input, a
     /// checksum mismatch, or an I/O error.
-    pub fn read_from<R: Read>(mut r: R) -> Result<Self, DecodeError> {
+    pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
         Self::read_decoder(Decoder::new_any(&mut r, FilterKind::Blocked, SECTORIZED_KIND)?)
     }
 
     /// Decodes exactly one filter from `bytes` (trailing bytes are an error).
     ///
     /// # Errors
-    /// As [`read_from`](Self::read_from), plus [`DecodeError::TrailingBytes`].
-    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    /// As [`read_from`](Self::read_from), plus [`Error::TrailingBytes`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, Error> {
         codec::decode_slice_any(bytes, FilterKind::Blocked, SECTORIZED_KIND, Self::read_decoder)
     }
 
-    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, DecodeError> {
+    fn read_decoder<R: Read>(mut d: Decoder<'_, R>) -> Result<Self, Error> {
         let h = d.header;
         let scheme = if h.kind == FilterKind::BlockedSectorized {
             BlockScheme::Sectorized

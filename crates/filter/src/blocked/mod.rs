@@ -5,7 +5,7 @@ use std::fmt;
 use crate::codec::FilterKind;
 use crate::hash::{mix64, reduce};
 use crate::prefetch::{advise_huge_pages, prefetch};
-use crate::{BLOCK_BITS, Filter, MAX_BITS, MAX_HASHES, ParamError, plan};
+use crate::{BLOCK_BITS, Error, Filter, MAX_BITS, MAX_HASHES, plan};
 
 /// Salt that derives the in-block bit positions from the block hash (the first 64 fractional
 /// bits of √2).
@@ -235,8 +235,8 @@ impl BlockedBloom {
     /// Like [`new`](Self::new), but returns an error for out-of-range parameters.
     ///
     /// # Errors
-    /// [`ParamError::Bits`] or [`ParamError::Hashes`].
-    pub fn try_new(num_bits: u64, num_hashes: u32, seed: u64) -> Result<Self, ParamError> {
+    /// [`Error::Bits`] or [`Error::Hashes`].
+    pub fn try_new(num_bits: u64, num_hashes: u32, seed: u64) -> Result<Self, Error> {
         Self::try_with_scheme(num_bits, num_hashes, seed, BlockScheme::Sectorized)
     }
 
@@ -259,16 +259,16 @@ impl BlockedBloom {
     /// parameters.
     ///
     /// # Errors
-    /// [`ParamError::Bits`] or [`ParamError::Hashes`].
+    /// [`Error::Bits`] or [`Error::Hashes`].
     pub fn try_with_scheme(
         num_bits: u64,
         num_hashes: u32,
         seed: u64,
         scheme: BlockScheme,
-    ) -> Result<Self, ParamError> {
+    ) -> Result<Self, Error> {
         crate::check_params(num_bits, num_hashes)?;
         if usize::try_from(num_bits / 64).is_err() {
-            return Err(ParamError::Bits { bits: num_bits });
+            return Err(Error::Bits { bits: num_bits });
         }
         Ok(Self::unallocated(num_bits.div_ceil(BLOCK_BITS), num_hashes, seed, scheme))
     }
