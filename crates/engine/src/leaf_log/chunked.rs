@@ -19,60 +19,64 @@ const CHUNK: usize = 1 << CHUNK_SHIFT;
 
 #[derive(Debug, Default)]
 pub(crate) struct Chunked<T> {
-    /// Every chunk but the last is full (`CHUNK` entries).
-    chunks: Vec<Vec<T>>,
-    len: usize,
+    /// The full chunks (`CHUNK` entries each), in order.
+    full: Vec<Vec<T>>,
+    /// The chunk the next entries go to, held here rather than as the last of `full`: a push
+    /// reads its length and room without loading another chunk's header first (a migration
+    /// and the general insert path push every record one at a time).
+    tail: Vec<T>,
 }
 
 impl<T: Copy> Chunked<T> {
     /// An empty list with room for `reserve` entries (up to one chunk) before it allocates.
     pub(crate) fn with_capacity(reserve: usize) -> Self {
-        let chunks = match reserve {
-            0 => Vec::new(),
-            n => vec![Vec::with_capacity(n.min(CHUNK))],
-        };
-        Chunked { chunks, len: 0 }
+        Chunked { full: Vec::new(), tail: Vec::with_capacity(reserve.min(CHUNK)) }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        (self.full.len() << CHUNK_SHIFT) + self.tail.len()
     }
 
     /// Entries the allocated chunks have room for.
     pub(crate) fn capacity(&self) -> usize {
-        self.chunks.iter().map(Vec::capacity).sum()
+        self.full.iter().map(Vec::capacity).sum::<usize>() + self.tail.capacity()
     }
 
     /// Heap bytes: the chunks and the list of them.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.capacity() * size_of::<T>() + self.chunks.capacity() * size_of::<Vec<T>>()
+        self.capacity() * size_of::<T>() + self.full.capacity() * size_of::<Vec<T>>()
     }
 
     /// The entries of `range` (clamped to the list), as the slices of the chunks they lie in.
     pub(crate) fn slices(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &[T]> {
-        let end = range.end.min(self.len);
+        let end = range.end.min(self.len());
         let start = range.start.min(end);
         let first = start >> CHUNK_SHIFT;
-        self.chunks.iter().enumerate().skip(first).map_while(move |(k, chunk)| {
-            let base = k << CHUNK_SHIFT;
-            (base < end).then(|| {
-                let from = start.saturating_sub(base);
-                &chunk[from.min(chunk.len())..(end - base).min(chunk.len())]
-            })
-        })
+        self.full.iter().chain(std::iter::once(&self.tail)).enumerate().skip(first).map_while(
+            move |(k, chunk)| {
+                let base = k << CHUNK_SHIFT;
+                (base < end).then(|| {
+                    let from = start.saturating_sub(base);
+                    &chunk[from.min(chunk.len())..(end - base).min(chunk.len())]
+                })
+            },
+        )
     }
 
+    /// Appends `value`: inlined, with the room check first and the rest out of line.
+    #[inline]
     pub(crate) fn push(&mut self, value: T) {
-        self.tail(1).push(value);
-        self.len += 1;
+        if self.tail.len() >= self.tail.capacity().min(CHUNK) {
+            self.make_room(1);
+        }
+        self.tail.push(value);
     }
 
     pub(crate) fn extend_from_slice(&mut self, mut values: &[T]) {
         while !values.is_empty() {
-            let tail = self.tail(values.len());
-            let (now, rest) = values.split_at(values.len().min(CHUNK - tail.len()));
-            tail.extend_from_slice(now);
-            self.len += now.len();
+            self.make_room(values.len());
+            let (now, rest) = values.split_at(values.len().min(CHUNK - self.tail.len()));
+            self.tail.extend_from_slice(now);
             values = rest;
         }
     }
@@ -80,31 +84,29 @@ impl<T: Copy> Chunked<T> {
     /// Appends `count` copies of `value`.
     pub(crate) fn extend_with(&mut self, mut count: usize, value: T) {
         while count > 0 {
-            let tail = self.tail(count);
-            let now = count.min(CHUNK - tail.len());
-            tail.resize(tail.len() + now, value);
-            self.len += now;
+            self.make_room(count);
+            let now = count.min(CHUNK - self.tail.len());
+            self.tail.resize(self.tail.len() + now, value);
             count -= now;
         }
     }
 
-    /// The chunk the next entries go to, with room for `want` of them or up to its end.
-    fn tail(&mut self, want: usize) -> &mut Vec<T> {
-        if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
-            // A second chunk and later ones are allocated whole: the list is large.
-            let size = if self.chunks.is_empty() { want.min(CHUNK) } else { CHUNK };
-            self.chunks.push(Vec::with_capacity(size));
+    /// Makes room in the tail for `want` more entries, or up to a chunk's end: a full tail
+    /// joins the full chunks and a new one is allocated whole (the list is large); the first
+    /// chunk grows by doubling, up to a chunk.
+    #[inline(never)]
+    fn make_room(&mut self, want: usize) {
+        if self.tail.len() == CHUNK {
+            let tail = std::mem::replace(&mut self.tail, Vec::with_capacity(CHUNK));
+            self.full.push(tail);
+            return;
         }
-        let first = self.chunks.len() == 1;
-        let last = self.chunks.len() - 1;
-        let tail = &mut self.chunks[last];
-        let need = (tail.len() + want).min(CHUNK);
-        if need > tail.capacity() {
-            // Only the first chunk grows: by doubling, up to a chunk.
-            debug_assert!(first, "a later chunk is allocated whole");
-            tail.reserve_exact(need.max(tail.capacity() * 2).min(CHUNK) - tail.len());
+        let need = (self.tail.len() + want).min(CHUNK);
+        if need > self.tail.capacity() {
+            debug_assert!(self.full.is_empty(), "a later chunk is allocated whole");
+            let grown = need.max(self.tail.capacity() * 2).min(CHUNK);
+            self.tail.reserve_exact(grown - self.tail.len());
         }
-        tail
     }
 }
 
@@ -136,12 +138,11 @@ mod tests {
             assert_eq!(got, want[start.min(end)..end], "{start}..{end}");
         }
         assert_eq!(list.slices(want.len() + 1..want.len() + 9).flatten().count(), 0);
-        // Every chunk but the last is full, and none is larger than a chunk.
-        let (last, full) = list.chunks.split_last().unwrap();
-        assert!(full.iter().all(|c| c.len() == CHUNK && c.capacity() == CHUNK));
-        assert!(last.capacity() <= CHUNK && !last.is_empty());
+        // Every chunk but the tail is full, and none is larger than a chunk.
+        assert!(list.full.iter().all(|c| c.len() == CHUNK && c.capacity() == CHUNK));
+        assert!(list.tail.capacity() <= CHUNK && !list.tail.is_empty());
         assert!(list.capacity() >= list.len());
-        assert!(list.heap_bytes() >= list.capacity() * 8 + list.chunks.len() * 24);
+        assert!(list.heap_bytes() >= list.capacity() * 8 + list.full.len() * 24);
     }
 
     #[test]
