@@ -77,7 +77,8 @@ pub trait SeenSet: Send + Sync {
     /// [`Self::seen_fingerprints`], with `then` seeing the answers before they count as
     /// recorded where the backend can hold them back (a persistent [`Namespace`]: see
     /// [`Namespace::seen_fingerprints_then`]); elsewhere `then` runs after the write. `then`'s
-    /// error is returned as is.
+    /// error is returned as is. A backend that holds answers back overrides this and
+    /// [`Self::seen_fingerprints_hosts_then`] both: the default of the latter writes first.
     ///
     /// # Errors
     /// The backend's, or `then`'s.
@@ -106,7 +107,7 @@ pub trait SeenSet: Send + Sync {
         hosts: &[u32],
         out: &mut [bool],
     ) -> Result<(), Self::Error> {
-        let _ = hosts;
+        assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host hash per fingerprint");
         self.seen_fingerprints(fps, out)
     }
 

@@ -34,8 +34,10 @@ pub(crate) enum Stage {
 pub(crate) enum Freeze {
     /// The leaf is frozen and its children are published: the node is splitting.
     Frozen,
-    /// Nothing to do now: the leaf is below its split point, another worker split it first, or
-    /// it must wait (the outcome says which).
+    /// Nothing to do now, and why: [`SplitOutcome::NotFull`] (below its split point; in
+    /// process also when another thread froze it first), [`SplitOutcome::Done`] (inner
+    /// already), [`SplitOutcome::WaitingForParent`], or [`SplitOutcome::Stopped`] (a test's
+    /// stop after the freeze).
     Not(SplitOutcome),
 }
 

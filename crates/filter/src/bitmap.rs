@@ -4,7 +4,6 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
-
 use crate::hash::mix64;
 use crate::{Error, Filter};
 
@@ -259,7 +258,7 @@ impl BitmapIndex {
     /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
     ///
     /// # Errors
-    /// A [`Error`] as for the other filters (num_bits must be a power of two in
+    /// An [`Error`] as for the other filters (num_bits must be a power of two in
     /// 2^5..=2^32 and num_hashes 1).
     pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
         Self::read_decoder(Decoder::new(&mut r, FilterKind::Bitmap)?)

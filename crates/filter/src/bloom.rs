@@ -4,7 +4,6 @@ use std::fmt;
 use std::io::{self, Read, Write};
 
 use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
-
 use crate::hash::{mix64, reduce};
 use crate::prefetch::{advise_huge_pages, prefetch};
 use crate::{Error, Filter, MAX_BITS, MAX_HASHES, plan};
@@ -299,7 +298,7 @@ impl BloomFilter {
     /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
     ///
     /// # Errors
-    /// A [`Error`] for a wrong magic, version or kind, out-of-range parameters, a payload
+    /// An [`Error`] for a wrong magic, version or kind, out-of-range parameters, a payload
     /// length that does not match them, non-zero padding bits, a short input, a checksum
     /// mismatch, or an I/O error.
     pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {

@@ -6,7 +6,6 @@ use std::io::{self, Read, Write};
 
 use crate::bloom::Probes;
 use crate::codec::{self, Decoder, Encoder, FilterKind, Header};
-
 use crate::{Error, Filter, MAX_BITS, MAX_HASHES, plan};
 
 /// The value at which a counter saturates (2^4 − 1) and stops counting.
@@ -303,7 +302,7 @@ impl CountingBloom {
     /// Reads and fully validates an encoding written by [`write_to`](Self::write_to).
     ///
     /// # Errors
-    /// A [`Error`] as for the other filters.
+    /// An [`Error`] as for the other filters.
     pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
         Self::read_decoder(Decoder::new(&mut r, FilterKind::Counting)?)
     }

@@ -45,7 +45,7 @@ impl BlockedBloom {
     /// either scheme (the filter keeps the scheme it was written with).
     ///
     /// # Errors
-    /// A [`Error`] for a wrong magic, version or kind, out-of-range parameters (bits not a
+    /// An [`Error`] for a wrong magic, version or kind, out-of-range parameters (bits not a
     /// multiple of 512, ...), a payload length that does not match them, a short input, a
     /// checksum mismatch, or an I/O error.
     pub fn read_from<R: Read>(mut r: R) -> Result<Self, Error> {
