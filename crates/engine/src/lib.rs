@@ -85,6 +85,10 @@
 //!   the tree here and by `redis` (feature `redis`), whose namespaces are the same tree; one
 //!   [`fingerprint::Fingerprinter`] for every backend; one [`SeenSet`] trait over all of them
 //!   (the server answers through it).
+//! - **One split protocol**: `split` (freeze a full leaf and publish its children, migrate its
+//!   frozen log in bounded chunks, retire it) drives a `SplitHome`, which the tree implements
+//!   under its locks and `redis` as idempotent scripts under a node lock (`LockedSplit`, for
+//!   a forget's rebuild too).
 //! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a
 //!   data directory), which it asks to check, append (an `Lsn`), commit (an `Ack`), sync and
 //!   checkpoint; when a commit syncs is the [`Fsync`] policy's to say
