@@ -140,12 +140,16 @@ fn sigterm_during_load_loses_nothing(fsync: &str) {
     assert!(info.contains("aof_enabled:1"), "{info}");
     let acked: Arc<Mutex<Vec<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
-    let loaders: Vec<_> = (0..3)
-        .map(|t| {
+    // Every loader connects before any starts: one whose thread started late would otherwise
+    // find the server already stopped by the others' load.
+    let streams: Vec<TcpStream> =
+        (0..3).map(|_| TcpStream::connect(("127.0.0.1", server.port)).unwrap()).collect();
+    let loaders: Vec<_> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(t, stream)| {
             let (urls, acked, stop) = (urls.clone(), Arc::clone(&acked), Arc::clone(&stop));
-            let port = server.port;
             std::thread::spawn(move || {
-                let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
                 for chunk in urls.iter().skip(t).step_by(3).collect::<Vec<_>>().chunks(64) {
                     let chunk: Vec<String> = chunk.iter().map(|s| (*s).clone()).collect();
                     let answers = pipeline(&stream, "URL.SEEN", &chunk);
