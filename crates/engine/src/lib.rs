@@ -149,3 +149,6 @@ pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock
 pub use reserve::Reservation;
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub use urlseen_canon::{Options as CanonOptions, Profile};
+/// RAM the process's leaf filters keep idle for reuse (see [`urlseen_filter::arena_idle_bytes`]):
+/// in no namespace's [`NamespaceStats::memory_bytes`], but in the process's RSS.
+pub use urlseen_filter::arena_idle_bytes;

@@ -11,10 +11,16 @@ use urlseen_engine::{
     Db, MIN_LEAF_BITS, Namespace, NamespaceOptions, NamespaceStats, SplitMode, SplitPolicy,
 };
 
-/// Heap bytes of one leaf's filter of `bits` bits once allocated: its 512-bit blocks and up to
-/// 7 words of alignment slack (see `urlseen_filter::BlockedBloom`).
+/// Bytes of one leaf's filter of `bits` bits once allocated: its 512-bit blocks, in whole 4 KiB
+/// pages of the filter arena from 256 KiB to 8 MiB (on Linux), else on the heap with up to 7
+/// words of alignment slack (see `urlseen_filter::BlockedBloom`).
 fn filter_bytes(bits: u64) -> u64 {
-    (bits.div_ceil(512) * 8 + 7) * 8
+    let blocks = bits.div_ceil(512) * 64;
+    if cfg!(target_os = "linux") && ((256 << 10)..(8 << 20)).contains(&blocks) {
+        blocks.next_multiple_of(4096)
+    } else {
+        blocks + 7 * 8
+    }
 }
 
 /// The filter bytes of the leaves that recorded something, and of all leaves.

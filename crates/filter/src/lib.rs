@@ -94,6 +94,7 @@ pub mod frame;
 pub mod hash;
 pub mod plan;
 
+mod arena;
 mod bitmap;
 mod blocked;
 mod bloom;
@@ -101,6 +102,7 @@ mod counting;
 mod error;
 mod prefetch;
 
+pub use arena::arena_idle_bytes;
 pub use bitmap::{BitmapIndex, DEFAULT_LOG2_SLOTS};
 pub use blocked::{BlockScheme, BlockedBloom};
 pub use bloom::BloomFilter;

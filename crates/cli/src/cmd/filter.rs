@@ -156,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             lines as f64 / elapsed.max(1e-9),
             s.leaf_count,
             s.height,
-            s.memory_bytes as f64 / (1 << 20) as f64,
+            (s.memory_bytes + urlseen_engine::arena_idle_bytes() as u64) as f64 / (1 << 20) as f64,
             peak_rss().map_or_else(
                 || "unknown".to_owned(),
                 |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64)

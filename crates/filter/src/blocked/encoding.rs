@@ -80,7 +80,7 @@ impl BlockedBloom {
         }
         let count = h.num_bits / 64;
         d.check_payload_len(count * 8)?;
-        let mut words = d.u64s(count, WORDS - 1)?;
+        let words = d.u64s(count)?;
         d.finish()?;
         let num_blocks = h.num_bits / BLOCK_BITS;
         if words.iter().all(|&w| w == 0) {
@@ -90,22 +90,11 @@ impl BlockedBloom {
             f.len = h.len;
             return Ok(f);
         }
-        // Move the blocks to the 64-byte boundary of this allocation (no reallocation: the
-        // vector was made with room for the slack).
-        let count = words.len();
-        words.resize(count + WORDS - 1, 0);
-        let offset = aligned_offset(&words);
-        words.copy_within(0..count, offset);
-        words[..offset].fill(0);
-        words[offset + count..].fill(0);
-        Ok(BlockedBloom {
-            words,
-            offset,
-            num_blocks,
-            num_hashes: h.num_hashes,
-            seed: h.seed,
-            len: h.len,
-            scheme,
-        })
+        // Into a bit array of the filter's own (aligned, and from the arena when mid-sized).
+        let mut f = Self::unallocated(num_blocks, h.num_hashes, h.seed, scheme);
+        f.allocate();
+        f.block_words_mut().copy_from_slice(&words);
+        f.len = h.len;
+        Ok(f)
     }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use crate::codec::FilterKind;
 use crate::hash::{mix64, reduce};
-use crate::prefetch::{advise_huge_pages, prefetch};
+use crate::prefetch::prefetch;
 use crate::{BLOCK_BITS, Error, Filter, MAX_BITS, MAX_HASHES, plan};
 
 /// Salt that derives the in-block bit positions from the block hash (the first 64 fractional
@@ -74,7 +74,9 @@ macro_rules! with_const_k {
 mod batch;
 mod encoding;
 mod probe;
+mod words;
 use probe::*;
+use words::Words;
 
 /// The sectorized batch loops compiled for AVX2 (see the module's docs).
 #[cfg(target_arch = "x86_64")]
@@ -128,7 +130,7 @@ fn has_avx2() -> bool {
 pub struct BlockedBloom {
     /// `offset` slack words, then `8 * num_blocks` words of blocks, then slack up to 7 words;
     /// or empty, before the first insert (see "Memory" above).
-    words: Vec<u64>,
+    words: Words,
     offset: usize,
     num_blocks: u64,
     num_hashes: u32,
@@ -189,24 +191,31 @@ fn aligned_offset(words: &[u64]) -> usize {
 
 impl BlockedBloom {
     fn unallocated(num_blocks: u64, num_hashes: u32, seed: u64, scheme: BlockScheme) -> Self {
-        BlockedBloom { words: Vec::new(), offset: 0, num_blocks, num_hashes, seed, len: 0, scheme }
+        BlockedBloom {
+            words: Words::empty(),
+            offset: 0,
+            num_blocks,
+            num_hashes,
+            seed,
+            len: 0,
+            scheme,
+        }
     }
 
     /// Allocates the (zeroed) bit array: at the first insert.
     #[cold]
     #[inline(never)]
     fn allocate(&mut self) {
-        // `vec![0u64; n]` is a zeroed allocation (calloc / fresh pages): no per-word loop.
-        let words = vec![0u64; self.words_needed()];
-        advise_huge_pages(&words);
+        let blocks =
+            usize::try_from(self.num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS));
+        let words = Words::zeroed(blocks, WORDS - 1);
         self.offset = aligned_offset(&words);
         self.words = words;
     }
 
-    /// Words of the allocated array: the blocks and the alignment slack.
-    fn words_needed(&self) -> usize {
-        let n = usize::try_from(self.num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS));
-        n.saturating_add(WORDS - 1)
+    /// Words of the blocks (the allocation may add up to `WORDS - 1` of alignment slack).
+    fn block_word_count(&self) -> usize {
+        usize::try_from(self.num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS))
     }
 
     /// Whether the bit array is allocated (something was inserted since it was made, decoded
@@ -464,20 +473,20 @@ impl BlockedBloom {
     /// insert.
     #[must_use]
     pub fn memory_bytes(&self) -> usize {
-        self.words.capacity() * 8
+        self.words.memory_bytes()
     }
 
     /// What [`memory_bytes`](Self::memory_bytes) is once the bit array is allocated: the
     /// filter's full size, allocated or not.
     #[must_use]
     pub fn reserved_bytes(&self) -> usize {
-        self.words_needed().saturating_mul(8)
+        Words::bytes_for(self.block_word_count(), WORDS - 1)
     }
 
     /// Removes every item, keeping size, hashes and seed, and frees the bit array (the next
     /// insert allocates it again).
     pub fn clear(&mut self) {
-        self.words = Vec::new();
+        self.words = Words::empty();
         self.offset = 0;
         self.len = 0;
     }
