@@ -10,6 +10,30 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 /// Largest batch handed to the engine at once.
 pub const MAX_BATCH: usize = 4096;
 
+/// Bytes read from the input at once: room for a whole batch of typical URLs (about 70 bytes
+/// each). A batch ends where the buffer holds no further complete line, so with the 64 KiB of
+/// `BufReader`'s default (and a pipe's) batches were about a thousand lines, and a tree of a
+/// thousand leaves took one or two fingerprints per leaf per batch: every leaf locked,
+/// gathered and logged for each.
+pub const READ_BYTES: usize = 1 << 20;
+
+/// Stdin, read [`READ_BYTES`] at a time: a pipe on stdin is grown to that size first (Linux,
+/// best effort: the system's `pipe-max-size` may refuse it), so that a producer ahead of us
+/// leaves that much to read at once.
+pub fn stdin_reader() -> BufReader<io::StdinLock<'static>> {
+    #[cfg(target_os = "linux")]
+    {
+        #[expect(unsafe_code, reason = "fcntl is a foreign function")]
+        // SAFETY: F_SETPIPE_SZ on descriptor 0 only changes the pipe's capacity (or fails with
+        // EBADF / EINVAL / EPERM when stdin is not a pipe or the size is refused, which is
+        // ignored: a hint); it touches no memory of this process.
+        unsafe {
+            libc::fcntl(0, libc::F_SETPIPE_SZ, READ_BYTES as libc::c_int);
+        }
+    }
+    BufReader::with_capacity(READ_BYTES, io::stdin().lock())
+}
+
 /// Reads line batches from a buffered reader.
 #[derive(Debug)]
 pub struct LineBatches<R> {
@@ -180,5 +204,22 @@ mod tests {
             }
             assert_eq!(got, want, "reads of {step} bytes");
         }
+    }
+
+    #[test]
+    fn a_read_of_read_bytes_holds_a_whole_batch_of_typical_urls() {
+        // Lines of 100 bytes, longer than most URLs: one read of READ_BYTES gives MAX_BATCH of
+        // them, where one of 64 KiB gave 655 (each batch then a fraction of the tree's leaves).
+        let line = format!("https://www.example.com/{}", "p".repeat(75));
+        let text = format!("{line}\n").repeat(2 * MAX_BATCH);
+        let reader = Trickle { data: text.as_bytes(), step: READ_BYTES };
+        let mut batches = LineBatches::new(io::BufReader::with_capacity(READ_BYTES, reader));
+        let mut batch = LineBatch::default();
+        assert!(batches.next_batch(&mut batch).unwrap());
+        assert_eq!(batch.len(), MAX_BATCH);
+        let small = Trickle { data: text.as_bytes(), step: READ_BYTES };
+        let mut batches = LineBatches::new(io::BufReader::with_capacity(1 << 16, small));
+        assert!(batches.next_batch(&mut batch).unwrap());
+        assert_eq!(batch.len(), (1 << 16) / 100);
     }
 }

@@ -15,8 +15,9 @@
 //! pointer. A freed slot goes on a free list of its size: the engine frees a leaf's filter when
 //! the leaf splits and at once makes children of the same size, which take it again (zeroed
 //! first, and still in huge pages). So that free slots never hold much memory that nothing
-//! uses, at most [`IDLE_MIN_BYTES`] (4 MiB) or a 32nd of the slots in use, whichever is more,
-//! stay resident; past that a freed slot is given back to the kernel (`MADV_DONTNEED`, which also
+//! uses, at most [`IDLE_MIN_BYTES`] (4 MiB) or a 256th of the slots in use, whichever is more,
+//! stay resident (a split takes a freed slot again soon: it makes children before its parent
+//! goes, and the next split's children take the parent's slot); past that a freed slot is given back to the kernel (`MADV_DONTNEED`, which also
 //! makes it read as zeros) and kept on a second list for reuse.
 //!
 //! Everything here is a place to put zeroed words: a slot holds exactly what a zeroed heap
@@ -45,7 +46,7 @@ const IDLE_MIN_BYTES: usize = 4 << 20;
 /// Free slots may keep resident at most this share of the slots in use (or
 /// [`IDLE_MIN_BYTES`]).
 #[cfg(target_os = "linux")]
-const IDLE_SHARE: usize = 32;
+const IDLE_SHARE: usize = 256;
 
 #[cfg(target_os = "linux")]
 mod imp {
@@ -204,7 +205,7 @@ mod imp {
 pub(crate) use imp::{alloc, free, slot_bytes};
 
 /// Memory that free slots of the filter arena keep resident, in bytes: counted by no filter's
-/// [`memory_bytes`](crate::BlockedBloom::memory_bytes), at most 4 MiB or a 32nd of what the
+/// [`memory_bytes`](crate::BlockedBloom::memory_bytes), at most 4 MiB or a 256th of what the
 /// arena's filters hold, whichever is more. Filters from 256 KiB to 8 MiB keep their bits in
 /// this arena, in 2 MiB huge pages where the kernel grants them (Linux): a tree of such
 /// filters then probes them with few TLB misses.

@@ -34,8 +34,7 @@ struct JsonOut<'a> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let canon = Canonicalizer::new(args.canon.options());
-    let stdin = io::stdin().lock();
-    let mut input = LineBatches::new(io::BufReader::new(stdin));
+    let mut input = LineBatches::new(crate::lines::stdin_reader());
     let mut out = BufWriter::new(io::stdout().lock());
     let mut err = io::stderr().lock();
     let mut batch = LineBatch::default();

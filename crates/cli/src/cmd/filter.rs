@@ -289,8 +289,7 @@ fn read_and_fingerprint<S: SeenSet>(
     free: &mpsc::Receiver<Batch>,
     full: &mpsc::SyncSender<io::Result<Batch>>,
 ) {
-    let stdin = io::stdin().lock();
-    let mut input = LineBatches::new(io::BufReader::with_capacity(1 << 16, stdin));
+    let mut input = LineBatches::new(crate::lines::stdin_reader());
     // Stderr is locked per message, never held: the answering thread reports retries there
     // while this one waits for it.
     let err = io::stderr();

@@ -100,7 +100,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         } else {
             Box::new(File::open(path).with_context(|| format!("opening {}", path.display()))?)
         };
-        let mut input = LineBatches::new(BufReader::with_capacity(1 << 16, reader));
+        let mut input =
+            LineBatches::new(BufReader::with_capacity(crate::lines::READ_BYTES, reader));
         let mut batch = LineBatch::default();
         let mut fps = Vec::with_capacity(MAX_BATCH);
         let mut hosts = Vec::with_capacity(MAX_BATCH);

@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn many_slots_freed_past_the_idle_bound_are_given_back_and_read_as_zeros() {
         // 40 arrays of 2 MiB: freeing them all passes what the free lists keep resident (4 MiB
-        // or a 32nd of the slots in use), so most go back to the kernel; all must come back
+        // or a 256th of the slots in use), so most go back to the kernel; all must come back
         // zeroed and apart.
         let n = (2 << 20) / 8;
         for round in 1..=3u64 {
