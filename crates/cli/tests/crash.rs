@@ -91,17 +91,20 @@ fn sigkill_rounds(extra_args: &[&str], mut rng: u64) {
                 break;
             }
             line.clear();
-            if stdout.read_line(&mut line).unwrap() == 0 {
+            if stdout.read_line(&mut line).unwrap() == 0 || !line.ends_with('\n') {
                 break;
             }
             printed.push(line.trim_end().to_owned());
         }
         child.kill().unwrap(); // SIGKILL
-        // Lines the process printed before it died count too: drain what is in the pipe.
+        // Lines the process printed before it died count too: drain what is in the pipe. A
+        // last line without its newline was cut by the kill in the middle of a write (a
+        // batch's output can take several): not printed.
         loop {
             line.clear();
             match stdout.read_line(&mut line) {
                 Ok(0) | Err(_) => break,
+                Ok(_) if !line.ends_with('\n') => break,
                 Ok(_) => printed.push(line.trim_end().to_owned()),
             }
         }
