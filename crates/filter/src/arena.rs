@@ -7,18 +7,24 @@
 //! 8 MiB and more), so nearly every probe of a tree larger than the TLB's reach (about 6 MiB of
 //! 4 KiB pages) also misses the TLB and walks the page tables. One filter of the tree's whole
 //! size does not: measured in `bench/examples/tree_ceiling.rs`, 72 routed filters of 1 MiB ran
-//! at 0.57–0.75× one filter of 72 MiB, and at 0.79–0.86× with their bit arrays in huge pages.
+//! at 0.58–0.69× one filter of 72 MiB, and at 0.82–0.89× with their bit arrays here
+//! (docs/benchmarks.md, "Leaf filters in huge pages").
 //!
 //! So filters of [`MIN_BYTES`] up to [`MAX_BYTES`] take their bit array from here: regions of
 //! [`REGION_BYTES`] (address space reserved with `MAP_NORESERVE`, backed only where touched),
 //! 2 MiB-aligned and advised `MADV_HUGEPAGE`, cut into slots of whole 4 KiB pages by a bump
 //! pointer. A freed slot goes on a free list of its size: the engine frees a leaf's filter when
-//! the leaf splits and at once makes children of the same size, which take it again (zeroed
-//! first, and still in huge pages). So that free slots never hold much memory that nothing
-//! uses, at most [`IDLE_MIN_BYTES`] (4 MiB) or a 256th of the slots in use, whichever is more,
-//! stay resident (a split takes a freed slot again soon: it makes children before its parent
-//! goes, and the next split's children take the parent's slot); past that a freed slot is given back to the kernel (`MADV_DONTNEED`, which also
-//! makes it read as zeros) and kept on a second list for reuse.
+//! the leaf's split ends, and the next split's children, at the leaves' maximum size, take it
+//! again (zeroed first, and still in huge pages). So that free slots never hold much memory
+//! that nothing uses, at most [`IDLE_MIN_BYTES`] (4 MiB) or a 256th of the slots in use,
+//! whichever is more, stay resident; past that free slots are given back to the kernel
+//! (`MADV_DONTNEED`, after which they read as zeros), those of other sizes than the one just
+//! freed first, and kept on a second list for reuse. A slot given back that shared a huge page
+//! with a live one splits that page into 4 KiB pages (until the kernel's `khugepaged` collapses
+//! it again): the price of the bound, paid mostly once per size a grown tree leaves behind.
+//!
+//! Not counted anywhere: a huge page is made resident whole by its first touch, so the last
+//! slot cut from a region can hold up to 2 MiB more than its size resident.
 //!
 //! Everything here is a place to put zeroed words: a slot holds exactly what a zeroed heap
 //! allocation would. When the arena cannot help (another OS, a size outside its range, a failed
@@ -125,25 +131,38 @@ mod imp {
     /// Returns the slot at `ptr` of the request size `bytes` (as given to [`alloc`]).
     pub(crate) fn free(ptr: NonNull<u64>, bytes: usize) {
         let size = slot_bytes(bytes);
-        let at = ptr.as_ptr() as usize;
         let mut arena = ARENA.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         arena.live_bytes -= size;
-        if arena.warm_bytes + size <= IDLE_MIN_BYTES.max(arena.live_bytes / IDLE_SHARE) {
-            arena.warm_bytes += size;
-            arena.warm.entry(size).or_default().push(at);
-            return;
-        }
-        #[expect(unsafe_code, reason = "madvise is a foreign function")]
-        // SAFETY: `at..at + size` is a page-aligned slot of a live private anonymous mapping
-        // that its owner just gave up; MADV_DONTNEED drops its pages, which then read as zeros,
-        // and touches nothing outside the range. On failure the slot keeps its contents and
-        // goes on the warm list instead, which zeroes it when it is taken.
-        let dropped = unsafe { libc::madvise(at as *mut libc::c_void, size, libc::MADV_DONTNEED) };
-        if dropped == 0 {
-            arena.cold.entry(size).or_default().push(at);
-        } else {
-            arena.warm_bytes += size;
-            arena.warm.entry(size).or_default().push(at);
+        arena.warm_bytes += size;
+        arena.warm.entry(size).or_default().push(ptr.as_ptr() as usize);
+        // Past the bound, the slots least likely to be asked for again go back to the kernel:
+        // those of other sizes first (a tree grown by splits leaves its earlier, smaller leaf
+        // sizes behind for good), then this size's.
+        let bound = IDLE_MIN_BYTES.max(arena.live_bytes / IDLE_SHARE);
+        while arena.warm_bytes > bound {
+            let victim = arena
+                .warm
+                .iter()
+                .filter(|(_, slots)| !slots.is_empty())
+                .map(|(&s, _)| s)
+                .find(|&s| s != size)
+                .unwrap_or(size);
+            let Some(at) = arena.warm.get_mut(&victim).and_then(Vec::pop) else { break };
+            #[expect(unsafe_code, reason = "madvise is a foreign function")]
+            // SAFETY: `at..at + victim` is a page-aligned free slot of a live private anonymous
+            // mapping, owned by no one (it was just taken off the free list under the lock);
+            // MADV_DONTNEED drops its pages, which then read as zeros, and touches nothing
+            // outside the range.
+            let dropped =
+                unsafe { libc::madvise(at as *mut libc::c_void, victim, libc::MADV_DONTNEED) };
+            if dropped != 0 {
+                // Still holding its old contents: back on the warm list, which zeroes it when
+                // it is taken; the bound is a target, not worth a loop over failures.
+                arena.warm.entry(victim).or_default().push(at);
+                break;
+            }
+            arena.warm_bytes -= victim;
+            arena.cold.entry(victim).or_default().push(at);
         }
     }
 

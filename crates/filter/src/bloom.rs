@@ -323,7 +323,7 @@ impl BloomFilter {
         }
         let words = h.num_bits.div_ceil(64);
         d.check_payload_len(words * 8)?;
-        let data = d.u64s(words)?;
+        let data = d.u64s(words, 0)?;
         d.finish()?;
         let tail_bits = h.num_bits % 64;
         if tail_bits != 0 && data.last().is_some_and(|&w| w >> tail_bits != 0) {

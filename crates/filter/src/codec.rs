@@ -343,9 +343,10 @@ impl<'r, R: Read> Decoder<'r, R> {
         usize::try_from(items.min(bound)).unwrap_or(0)
     }
 
-    /// Reads a payload of little-endian u64 words.
-    pub(crate) fn u64s(&mut self, count: u64) -> Result<Vec<u64>, Error> {
-        let mut out = Vec::with_capacity(self.capacity(count, 8));
+    /// Reads a payload of little-endian u64 words into a vector with room for
+    /// `extra_capacity` more.
+    pub(crate) fn u64s(&mut self, count: u64, extra_capacity: usize) -> Result<Vec<u64>, Error> {
+        let mut out = Vec::with_capacity(self.capacity(count, 8).saturating_add(extra_capacity));
         self.payload(|bytes| {
             out.extend(bytes.chunks_exact(8).map(|c| {
                 let mut w = [0u8; 8];

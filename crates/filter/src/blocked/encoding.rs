@@ -80,7 +80,7 @@ impl BlockedBloom {
         }
         let count = h.num_bits / 64;
         d.check_payload_len(count * 8)?;
-        let words = d.u64s(count)?;
+        let words = d.u64s(count, WORDS - 1)?;
         d.finish()?;
         let num_blocks = h.num_bits / BLOCK_BITS;
         if words.iter().all(|&w| w == 0) {
@@ -90,11 +90,15 @@ impl BlockedBloom {
             f.len = h.len;
             return Ok(f);
         }
-        // Into a bit array of the filter's own (aligned, and from the arena when mid-sized).
-        let mut f = Self::unallocated(num_blocks, h.num_hashes, h.seed, scheme);
-        f.allocate();
-        f.block_words_mut().copy_from_slice(&words);
-        f.len = h.len;
-        Ok(f)
+        let (words, offset) = Words::from_decoded(words);
+        Ok(BlockedBloom {
+            words,
+            offset,
+            num_blocks,
+            num_hashes: h.num_hashes,
+            seed: h.seed,
+            len: h.len,
+            scheme,
+        })
     }
 }

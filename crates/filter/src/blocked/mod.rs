@@ -105,8 +105,10 @@ fn has_avx2() -> bool {
 /// [`with_capacity`](Self::with_capacity) pays for with a few percent more bits.
 ///
 /// Layout: block `b` is the 8 u64 words `8b..8b+8`; bit `j` of a block is bit `j % 64` of its
-/// word `j / 64`. In memory the blocks start on a 64-byte boundary (the word vector carries up to
-/// 7 words of slack for that, so it is a zeroed allocation: a 1 GiB filter costs no page writes
+/// word `j / 64`. In memory the blocks start on a 64-byte boundary: an array of 256 KiB up to
+/// 8 MiB is a slot of the filter arena (page-aligned, in huge pages where the kernel grants
+/// them; see [`arena_idle_bytes`](crate::arena_idle_bytes)), any other a zeroed heap
+/// allocation with up to 7 words of slack for the boundary (a 1 GiB filter costs no page writes
 /// to make).
 ///
 /// # Memory
@@ -128,8 +130,8 @@ fn has_avx2() -> bool {
 /// assert!(f.estimated_fpr() < 1e-9);
 /// ```
 pub struct BlockedBloom {
-    /// `offset` slack words, then `8 * num_blocks` words of blocks, then slack up to 7 words;
-    /// or empty, before the first insert (see "Memory" above).
+    /// `offset` slack words, then `8 * num_blocks` words of blocks, then slack up to 7 words
+    /// (none in an arena slot); or empty, before the first insert (see "Memory" above).
     words: Words,
     offset: usize,
     num_blocks: u64,

@@ -4,6 +4,7 @@
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
+use super::WORDS;
 use crate::arena;
 use crate::prefetch::advise_huge_pages;
 
@@ -45,6 +46,28 @@ impl Words {
         let words = vec![0u64; len.saturating_add(slack)];
         advise_huge_pages(&words);
         Words::Heap(words)
+    }
+
+    /// The words of a decoded filter, laid out from a 64-byte boundary: copied into an arena
+    /// slot when their size is in its range, else moved within `words` itself (which must have
+    /// room for `WORDS - 1` more: a heap-sized filter is never held twice, where a 1 GiB filter
+    /// would otherwise peak at 2 GiB while it loads). Returns the words and the offset of
+    /// the first block.
+    pub(super) fn from_decoded(mut words: Vec<u64>) -> (Self, usize) {
+        let count = words.len();
+        if in_arena(count.saturating_mul(8)) {
+            let mut slot = Words::zeroed(count, WORDS - 1);
+            let offset = super::aligned_offset(&slot);
+            slot[offset..offset + count].copy_from_slice(&words);
+            return (slot, offset);
+        }
+        // No reallocation: the vector was made with room for the slack.
+        words.resize(count + WORDS - 1, 0);
+        let offset = super::aligned_offset(&words);
+        words.copy_within(0..count, offset);
+        words[..offset].fill(0);
+        words[offset + count..].fill(0);
+        (Words::Heap(words), offset)
     }
 
     /// The bytes [`Self::zeroed`]`(len, slack)` takes (unless the arena cannot map a region).
@@ -136,12 +159,27 @@ mod tests {
     #[test]
     fn arrays_in_the_arena_range_come_from_the_arena_on_linux() {
         let w = Words::zeroed(arena::MIN_BYTES / 8, 7);
-        assert_eq!(matches!(w, Words::Arena { .. }), cfg!(target_os = "linux"));
-        assert_eq!(w.len(), arena::MIN_BYTES / 8, "no slack in the arena");
-        assert_eq!(w.as_ptr().align_offset(64), 0);
+        assert_eq!(matches!(w, Words::Arena { .. }), arena::ENABLED);
+        if arena::ENABLED {
+            assert_eq!(w.len(), arena::MIN_BYTES / 8, "no slack in the arena");
+            assert_eq!(w.as_ptr().align_offset(64), 0);
+        }
         let w = Words::zeroed(arena::MIN_BYTES / 8 - 1, 7);
         assert!(matches!(w, Words::Heap(_)));
         assert_eq!(w.len(), arena::MIN_BYTES / 8 + 6);
+    }
+
+    #[test]
+    fn decoded_words_start_on_a_block_boundary_and_keep_their_values() {
+        // Below the arena's range (moved within the vector), inside it, above it.
+        for n in [64usize, arena::MIN_BYTES / 8, arena::MAX_BYTES / 8 + 8] {
+            let mut decoded = Vec::with_capacity(n + WORDS - 1);
+            decoded.extend((0..n as u64).map(|i| i * 3 + 1));
+            let (w, offset) = Words::from_decoded(decoded);
+            assert_eq!(w[offset..].as_ptr().align_offset(64), 0, "{n}");
+            assert!(w[offset..offset + n].iter().enumerate().all(|(i, &x)| x == i as u64 * 3 + 1));
+            assert!(w[..offset].iter().chain(&w[offset + n..]).all(|&x| x == 0));
+        }
     }
 
     #[test]

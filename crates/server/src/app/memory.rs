@@ -64,13 +64,13 @@ impl App {
         if used > budget { Err(CommandError::custom(OOM)) } else { Ok(()) }
     }
 
-    /// RAM and disk held over every namespace, in bytes (the RAM with what the filters' arena
-    /// keeps idle for reuse, which belongs to no namespace).
+    /// RAM and disk held over every namespace, in bytes. (What the filters' arena keeps idle
+    /// for reuse belongs to no namespace and is not in it: `INFO` reports it apart, and the
+    /// next filter made takes it.)
     pub fn usage(&self) -> (u64, u64) {
-        let idle = urlseen_engine::arena_idle_bytes() as u64;
         self.namespaces()
             .map(|ns| ns.stats())
-            .fold((idle, 0), |(m, d), s| (m + s.memory_bytes, d + s.disk_bytes))
+            .fold((0, 0), |(m, d), s| (m + s.memory_bytes, d + s.disk_bytes))
     }
 
     /// Appends the per-namespace gauges to `out`, in the Prometheus text format.

@@ -125,6 +125,7 @@ fn memory(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
     out.field("used_memory", used)
         .field("used_memory_human", human(used))
         .field("used_memory_rss", rss_bytes().unwrap_or(0))
+        .field("urlseen_filter_arena_idle_bytes", urlseen_engine::arena_idle_bytes())
         .field("urlseen_disk_bytes", disk)
         .field("urlseen_disk_human", human(disk))
         .field("maxmemory", app.maxmemory())
