@@ -12,32 +12,16 @@
 //! in batches of 4,096, one thread; prints the median ratio of the namespace's rate to the
 //! filter's over the rounds, and its range.
 
-use std::time::Instant;
-
 use urlseen_engine::{Db, NamespaceOptions};
-use urlseen_filter::{BlockedBloom, hash};
+use urlseen_filter::BlockedBloom;
 
-const BATCH: usize = 4096;
+#[path = "shared/feed.rs"]
+mod shared;
+use shared::feed;
+
 const FILL: u64 = 20_000_000;
 const ROUNDS: usize = 16;
 const PER: u64 = 1 << 20;
-
-/// Feeds `count` fresh fingerprints from the counter `next` to `insert`, `BATCH` at a time; the
-/// rate in millions a second.
-fn feed(count: u64, next: &mut u64, insert: &mut dyn FnMut(&[u64], &mut [bool])) -> f64 {
-    let (mut fps, mut out) = (vec![0u64; BATCH], vec![false; BATCH]);
-    let start = Instant::now();
-    let mut done = 0;
-    while done < count {
-        for fp in &mut fps {
-            *fp = hash::mix64(*next);
-            *next += 1;
-        }
-        insert(&fps, &mut out);
-        done += BATCH as u64;
-    }
-    done as f64 / start.elapsed().as_secs_f64() / 1e6
-}
 
 fn main() {
     let cap = std::env::var("CAP").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(4e7) as u64;

@@ -13,32 +13,16 @@
 //! Round 0 fills every variant with `FILL` fingerprints (default 2×10⁷); each later round
 //! inserts 2^20 more into each, in batches of 4,096, one variant after the other, one thread.
 
-use std::time::Instant;
-
 use urlseen_filter::{BlockedBloom, hash};
 
-const BATCH: usize = 4096;
+#[path = "shared/feed.rs"]
+mod shared;
+use shared::{BATCH, feed};
+
 const ROUNDS: usize = 10;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse::<f64>().ok()).map_or(default, |v| v as u64)
-}
-
-/// Feeds `count` fresh fingerprints from the counter `next` to `insert`, `BATCH` at a time; the
-/// rate in millions a second.
-fn feed(count: u64, next: &mut u64, insert: &mut dyn FnMut(&[u64], &mut [bool])) -> f64 {
-    let (mut fps, mut out) = (vec![0u64; BATCH], vec![false; BATCH]);
-    let start = Instant::now();
-    let mut done = 0;
-    while done < count {
-        for fp in &mut fps {
-            *fp = hash::mix64(*next);
-            *next += 1;
-        }
-        insert(&fps, &mut out);
-        done += BATCH as u64;
-    }
-    done as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
 fn main() {
