@@ -496,6 +496,12 @@ impl Db {
     /// The first failure.
     pub fn close(self) -> Result<()> {
         self.inner.closed.store(true, Ordering::Release);
+        if self.inner.spill.is_some() {
+            // The spill directory goes with the last reference to it, and a split worker holds
+            // one while it runs: a process whose main thread returned with a split still running
+            // left the directory behind (12 GB after a 10^9-line `filter`).
+            self.inner.workers.wait_idle();
+        }
         if self.inner.read_only {
             return Ok(());
         }
