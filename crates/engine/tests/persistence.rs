@@ -425,7 +425,8 @@ fn a_spill_directory_outlives_the_db_while_a_namespace_lives() {
 #[test]
 fn closing_a_temporary_db_mid_split_removes_its_spill_directory() {
     let parent = tempfile::tempdir().unwrap();
-    // Without the wait, about one round in three found the directory still there.
+    // Without the wait, one run in three of a first form of this test (three rounds) found the
+    // directory still there.
     for round in 0..8 {
         let db = Db::temporary(Some(parent.path())).unwrap();
         let spill = db.spill_dir().unwrap().to_owned();

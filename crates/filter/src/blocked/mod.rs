@@ -208,9 +208,7 @@ impl BlockedBloom {
     #[cold]
     #[inline(never)]
     fn allocate(&mut self) {
-        let blocks =
-            usize::try_from(self.num_blocks).map_or(usize::MAX, |b| b.saturating_mul(WORDS));
-        let words = Words::zeroed(blocks, WORDS - 1);
+        let words = Words::zeroed(self.block_word_count());
         self.offset = aligned_offset(&words);
         self.words = words;
     }
@@ -482,7 +480,7 @@ impl BlockedBloom {
     /// filter's full size, allocated or not.
     #[must_use]
     pub fn reserved_bytes(&self) -> usize {
-        Words::bytes_for(self.block_word_count(), WORDS - 1)
+        Words::bytes_for(self.block_word_count())
     }
 
     /// Removes every item, keeping size, hashes and seed, and frees the bit array (the next

@@ -34,8 +34,8 @@ impl Words {
 
     /// At least `len` zeroed words, of which `len` from a 64-byte boundary: from the arena
     /// when their size is in its range (exactly `len`, page-aligned), else the heap (with
-    /// `slack` more words to find the boundary in, and huge pages asked for when large).
-    pub(super) fn zeroed(len: usize, slack: usize) -> Self {
+    /// `WORDS - 1` more words to find the boundary in, and huge pages asked for when large).
+    pub(super) fn zeroed(len: usize) -> Self {
         let bytes = len.saturating_mul(8);
         if in_arena(bytes)
             && let Some(ptr) = arena::alloc(bytes)
@@ -43,20 +43,20 @@ impl Words {
             return Words::Arena { ptr, len };
         }
         // `vec![0u64; n]` is a zeroed allocation (calloc / fresh pages): no per-word loop.
-        let words = vec![0u64; len.saturating_add(slack)];
+        let words = vec![0u64; len.saturating_add(WORDS - 1)];
         advise_huge_pages(&words);
         Words::Heap(words)
     }
 
     /// The words of a decoded filter, laid out from a 64-byte boundary: copied into an arena
-    /// slot when their size is in its range, else moved within `words` itself (which must have
-    /// room for `WORDS - 1` more: a heap-sized filter is never held twice, where a 1 GiB filter
-    /// would otherwise peak at 2 GiB while it loads). Returns the words and the offset of
+    /// slot when their size is in its range, else moved within `words` itself (made with room
+    /// for `WORDS - 1` more, so that a heap-sized filter is never held twice, where a 1 GiB
+    /// filter would otherwise peak at 2 GiB while it loads). Returns the words and the offset of
     /// the first block.
     pub(super) fn from_decoded(mut words: Vec<u64>) -> (Self, usize) {
         let count = words.len();
         if in_arena(count.saturating_mul(8)) {
-            let mut slot = Words::zeroed(count, WORDS - 1);
+            let mut slot = Words::zeroed(count);
             let offset = super::aligned_offset(&slot);
             slot[offset..offset + count].copy_from_slice(&words);
             return (slot, offset);
@@ -70,12 +70,12 @@ impl Words {
         (Words::Heap(words), offset)
     }
 
-    /// The bytes [`Self::zeroed`]`(len, slack)` takes (unless the arena cannot map a region).
-    pub(super) fn bytes_for(len: usize, slack: usize) -> usize {
+    /// The bytes [`Self::zeroed`]`(len)` takes (unless the arena cannot map a region).
+    pub(super) fn bytes_for(len: usize) -> usize {
         let bytes = len.saturating_mul(8);
         match in_arena(bytes) {
             true => arena::slot_bytes(bytes),
-            false => len.saturating_add(slack).saturating_mul(8),
+            false => len.saturating_add(WORDS - 1).saturating_mul(8),
         }
     }
 
@@ -141,12 +141,13 @@ mod tests {
         // made again (a slot taken back from the free lists must read as zeros too).
         let sizes = [1, 1000, arena::MIN_BYTES / 8, 131_072 + 7, 131_079, arena::MAX_BYTES / 8 + 1];
         for round in 0..3u64 {
-            let mut all: Vec<Words> = sizes.iter().map(|&n| Words::zeroed(n, 0)).collect();
+            let mut all: Vec<Words> = sizes.iter().map(|&n| Words::zeroed(n)).collect();
             for (i, w) in all.iter_mut().enumerate() {
                 assert!(w.iter().all(|&x| x == 0), "round {round}, size {}", sizes[i]);
-                assert_eq!(w.len(), sizes[i]);
+                let slack = if matches!(w, Words::Arena { .. }) { 0 } else { WORDS - 1 };
+                assert_eq!(w.len(), sizes[i] + slack);
                 assert!(w.memory_bytes() >= sizes[i] * 8);
-                assert_eq!(w.memory_bytes(), Words::bytes_for(sizes[i], 0));
+                assert_eq!(w.memory_bytes(), Words::bytes_for(sizes[i]));
                 w.fill(round * 100 + i as u64 + 1);
             }
             // No two arrays overlap: each still holds its own value.
@@ -158,13 +159,13 @@ mod tests {
 
     #[test]
     fn arrays_in_the_arena_range_come_from_the_arena_on_linux() {
-        let w = Words::zeroed(arena::MIN_BYTES / 8, 7);
+        let w = Words::zeroed(arena::MIN_BYTES / 8);
         assert_eq!(matches!(w, Words::Arena { .. }), arena::ENABLED);
         if arena::ENABLED {
             assert_eq!(w.len(), arena::MIN_BYTES / 8, "no slack in the arena");
             assert_eq!(w.as_ptr().align_offset(64), 0);
         }
-        let w = Words::zeroed(arena::MIN_BYTES / 8 - 1, 7);
+        let w = Words::zeroed(arena::MIN_BYTES / 8 - 1);
         assert!(matches!(w, Words::Heap(_)));
         assert_eq!(w.len(), arena::MIN_BYTES / 8 + 6);
     }
@@ -189,7 +190,7 @@ mod tests {
         // zeroed and apart.
         let n = (2 << 20) / 8;
         for round in 1..=3u64 {
-            let mut all: Vec<Words> = (0..40).map(|_| Words::zeroed(n, 0)).collect();
+            let mut all: Vec<Words> = (0..40).map(|_| Words::zeroed(n)).collect();
             for (i, w) in all.iter_mut().enumerate() {
                 assert!(w.iter().all(|&x| x == 0), "round {round}");
                 w.fill(round << 32 | i as u64);
