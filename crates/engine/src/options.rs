@@ -204,7 +204,11 @@ pub struct SplitPolicy {
     /// when the leaf's FPR would pass `f_max`; lower values trade memory for headroom.
     pub threshold: f64,
     /// Fingerprints re-hashed per migration step. A step holds the tree's shared lock and the
-    /// locks of the children it writes to, so this bounds how long a split blocks anything.
+    /// locks of the children it writes to, so this bounds how long a split blocks anything: a
+    /// batch insert locks every leaf its chunk reaches, the children among them, and waits
+    /// for the step. (The default, 2,048, is about half of such a chunk; 8,192 left the
+    /// inserting thread waiting for half of a split wave, docs/benchmarks.md.) The frozen log
+    /// is read several steps at a time.
     pub step: usize,
     /// Who migrates a splitting leaf's fingerprints into its children.
     pub mode: SplitMode,
@@ -222,7 +226,7 @@ impl Default for SplitPolicy {
         SplitPolicy {
             fanout: 2,
             threshold: 1.0,
-            step: 8192,
+            step: 2048,
             mode: SplitMode::Background,
             growth: 4,
         }

@@ -94,6 +94,12 @@ impl Paths {
         }
     }
 
+    /// The seed of [`range_hash`] under [`Routing::Ranges`] (what [`Self::start`] hashes
+    /// with), for a loop that hashes many fingerprints; `None` under [`Routing::Levels`].
+    pub(crate) fn range_seed(&self) -> Option<u64> {
+        (self.routing == Routing::Ranges).then_some(self.level_seeds[0])
+    }
+
     /// Which of the `n` children of a node at `depth` gets `fp`, whose walk state is `x`
     /// (from [`Self::start`], then passed from level to level).
     #[inline(always)]
@@ -339,15 +345,22 @@ impl Directory {
         (self.leaves[pos], frozen)
     }
 
-    /// The position (in range order) of the leaf that owns range hash `h`, if no frozen filter
-    /// lies above it; `None` if one does.
+    /// The position (in range order) of the leaf that owns range hash `h`, and the splitting
+    /// node above it if there is exactly one known (`Some(node)`, see [`Self::locate`]);
+    /// `None` if there are more, or one not known (walk down to find them).
     #[inline(always)]
-    pub(crate) fn unfrozen_position(&self, h: u64) -> Option<usize> {
+    pub(crate) fn position_below(&self, h: u64) -> Option<(usize, Option<NodeId>)> {
         let pos = self.position(h);
-        (self.frozen_above[pos] == 0).then_some(pos)
+        match self.frozen_above[pos] {
+            0 => Some((pos, None)),
+            _ => match self.frozen_node[pos] {
+                NO_NODE => None,
+                node => Some((pos, Some(node))),
+            },
+        }
     }
 
-    /// The leaf at position `pos` (see [`Self::unfrozen_position`]).
+    /// The leaf at position `pos` (see [`Self::position_below`]).
     #[inline(always)]
     pub(crate) fn leaf_at(&self, pos: usize) -> NodeId {
         self.leaves[pos]

@@ -1,5 +1,5 @@
-//! The one-pass batch insert: the common case of a check-and-insert, where no split is under
-//! way on any fingerprint's path.
+//! The one-pass batch insert: the common case of a check-and-insert, where no leaf is about to
+//! split and no more than one split is under way above any fingerprint's leaf.
 //!
 //! The general path ([`Dsbf::insert_batch_grouped`]) groups a batch by leaf and probes each
 //! group on its own: with tens of leaves a batch of 4,096 gives each about a hundred
@@ -12,14 +12,22 @@
 //! still under the locks: once another writer can see a fingerprint's bits, its record is in
 //! the log, as on the general path.
 //!
-//! A chunk goes to the general path instead when a frozen filter lies above one of its
-//! fingerprints (a split is under way there: the frozen filter must be asked) or when a leaf
-//! has no room for its share (it is about to split). Chunks of [`CHUNK`] bound how long the
-//! locks are held.
+//! A fingerprint below a split under way (its leaf is a child of a splitting node) is first
+//! asked of the splitting node's frozen filter, in one batch per frozen filter, as the general
+//! path asks: one it holds is answered "seen" and kept in the leaf below (its bits set there
+//! and a kept record logged, see the module docs of [`super`]), the others are answered by the
+//! loop like the rest. A tree that grew is splitting most of the time while it grows (its
+//! leaves fill together), so this keeps those chunks here.
+//!
+//! A chunk goes to the general path instead when two splits are under way above one of its
+//! fingerprints (the walk down finds their frozen filters) or when a leaf has no room for its
+//! share (it is about to split). Chunks of [`CHUNK`] bound how long the locks are held.
 
 use urlseen_filter::BlockedBloom;
 
-use super::{Dsbf, Leaf, Logged, NodeId, OnNew, Topology};
+use crate::routing;
+
+use super::{Dsbf, Leaf, Logged, Node, NodeId, OnNew, Topology};
 
 /// Fingerprints per chunk: each chunk holds its leaves' locks for about as long as the general
 /// path holds one leaf's for a batch of this size.
@@ -55,9 +63,22 @@ pub(super) struct Scratch {
     recorded_hosts: Vec<u32>,
     kept: Vec<u64>,
     kept_hosts: Vec<u32>,
+    /// Fingerprints below a split under way: (splitting node, chunk position).
+    asks: Vec<(NodeId, u32)>,
+    ask_fps: Vec<u64>,
+    ask_out: Vec<bool>,
+    /// Chunk positions a frozen filter answered "seen".
+    seen_above: Vec<u32>,
 }
 
 impl Scratch {
+    /// How many of the last chunk's fingerprints were asked of a frozen filter, and how many
+    /// of those it held.
+    #[cfg(test)]
+    pub(super) fn asked(&self) -> (usize, usize) {
+        (self.asks.len(), self.seen_above.len())
+    }
+
     pub(super) fn clear(&mut self) {
         self.route.clear();
         self.touched.clear();
@@ -67,6 +88,8 @@ impl Scratch {
         self.recorded_hosts.clear();
         self.kept.clear();
         self.kept_hosts.clear();
+        self.asks.clear();
+        self.seen_above.clear();
     }
 
     /// The most entries any of the buffers has room for.
@@ -86,6 +109,10 @@ impl Scratch {
             self.recorded_hosts.capacity(),
             self.kept.capacity(),
             self.kept_hosts.capacity(),
+            self.asks.capacity(),
+            self.ask_fps.capacity(),
+            self.ask_out.capacity(),
+            self.seen_above.capacity(),
         ]
         .into_iter()
         .max()
@@ -108,19 +135,36 @@ impl Dsbf {
         let minute = self.minute();
         let topo = self.topo.read();
         let dir = topo.dir.as_ref()?;
+        // (A directory routes by ranges.)
+        let seed = self.paths.range_seed()?;
         s.slot_of.clear();
         s.slot_of.resize(dir.leaf_count(), NO_SLOT);
-        for &fp in fps {
-            let pos = dir.unfrozen_position(self.route_hash(fp))?;
-            let mut slot = s.slot_of[pos];
-            if slot == NO_SLOT {
-                slot = s.touched.len() as u32;
-                s.slot_of[pos] = slot;
-                s.touched.push(dir.leaf_at(pos));
-                s.counts.push(0);
+        s.route.resize(fps.len(), 0);
+        // Written by index, with the hash's seed in a local: a push per fingerprint (a call
+        // the compiler cannot see through) made it load the tree's fields again each time.
+        let (slot_of, touched, counts) = (&mut s.slot_of, &mut s.touched, &mut s.counts);
+        for (i, (&fp, route)) in fps.iter().zip(s.route.iter_mut()).enumerate() {
+            let (pos, frozen) = dir.position_below(routing::range_hash(fp, seed))?;
+            if let Some(node) = frozen {
+                s.asks.push((node, i as u32));
             }
-            s.counts[slot as usize] += 1;
-            s.route.push(slot);
+            let mut slot = slot_of[pos];
+            if slot == NO_SLOT {
+                slot = touched.len() as u32;
+                slot_of[pos] = slot;
+                touched.push(dir.leaf_at(pos));
+                counts.push(0);
+            }
+            counts[slot as usize] += 1;
+            *route = slot;
+        }
+        if !s.asks.is_empty() {
+            // (Positives are kept whenever leaves split; a tree reopened not to split, with a
+            // split under way, takes the general path.)
+            if !keep_positives {
+                return None;
+            }
+            self.ask_frozen(&topo, fps, s)?;
         }
         let mut leaves = self.lock_touched(&topo, s)?;
         let mut full = Vec::new();
@@ -137,6 +181,28 @@ impl Dsbf {
             self.start_split(id);
         }
         Some(result)
+    }
+
+    /// Asks the frozen filters of the splits under way above the chunk's fingerprints in
+    /// `s.asks`, in one batch per filter (one at a time, each would be a cache miss the chunk
+    /// waits for); the chunk positions of those they hold go to `s.seen_above`. `None` if a
+    /// node asked is not splitting (the directory is the topology's, so it cannot be).
+    fn ask_frozen(&self, topo: &Topology, fps: &[u64], s: &mut Scratch) -> Option<()> {
+        s.asks.sort_unstable();
+        for group in s.asks.chunk_by(|a, b| a.0 == b.0) {
+            let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(group[0].0 as usize) else {
+                return None;
+            };
+            s.ask_fps.clear();
+            s.ask_fps.extend(group.iter().map(|&(_, i)| fps[i as usize]));
+            s.ask_out.clear();
+            s.ask_out.resize(group.len(), false);
+            frozen.filter.contains_batch(&s.ask_fps, &mut s.ask_out);
+            s.seen_above.extend(
+                group.iter().zip(&s.ask_out).filter(|&(_, &seen)| seen).map(|(&(_, i), _)| i),
+            );
+        }
+        Some(())
     }
 
     /// Write-locks the leaves of `s.touched` in node order; `None` if one is not a leaf (it
@@ -179,6 +245,13 @@ impl Dsbf {
             let mut filters: Vec<&mut BlockedBloom> =
                 leaves.iter_mut().map(|leaf| &mut leaf.filter).collect();
             BlockedBloom::insert_batch_routed(&mut filters, &s.route, fps, out);
+        }
+        // What a frozen filter above holds is "seen", and kept below like any positive: the
+        // frozen filter's positive may be false, and it goes when the split ends, so the leaf
+        // takes the fingerprint's bits (above) and a kept record (below), as on the general
+        // path.
+        for &i in &s.seen_above {
+            out[i as usize] = true;
         }
         // Each leaf's new fingerprints are gathered into a run of their own (a counting sort
         // by slot, batch order kept within each run), and each run goes to its leaf's log in

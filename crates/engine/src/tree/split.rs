@@ -8,6 +8,10 @@ use std::convert::Infallible;
 use super::*;
 use crate::split::{self, Freeze, SplitHome, SplitOutcome, Stage, Step};
 
+/// Migration steps per read of the frozen log: a step bounds how long the children's locks
+/// are held, and a read of several steps keeps the reads of a log on disk large.
+const STEPS_PER_READ: usize = 4;
+
 pub(super) struct Frozen {
     pub(super) filter: BlockedBloom,
     pub(super) log: LeafLog,
@@ -232,10 +236,10 @@ impl SplitHome for Dsbf {
     }
 
     /// Moves up to `split.step` fingerprints of splitting node `id` into the leaves below it,
-    /// reading the frozen log from its file in bounded chunks of whole blocks. A child that
-    /// fills up is split first, so no leaf passes its split point by migration. A frozen log
-    /// that cannot be read stops the split where it is (the frozen filter keeps answering) and
-    /// marks the leaf store failed.
+    /// reading the frozen log from its file in bounded chunks of whole blocks
+    /// ([`STEPS_PER_READ`] steps at a time). A child that fills up is split first, so no leaf
+    /// passes its split point by migration. A frozen log that cannot be read stops the split
+    /// where it is (the frozen filter keeps answering) and marks the leaf store failed.
     fn migrate_step(&self, id: NodeId) -> Result<Step, Infallible> {
         let mut full = None;
         {
@@ -250,8 +254,8 @@ impl SplitHome for Dsbf {
                     return Ok(Step::Done);
                 }
                 // Read under the shared tree lock only: inserts and queries go on meanwhile.
-                let step = self.params.split.step;
-                match frozen.log.read(&self.leaves, cursor.read, step, &mut cursor.chunk) {
+                let read = self.params.split.step.saturating_mul(STEPS_PER_READ);
+                match frozen.log.read(&self.leaves, cursor.read, read, &mut cursor.chunk) {
                     Ok(next) => cursor.read = next,
                     Err(e) => {
                         if let LeafStore::Files(files) = &self.leaves {
@@ -267,7 +271,8 @@ impl SplitHome for Dsbf {
                 // migrated record.
                 let (mut pos, mut chunk, mut kept) = (ReadPos::default(), Vec::new(), Vec::new());
                 while !frozen.log.is_end(pos) {
-                    match frozen.log.read(&self.leaves, pos, self.params.split.step, &mut chunk) {
+                    let read = self.params.split.step.saturating_mul(STEPS_PER_READ);
+                    match frozen.log.read(&self.leaves, pos, read, &mut chunk) {
                         Ok(next) => pos = next,
                         Err(e) => {
                             if let LeafStore::Files(files) = &self.leaves {
