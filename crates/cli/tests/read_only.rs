@@ -279,24 +279,25 @@ fn stats_refuses_a_directory_in_use_and_creates_nothing() {
     assert!(err.contains("in use by another process"), "{err}");
     drop(db);
     // Read-only opens share the lock: two at once are fine, and a read-write open after them.
-    let a = Db::open_read_only(dir.path()).unwrap();
+    let a = when_unlocked(|| Db::open_read_only(dir.path()));
     let b = Db::open_read_only(dir.path()).unwrap();
     assert!(a.namespace("default").unwrap().seen("https://new.example/").is_err());
     assert!(a.create_namespace("x", Default::default()).is_err());
     assert!(a.checkpoint().is_err());
     drop((a, b));
-    open_when_unlocked(dir.path());
+    when_unlocked(|| Db::open(dir.path()));
 }
 
-/// `Db::open`, waiting while the directory's lock is held: a child process that another test
-/// of this binary spawned while this one held the lock inherited the lock's descriptor and
-/// keeps the lock until it execs (an `flock` belongs to the open file, which the fork shares).
-/// Seen once under `check.sh`'s load: the read-write open right after the read-only ones were
-/// dropped answered `Locked`.
-fn open_when_unlocked(dir: &Path) -> Db {
+/// `open()`, waiting while the directory's lock is held: a child process that another test of
+/// this binary spawned while this one held the lock inherited the lock's descriptor and keeps
+/// the lock until it execs (an `flock` belongs to the open file, which the fork shares). Seen
+/// under `check.sh`'s load: the read-write open right after the read-only ones were dropped
+/// answered `Locked`, and once the first read-only open right after a read-write `Db` was
+/// dropped.
+fn when_unlocked(open: impl Fn() -> urlseen_engine::Result<Db>) -> Db {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        match Db::open(dir) {
+        match open() {
             Err(urlseen_engine::Error::Locked { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }

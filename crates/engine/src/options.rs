@@ -206,9 +206,10 @@ pub struct SplitPolicy {
     /// Fingerprints re-hashed per migration step. A step holds the tree's shared lock and the
     /// locks of the children it writes to, so this bounds how long a split blocks anything: a
     /// batch insert locks every leaf its chunk reaches, the children among them, and waits
-    /// for the step. (The default, 2,048, is about half of such a chunk; 8,192 left the
-    /// inserting thread waiting for half of a split wave, docs/benchmarks.md.) The frozen log
-    /// is read several steps at a time.
+    /// for the step. The default and the most a step takes in process is 2,048, about half of
+    /// such a chunk (8,192, the default before, left the inserting thread waiting for half of a
+    /// split wave, docs/benchmarks.md; a namespace saved with it migrates in steps of 2,048).
+    /// The frozen log is read several steps at a time.
     pub step: usize,
     /// Who migrates a splitting leaf's fingerprints into its children.
     pub mode: SplitMode,

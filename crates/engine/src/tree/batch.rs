@@ -1,7 +1,8 @@
 //! The general batch path: a batch grouped by leaf, each group probed under its leaf's lock, a
 //! frozen filter on a fingerprint's path asked in one go, exact mode's positives confirmed
 //! against the leaf indexes, and positives kept (see the module docs of [`super`]). The
-//! common case without a split under way takes the one-pass path (`direct`) instead.
+//! common case, a check-and-insert with no leaf about to split, takes the one-pass path
+//! (`direct`) instead, below a split under way too.
 
 use super::*;
 
@@ -126,8 +127,8 @@ impl Dsbf {
         let mut buffers = BatchScratch::take();
         let mut start = 0;
         if mode == Mode::CheckAndInsert && exact.is_none() {
-            // The common case, no split on the way: chunk by chunk in one pass (see `direct`),
-            // until a chunk needs the general path below.
+            // The common case: chunk by chunk in one pass (see `direct`), until a chunk needs
+            // the general path below.
             while start < fps.len() {
                 let end = (start + direct::CHUNK).min(fps.len());
                 let chunk = (&fps[start..end], hosts.get(start..end).unwrap_or(&[]));

@@ -1,5 +1,5 @@
 //! The one-pass batch insert: the common case of a check-and-insert, where no leaf is about to
-//! split and no more than one split is under way above any fingerprint's leaf.
+//! split and at most one split is under way above any fingerprint's leaf.
 //!
 //! The general path ([`Dsbf::insert_batch_grouped`]) groups a batch by leaf and probes each
 //! group on its own: with tens of leaves a batch of 4,096 gives each about a hundred
@@ -12,16 +12,19 @@
 //! still under the locks: once another writer can see a fingerprint's bits, its record is in
 //! the log, as on the general path.
 //!
-//! A fingerprint below a split under way (its leaf is a child of a splitting node) is first
+//! A fingerprint below a split under way (its leaf lies below a splitting node) is first
 //! asked of the splitting node's frozen filter, in one batch per frozen filter, as the general
 //! path asks: one it holds is answered "seen" and kept in the leaf below (its bits set there
 //! and a kept record logged, see the module docs of [`super`]), the others are answered by the
 //! loop like the rest. A tree that grew is splitting most of the time while it grows (its
 //! leaves fill together), so this keeps those chunks here.
 //!
-//! A chunk goes to the general path instead when two splits are under way above one of its
-//! fingerprints (the walk down finds their frozen filters) or when a leaf has no room for its
-//! share (it is about to split). Chunks of [`CHUNK`] bound how long the locks are held.
+//! A chunk goes to the general path instead (and the rest of its batch with it) when a leaf
+//! has no room for its share (it is about to split), or when the directory does not name the
+//! one splitting node above a fingerprint (two splits under way on its path, or one it does
+//! not know: the walk down finds their frozen filters); so does every chunk of a tree routed
+//! per level (no directory), and below a split one of a tree that keeps no positives (a tree
+//! reopened not to split). Chunks of [`CHUNK`] bound how long the locks are held.
 
 use urlseen_filter::BlockedBloom;
 

@@ -49,8 +49,9 @@
 //! The shape of the tree sits behind one `RwLock`, taken shared by every operation and
 //! exclusively only to start or finish a split (a few allocations, no re-hashing) and, for a
 //! checkpoint, to copy the shape. Each leaf has its own `RwLock`; a batch is grouped by leaf and
-//! takes each leaf lock once. Lock order: the migrator mutex, then the tree lock, then leaf
-//! locks, then a split's cursor or the checkpoint's capture state (innermost, held briefly).
+//! takes each leaf lock once. Lock order: the migrator mutex, then the tree lock, then a
+//! split's cursor (the migrator holds it across its step's leaf locks; nothing takes it under
+//! one), then leaf locks, then the checkpoint's capture state (innermost, held briefly).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

@@ -12,6 +12,12 @@ use crate::split::{self, Freeze, SplitHome, SplitOutcome, Stage, Step};
 /// are held, and a read of several steps keeps the reads of a log on disk large.
 const STEPS_PER_READ: usize = 4;
 
+/// The most fingerprints a migration step takes under the children's locks, whatever the
+/// policy says: a batch insert locks every leaf its chunk reaches and waits for the step, and
+/// namespaces made before 2,048 was the default have 8,192 saved
+/// (see [`crate::SplitPolicy::step`]).
+const MAX_STEP: usize = 2048;
+
 pub(super) struct Frozen {
     pub(super) filter: BlockedBloom,
     pub(super) log: LeafLog,
@@ -235,13 +241,14 @@ impl SplitHome for Dsbf {
         Ok(if self.split_leaf(id) { Freeze::Frozen } else { Freeze::Not(SplitOutcome::NotFull) })
     }
 
-    /// Moves up to `split.step` fingerprints of splitting node `id` into the leaves below it,
-    /// reading the frozen log from its file in bounded chunks of whole blocks
-    /// ([`STEPS_PER_READ`] steps at a time). A child that fills up is split first, so no leaf
-    /// passes its split point by migration. A frozen log that cannot be read stops the split
-    /// where it is (the frozen filter keeps answering) and marks the leaf store failed.
+    /// Moves up to `split.step` fingerprints (at most [`MAX_STEP`]) of splitting node `id` into
+    /// the leaves below it, reading the frozen log from its file in bounded chunks of whole
+    /// blocks ([`STEPS_PER_READ`] steps at a time). A child that fills up is split first, so no
+    /// leaf passes its split point by migration. A frozen log that cannot be read stops the
+    /// split where it is (the frozen filter keeps answering) and marks the leaf store failed.
     fn migrate_step(&self, id: NodeId) -> Result<Step, Infallible> {
         let mut full = None;
+        let step = self.params.split.step.min(MAX_STEP);
         {
             let topo = self.topo.read();
             let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(id as usize) else {
@@ -254,8 +261,12 @@ impl SplitHome for Dsbf {
                     return Ok(Step::Done);
                 }
                 // Read under the shared tree lock only: inserts and queries go on meanwhile.
-                let read = self.params.split.step.saturating_mul(STEPS_PER_READ);
-                match frozen.log.read(&self.leaves, cursor.read, read, &mut cursor.chunk) {
+                match frozen.log.read(
+                    &self.leaves,
+                    cursor.read,
+                    step * STEPS_PER_READ,
+                    &mut cursor.chunk,
+                ) {
                     Ok(next) => cursor.read = next,
                     Err(e) => {
                         if let LeafStore::Files(files) = &self.leaves {
@@ -271,8 +282,7 @@ impl SplitHome for Dsbf {
                 // migrated record.
                 let (mut pos, mut chunk, mut kept) = (ReadPos::default(), Vec::new(), Vec::new());
                 while !frozen.log.is_end(pos) {
-                    let read = self.params.split.step.saturating_mul(STEPS_PER_READ);
-                    match frozen.log.read(&self.leaves, pos, read, &mut chunk) {
+                    match frozen.log.read(&self.leaves, pos, step * STEPS_PER_READ, &mut chunk) {
                         Ok(next) => pos = next,
                         Err(e) => {
                             if let LeafStore::Files(files) = &self.leaves {
@@ -286,7 +296,7 @@ impl SplitHome for Dsbf {
                 cursor.carried = Some(Carried::new(kept));
             }
             let rest = &cursor.chunk[cursor.taken..];
-            let chunk = &rest[..rest.len().min(self.params.split.step)];
+            let chunk = &rest[..rest.len().min(step)];
             let mut routed: Vec<(NodeId, u32)> = chunk
                 .iter()
                 .enumerate()
