@@ -41,7 +41,14 @@ fn a_namespace_moves_from_a_data_directory_to_redis_and_back() {
     let urls = distinct_urls(11, 30_000);
     let local = Db::in_memory();
     let ns = local.create_namespace("jobs", small()).unwrap();
-    let new = ns.seen_batch(&urls).unwrap().iter().filter(|&&seen| !seen).count() as u64;
+    // In batches, as a crawler feeds it: the leaves split in another order than in one batch,
+    // and the dump walks them in that order (node ids). In that order a restore into Redis
+    // once left children that their parents' migration alone had filled past one and a half
+    // of their split points, unsplit.
+    let mut new = 0u64;
+    for part in urls.chunks(997) {
+        new += ns.seen_batch(part).unwrap().iter().filter(|&&seen| !seen).count() as u64;
+    }
     assert!(ns.stats().splits_done > 0);
     let mut chunks = Vec::new();
     let mut iter = 0;

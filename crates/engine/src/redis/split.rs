@@ -12,20 +12,40 @@ impl RedisNamespace {
         self.started.elapsed().as_millis() as u64
     }
 
+    /// Splits full leaf `leaf` (its parent's split first, if that is still under way), then
+    /// any child of a split done here that the migration alone filled to its split point,
+    /// recording a failure in the counters instead of returning it.
     pub(super) fn split_quietly(&self, leaf: NodeId) {
-        let outcome = match self.try_split(leaf, None) {
-            Ok(SplitOutcome::WaitingForParent) => {
-                let parent = self.meta().parent(leaf);
-                match parent {
-                    Some(p) => self.try_split(p, None),
-                    None => Ok(SplitOutcome::Busy),
+        let mut todo = vec![leaf];
+        while let Some(leaf) = todo.pop() {
+            let outcome = match self.try_split(leaf, None) {
+                Ok(SplitOutcome::WaitingForParent) => {
+                    let parent = self.meta().parent(leaf);
+                    match parent {
+                        Some(p) => self.try_split(p, None),
+                        None => Ok(SplitOutcome::Busy),
+                    }
                 }
+                other => other,
+            };
+            match outcome {
+                // A child takes its share of the parent's whole log, which the batches that
+                // filled the parent may have taken past its own split point, and in Redis a
+                // child splits only once its parent is inner: no later insert need come to it
+                // (a restore's next chunks go elsewhere), so it is tried here.
+                Ok(SplitOutcome::Done) => {
+                    if let Ok(meta) = self.refresh_meta()
+                        && let Some(State::Inner(children)) = meta.node(leaf).map(|n| &n.state)
+                    {
+                        todo.extend(children.iter().copied());
+                    }
+                }
+                Err(e) => {
+                    self.counters.split_errors.fetch_add(1, Ordering::Relaxed);
+                    *self.last_error.lock() = Some(e.to_string());
+                }
+                Ok(_) => {}
             }
-            other => other,
-        };
-        if let Err(e) = outcome {
-            self.counters.split_errors.fetch_add(1, Ordering::Relaxed);
-            *self.last_error.lock() = Some(e.to_string());
         }
     }
 

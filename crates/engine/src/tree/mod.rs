@@ -798,8 +798,9 @@ mod tests {
     }
 
     /// Below a split under way, a chunk still goes one pass: the frozen filter is asked first,
-    /// what it holds is answered "seen" and kept in the leaf below, the rest is probed; all as
-    /// the general path does it on a twin tree in the same state.
+    /// what it holds is answered "seen" and kept in the leaf below (its bits set there too), the
+    /// rest is answered by the leaves; all as the general path does it on a twin tree in the
+    /// same state.
     #[test]
     fn a_chunk_below_a_split_in_progress_goes_one_pass_as_the_general_path_would() {
         // Leaves large enough that the children have room for a whole chunk.
