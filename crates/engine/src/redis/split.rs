@@ -13,29 +13,33 @@ impl RedisNamespace {
     }
 
     /// Splits full leaf `leaf` (its parent's split first, if that is still under way), then
-    /// any child of a split done here that the migration alone filled to its split point,
-    /// recording a failure in the counters instead of returning it.
+    /// the children of each split finished here that are full too, recording a failure in the
+    /// counters instead of returning it.
     pub(super) fn split_quietly(&self, leaf: NodeId) {
-        let mut todo = vec![leaf];
+        // Each node is tried at most twice (a leaf waiting for its parent once more after the
+        // parent's split), so the walk ends whatever the replies.
+        let (mut todo, mut tried) = (vec![leaf], Vec::new());
         while let Some(leaf) = todo.pop() {
-            let outcome = match self.try_split(leaf, None) {
-                Ok(SplitOutcome::WaitingForParent) => {
-                    let parent = self.meta().parent(leaf);
-                    match parent {
-                        Some(p) => self.try_split(p, None),
-                        None => Ok(SplitOutcome::Busy),
-                    }
-                }
-                other => other,
+            if tried.iter().filter(|&&t| t == leaf).count() >= 2 {
+                continue;
+            }
+            tried.push(leaf);
+            let (finished, outcome) = match self.try_split(leaf, None) {
+                Ok(SplitOutcome::WaitingForParent) => match self.meta().parent(leaf) {
+                    Some(p) => (p, self.try_split(p, None)),
+                    None => (leaf, Ok(SplitOutcome::Busy)),
+                },
+                other => (leaf, other),
             };
             match outcome {
                 // A child takes its share of the parent's whole log, which the batches that
                 // filled the parent may have taken past its own split point, and in Redis a
-                // child splits only once its parent is inner: no later insert need come to it
-                // (a restore's next chunks go elsewhere), so it is tried here.
+                // child splits only once its parent is inner: no later write need come to it
+                // (a restore's next chunks go elsewhere), so each is tried here (a child
+                // below its split point is left as it is).
                 Ok(SplitOutcome::Done) => {
                     if let Ok(meta) = self.refresh_meta()
-                        && let Some(State::Inner(children)) = meta.node(leaf).map(|n| &n.state)
+                        && let Some(State::Inner(children)) = meta.node(finished).map(|n| &n.state)
                     {
                         todo.extend(children.iter().copied());
                     }
