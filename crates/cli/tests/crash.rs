@@ -14,6 +14,9 @@ use std::process::{Command, Stdio};
 
 use urlseen_engine::Db;
 
+mod unlocked;
+use unlocked::when_unlocked;
+
 const ROUNDS: u64 = 32;
 /// The most lines `filter` answers in one batch: what one kill may print again.
 const MAX_BATCH: usize = 4096;
@@ -116,7 +119,7 @@ fn sigkill_rounds(extra_args: &[&str], mut rng: u64) {
         let round_start = printed_total.len();
         printed_total.extend(printed);
 
-        let db = open_when_unlocked(dir.path());
+        let db = when_unlocked(|| Db::open(dir.path()));
         let Some(ns) = db.namespace("default") else {
             // Killed before the namespace was created: then nothing can have been printed.
             assert!(printed_total.is_empty(), "round {round}: URLs printed but no namespace");
@@ -199,24 +202,4 @@ fn sigkill_rounds(extra_args: &[&str], mut rng: u64) {
         uncommitted.len()
     );
     assert!(printed_total.len() > 10_000, "printed {}", printed_total.len());
-}
-
-/// Opens the data directory, waiting (up to 10 s) while its lock is still held. Seen in 2 of
-/// about 30 runs on a loaded 2-core machine (1 of 12 in one loop, 0 of 15 in another, 1 in a
-/// check.sh run): `Locked`, naming the killed child's pid, just after that child was reaped. The cause is not pinned down (the other test of this file
-/// spawns children from another thread meanwhile, and a process forked but not yet exec'd
-/// holds copies of descriptors). What this test checks is the data, not that timing.
-fn open_when_unlocked(dir: &std::path::Path) -> Db {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match Db::open(dir) {
-            Err(urlseen_engine::Error::Locked { holder, .. })
-                if std::time::Instant::now() < deadline =>
-            {
-                eprintln!("data directory still locked by {holder}: waiting");
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            opened => return opened.unwrap(),
-        }
-    }
 }

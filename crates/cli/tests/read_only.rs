@@ -15,6 +15,9 @@ use std::process::{Command, Stdio};
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::Db;
 
+mod unlocked;
+use unlocked::when_unlocked;
+
 /// Runs `urlseen args…` with `input` on stdin; returns (stdout, stderr, success).
 fn run(args: &[&str], input: &[u8]) -> (String, String, bool) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_urlseen"))
@@ -286,22 +289,4 @@ fn stats_refuses_a_directory_in_use_and_creates_nothing() {
     assert!(a.checkpoint().is_err());
     drop((a, b));
     when_unlocked(|| Db::open(dir.path()));
-}
-
-/// `open()`, waiting while the directory's lock is held: a child process that another test of
-/// this binary spawned while this one held the lock inherited the lock's descriptor and keeps
-/// the lock until it execs (an `flock` belongs to the open file, which the fork shares). Seen
-/// under `check.sh`'s load: the read-write open right after the read-only ones were dropped
-/// answered `Locked`, and once the first read-only open right after a read-write `Db` was
-/// dropped.
-fn when_unlocked(open: impl Fn() -> urlseen_engine::Result<Db>) -> Db {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match open() {
-            Err(urlseen_engine::Error::Locked { .. }) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            opened => return opened.unwrap(),
-        }
-    }
 }

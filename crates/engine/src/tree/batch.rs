@@ -255,16 +255,12 @@ impl Dsbf {
                     // so each leaf still sees its fingerprints in batch order.
                     asks.sort_unstable();
                     for group in asks.chunk_by(|a, b| a.0 == b.0) {
-                        let Some(Node::Splitting { frozen, .. }) =
-                            topo.nodes.get(group[0].0 as usize)
-                        else {
+                        let at = group.iter().map(|&(_, i, _)| i);
+                        if route::ask_frozen(&topo, group[0].0, fps, at, (ask_fps, ask_out))
+                            .is_none()
+                        {
                             unreachable!("the directory names a splitting node")
-                        };
-                        ask_fps.clear();
-                        ask_fps.extend(group.iter().map(|&(_, i, _)| fps[i as usize]));
-                        ask_out.clear();
-                        ask_out.resize(group.len(), false);
-                        frozen.filter.contains_batch(ask_fps, ask_out);
+                        }
                         for (&(_, i, leaf), &seen) in group.iter().zip(ask_out.iter()) {
                             if !seen {
                                 routed.push((leaf, i));

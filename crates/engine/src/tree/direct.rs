@@ -30,7 +30,7 @@ use urlseen_filter::BlockedBloom;
 
 use crate::routing;
 
-use super::{Dsbf, Leaf, Logged, Node, NodeId, OnNew, Topology};
+use super::{Dsbf, Leaf, Logged, NodeId, OnNew, Topology, route};
 
 /// Fingerprints per chunk: each chunk holds its leaves' locks for about as long as the general
 /// path holds one leaf's for a batch of this size.
@@ -167,7 +167,7 @@ impl Dsbf {
             if !keep_positives {
                 return None;
             }
-            self.ask_frozen(&topo, fps, s)?;
+            Self::ask_frozen_above(&topo, fps, s)?;
         }
         let mut leaves = self.lock_touched(&topo, s)?;
         let mut full = Vec::new();
@@ -187,20 +187,14 @@ impl Dsbf {
     }
 
     /// Asks the frozen filters of the splits under way above the chunk's fingerprints in
-    /// `s.asks`, in one batch per filter (one at a time, each would be a cache miss the chunk
-    /// waits for); the chunk positions of those they hold go to `s.seen_above`. `None` if a
-    /// node asked is not splitting (the directory is the topology's, so it cannot be).
-    fn ask_frozen(&self, topo: &Topology, fps: &[u64], s: &mut Scratch) -> Option<()> {
+    /// `s.asks`, in one batch per filter ([`route::ask_frozen`]); the chunk positions of those
+    /// they hold go to `s.seen_above`. `None` if a node asked is not splitting (the directory
+    /// is the topology's, so it cannot be).
+    fn ask_frozen_above(topo: &Topology, fps: &[u64], s: &mut Scratch) -> Option<()> {
         s.asks.sort_unstable();
         for group in s.asks.chunk_by(|a, b| a.0 == b.0) {
-            let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(group[0].0 as usize) else {
-                return None;
-            };
-            s.ask_fps.clear();
-            s.ask_fps.extend(group.iter().map(|&(_, i)| fps[i as usize]));
-            s.ask_out.clear();
-            s.ask_out.resize(group.len(), false);
-            frozen.filter.contains_batch(&s.ask_fps, &mut s.ask_out);
+            let at = group.iter().map(|&(_, i)| i);
+            route::ask_frozen(topo, group[0].0, fps, at, (&mut s.ask_fps, &mut s.ask_out))?;
             s.seen_above.extend(
                 group.iter().zip(&s.ask_out).filter(|&(_, &seen)| seen).map(|(&(_, i), _)| i),
             );

@@ -100,3 +100,25 @@ impl Dsbf {
         self.paths.child(x, fp, depth, n)
     }
 }
+
+/// Asks the frozen filter of splitting node `node` for `fps[i]` of each `i` of `at`, in one
+/// batch: the filter prefetches them, where one at a time each would be a cache miss the
+/// caller waits for. `out[k]` answers the `k`-th (`ask_fps` holds them meanwhile). `None` if
+/// `node` is not splitting.
+pub(super) fn ask_frozen(
+    topo: &Topology,
+    node: NodeId,
+    fps: &[u64],
+    at: impl Iterator<Item = u32>,
+    (ask_fps, out): (&mut Vec<u64>, &mut Vec<bool>),
+) -> Option<()> {
+    let Some(Node::Splitting { frozen, .. }) = topo.nodes.get(node as usize) else {
+        return None;
+    };
+    ask_fps.clear();
+    ask_fps.extend(at.map(|i| fps[i as usize]));
+    out.clear();
+    out.resize(ask_fps.len(), false);
+    frozen.filter.contains_batch(ask_fps, out);
+    Some(())
+}
