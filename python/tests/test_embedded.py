@@ -243,3 +243,32 @@ def test_batches_release_the_gil():
         stop.set()
         t.join()
     assert during > 1000, f"the spinning thread advanced only {during} times"
+
+
+@pytest.mark.parametrize("home", ["memory", "data"])
+@pytest.mark.parametrize(
+    ("capacity", "batch", "mode"),
+    [
+        (1_000, 1_000_000, "bloom"),
+        (1_000, 100_000, "bloom"),
+        (1, 50_000, "bloom"),
+        (37, 200_000, "exact"),
+        (1_000, 20_000, "counting"),
+        (10_000, 300_000, "bloom"),
+    ],
+)
+def test_one_seen_many_far_past_capacity_keeps_the_bound(tmp_path, home, capacity, batch, mode):
+    """One seen_many of distinct new URLs, far more than the namespace was made for: the share
+    answered "seen" stays under the bound plus sampling error (before issue 32, one call of 10^6
+    into capacity=1000 answered 20.2% "seen"), and every URL answered new is recorded."""
+    db = urlseen.Db(tmp_path / "d") if home == "data" else urlseen.Db()
+    options = {"exact": mode == "exact", "counting": mode == "counting"}
+    ns = db.namespace("t", capacity=capacity, fpr=0.01, **options)
+    urls = [f"https://h{i % 1009}.example/p/{i}" for i in range(batch)]
+    answers = ns.seen_many(urls)
+    seen = answers.count(True)
+    mean = batch * 0.01
+    assert seen <= mean + 4 * mean**0.5 + 3, f"{seen} of {batch} new URLs answered seen"
+    assert answers.count(None) == 0
+    assert all(ns.contains_many(urls)), "a URL answered new is not recorded"
+    db.close()

@@ -377,3 +377,42 @@ fn exact_filter_in_memory_prints_every_distinct_url() {
     let (out, _, _) = run(&["filter", "--capacity", "20000", "--fpr", "0.3"], &lines_of(&urls));
     assert!(out.len() < urls.len() * 9 / 10, "Bloom-only printed {}", out.len());
 }
+
+/// Disk grows with distinct URLs, not with repeats (issue 32): `filter --data` over the same
+/// 1,000,000 URLs three times. The first pass records them; the second and third answer every
+/// one "seen" and grow the data directory by under 1% of what the first wrote (before, each
+/// repeat pass wrote a kept record per URL: 27 MB more per pass, 31 MB the first).
+#[test]
+fn repeated_passes_over_the_same_urls_write_almost_nothing() {
+    fn dir_bytes(dir: &std::path::Path) -> u64 {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| match e.file_type().unwrap().is_dir() {
+                true => dir_bytes(&e.path()),
+                false => e.metadata().unwrap().len(),
+            })
+            .sum()
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("seen");
+    let data_arg = data.to_str().unwrap();
+    let input = lines_of(&urlseen_corpus::distinct_urls(33, 1_000_000));
+    let (first, err, ok) = run(&["filter", "--data", data_arg], &input);
+    assert!(ok, "{err}");
+    assert!(first.len() > 980_000, "printed {} of 1000000", first.len());
+    let after_first = dir_bytes(&data);
+    let mut size = after_first;
+    for pass in 2..=3 {
+        let (again, err, ok) = run(&["filter", "--data", data_arg], &input);
+        assert!(ok, "{err}");
+        assert!(again.is_empty(), "pass {pass} printed {} URLs again", again.len());
+        let now = dir_bytes(&data);
+        assert!(
+            now.saturating_sub(size) * 100 < after_first,
+            "pass {pass} grew the directory from {size} to {now} bytes (the first wrote \
+             {after_first})"
+        );
+        size = now;
+    }
+}

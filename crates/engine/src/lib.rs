@@ -141,8 +141,8 @@ pub use namespace::{
     CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats,
 };
 pub use options::{
-    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, MIN_LEAF_BITS, NamespaceOptions,
-    SplitMode, SplitPolicy,
+    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,
+    MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
 pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir};
 pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};

@@ -360,6 +360,16 @@ impl Directory {
         }
     }
 
+    /// Whether a split under way lies above leaf `id` (`false` for a node the directory does
+    /// not know as a leaf).
+    pub(crate) fn below_a_split(&self, id: NodeId) -> bool {
+        let Some(span) = self.spans.get(id as usize).filter(|s| !s.is_empty()) else {
+            return false;
+        };
+        let pos = self.position(span.lo);
+        self.leaves[pos] == id && self.frozen_above[pos] != 0
+    }
+
     /// The leaf at position `pos` (see [`Self::position_below`]).
     #[inline(always)]
     pub(crate) fn leaf_at(&self, pos: usize) -> NodeId {

@@ -601,7 +601,8 @@ fn three_servers_hold_one_leaf_each() {
     let opts = NamespaceOptions {
         capacity: 30_000,
         leaf_bits: Some(100_000),
-        split: SplitPolicy { mode: SplitMode::Never, ..SplitPolicy::default() },
+        // Leaves that hold their whole formula-4 capacity, as the paper's three do.
+        split: SplitPolicy { mode: SplitMode::Never, threshold: 1.0, ..SplitPolicy::default() },
         ..NamespaceOptions::default()
     };
     let ns = db.namespace("fig9", opts.clone()).unwrap();

@@ -2,18 +2,25 @@
 //! "seen" after every split, restart and crash (issue 11 item 7). A split rebuilds the
 //! children's bits from the parent's log, which holds only recorded URLs, so without the kept
 //! records that the tree logs for such answers most of them would flip to "new".
+//!
+//! Only a set of raw items keeps its positives (profile `none`, as every `BF.*` key is: the
+//! RedisBloom promise); a URL namespace keeps only what it recorded, and its repeats write
+//! nothing (the last tests here).
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 use std::path::Path;
 
+use urlseen_canon::{Options as CanonOptions, Profile};
 use urlseen_engine::{Db, NamespaceOptions, SplitMode, SplitPolicy};
 
-/// A loose bound, tiny leaves and no growth: many false positives, then many splits.
+/// A set of raw items with a loose bound, tiny leaves and no growth: many false positives,
+/// then many splits.
 fn loose(mode: SplitMode) -> NamespaceOptions {
     NamespaceOptions {
         capacity: 2_000,
         fpr: 0.1,
+        canon: CanonOptions::new(Profile::None),
         split: SplitPolicy { growth: 1, mode, ..SplitPolicy::default() },
         ..NamespaceOptions::default()
     }
@@ -185,4 +192,57 @@ fn a_split_drops_kept_records_of_recorded_fingerprints() {
         after.kept
     );
     assert_still_seen(&db, &fill, "after the splits");
+}
+
+/// A URL namespace keeps what it recorded and nothing more: checking the same URLs again, in
+/// memory or in a data directory, writes nothing (no kept record, not a byte of log), so its
+/// disk grows with distinct URLs only, while every recorded URL stays seen through the splits
+/// that follow.
+#[test]
+fn repeats_in_a_url_namespace_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for persistent in [false, true] {
+        let db = match persistent {
+            true => Db::open(dir.path()).unwrap(),
+            false => Db::in_memory(),
+        };
+        let options = NamespaceOptions {
+            capacity: 2_000,
+            fpr: 0.1,
+            split: SplitPolicy { growth: 1, ..SplitPolicy::default() },
+            ..NamespaceOptions::default()
+        };
+        let ns = db.namespace_or_create("urls", options).unwrap();
+        let urls: Vec<String> =
+            (0..20_000).map(|i| format!("https://e{}.example/p/{i}", i % 97)).collect();
+        let first = ns.seen_batch(&urls).unwrap();
+        let recorded: Vec<&String> =
+            urls.iter().zip(&first).filter(|p| !*p.1).map(|p| p.0).collect();
+        assert!(recorded.len() > 15_000, "{} recorded", recorded.len());
+        db.wait_for_splits();
+        // A URL first answered "seen" on a false positive was not recorded, and after a split
+        // may come back "new" once (and be recorded then): at most a few passes' worth.
+        let mut passes = 0;
+        while ns.seen_batch(&urls).unwrap().iter().any(|&seen| !seen) {
+            db.wait_for_splits();
+            passes += 1;
+            assert!(passes < 5, "false positives keep coming back");
+        }
+        let log_before = ns.stats().persistence.map(|p| p.log_bytes);
+        for _ in 0..3 {
+            assert!(ns.seen_batch(&urls).unwrap().iter().all(|&seen| seen));
+        }
+        let stats = ns.stats();
+        assert_eq!(stats.kept, 0, "repeats kept as records");
+        assert_eq!(stats.persistence.map(|p| p.log_bytes), log_before, "repeats were logged");
+        // Recorded stays seen when the tree grows.
+        let more: Vec<String> = (0..60_000).map(|i| format!("https://more.example/{i}")).collect();
+        ns.seen_batch(&more).unwrap();
+        db.wait_for_splits();
+        for url in &recorded {
+            assert!(ns.contains(url).unwrap(), "{url} recorded, then answered new");
+        }
+        drop(ns);
+        drop(db);
+    }
 }

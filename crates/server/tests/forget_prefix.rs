@@ -37,9 +37,11 @@ async fn forget_prefix_through_the_server_and_after_a_restart() {
     let all: Vec<String> = (0..URLS).map(url).collect();
     let prefix: Vec<&String> =
         all.iter().enumerate().filter(|p| under_prefix(p.0)).map(|p| p.1).collect();
-    let others: Vec<&String> =
-        all.iter().enumerate().filter(|p| !under_prefix(p.0)).map(|p| p.1).collect();
+    // Per namespace, the other URLs it recorded (answered new in either round): those stay
+    // seen. (Bloom: one answered seen on a false positive is not recorded, docs/durability.md.)
+    let mut others_by_ns: Vec<Vec<&String>> = Vec::new();
     for ns in ["bloom", "exact"] {
+        let mut recorded = vec![false; all.len()];
         let mut reserve = vec!["URL.RESERVE", ns, "CAPACITY", "2000", "KEEPURLS"];
         if ns == "exact" {
             reserve.push("EXACT");
@@ -47,13 +49,18 @@ async fn forget_prefix_through_the_server_and_after_a_restart() {
         c.expect(&reserve, b"+OK\r\n").await;
         // Recorded as single URLs and as batches, twice (repeats).
         for round in 0..2 {
-            for chunk in all.chunks(1000) {
+            for (c_i, chunk) in all.chunks(1000).enumerate() {
                 let mut args = vec!["URL.SEEN", ns];
                 args.extend(chunk.iter().map(String::as_str));
                 let Frame::Array(answers) = c.call(&args).await else { panic!() };
+                for (j, answer) in answers.iter().enumerate() {
+                    recorded[c_i * 1000 + j] |= *answer == Frame::Integer(0);
+                }
                 let new = answers.iter().filter(|f| **f == Frame::Integer(0)).count();
                 assert!(round == 1 || ns == "bloom" || new == chunk.len(), "distinct URLs are new");
-                assert!(round == 0 || new == 0, "repeats are seen");
+                // (Bloom: a URL answered seen on a false positive is not recorded, and may come
+                // back new once after a split; docs/durability.md.)
+                assert!(round == 0 || new == 0 || ns == "bloom" && new <= 30, "repeats are seen");
             }
         }
         let Frame::Integer(n) =
@@ -64,7 +71,14 @@ async fn forget_prefix_through_the_server_and_after_a_restart() {
         let n = usize::try_from(n).unwrap();
         // Bloom mode: a URL answered seen on a false positive was not recorded.
         assert!(n <= prefix.len() && n + 3 >= prefix.len(), "{ns}: {n} of {}", prefix.len());
+        let others: Vec<&String> = all
+            .iter()
+            .enumerate()
+            .filter(|p| !under_prefix(p.0) && recorded[p.0])
+            .map(|p| p.1)
+            .collect();
         assert_eq!(c.new_answers(ns, &others).await, 0, "{ns}: others stay seen");
+        others_by_ns.push(others);
         let new = c.new_answers(ns, &prefix).await;
         assert!(new + 3 >= prefix.len(), "{ns}: {new} of {} new", prefix.len());
         if ns == "exact" {
@@ -81,15 +95,16 @@ async fn forget_prefix_through_the_server_and_after_a_restart() {
     let app = Arc::new(App::new(db, AppConfig::default()));
     let server = TestServer::start_app(Config::default(), app).await;
     let mut c = server.connect().await;
-    for ns in ["bloom", "exact"] {
-        assert_eq!(c.new_answers(ns, &others).await, 0, "{ns}: others seen after restart");
+    for (ns, others) in ["bloom", "exact"].into_iter().zip(&others_by_ns) {
+        assert_eq!(c.new_answers(ns, others).await, 0, "{ns}: others seen after restart");
     }
+    let others = &others_by_ns[1];
     assert_eq!(c.new_answers("exact", &prefix).await, prefix.len() - 1);
     // The whole origin: the rest of it, and the one recorded anew.
     let origin = all.iter().filter(|u| u.starts_with("https://h42.example/")).count();
     let expected = format!(":{}\r\n", origin - prefix.len() + 1);
     c.expect(&["URL.FORGET", "exact", "PREFIX", "https://h42.example"], expected.as_bytes()).await;
-    assert_eq!(c.new_answers("exact", &others).await, origin - prefix.len());
+    assert_eq!(c.new_answers("exact", others).await, origin - prefix.len());
 }
 
 #[tokio::test]

@@ -109,6 +109,15 @@ pub(crate) fn exact_options() -> ExactOptions {
     ExactOptions::default()
 }
 
+/// Whether a namespace logs its Bloom positives as kept, so that an item once answered "seen"
+/// stays seen after any split (see [`crate::tree`]): a set of raw items (profile `none`, as
+/// every `BF.*` key is) makes RedisBloom's promise that an added item always exists. A URL
+/// namespace makes the crawler's: every URL recorded stays seen, and a repeat writes nothing,
+/// so its disk grows with distinct URLs only (docs/durability.md, "Seen stays seen").
+pub(crate) fn keeps_positives(options: &NamespaceOptions) -> bool {
+    options.canon.profile == urlseen_canon::Profile::None
+}
+
 /// A counting namespace's filter geometry: classic counting filters sized for the namespace's
 /// capacity and FPR (in exact mode the FPR only costs store reads), with its seed.
 pub(crate) fn counting_options(options: &NamespaceOptions) -> Result<CountingOptions> {
@@ -182,6 +191,9 @@ impl Namespace {
         if let (Some(urls), Some(d)) = (&urls, backing.durable()) {
             // Every entry is on disk before the records that rely on it are.
             d.log.precede_with(Arc::clone(urls) as Arc<dyn crate::log::Precedes>);
+        }
+        if let Set::Tree { tree, .. } = &set {
+            tree.set_keep_positives(keeps_positives(&options));
         }
         let fingerprinter = Fingerprinter::new(&options);
         Ok(Namespace {

@@ -64,11 +64,11 @@ impl Namespace {
     }
 
     /// A reservation's Bloom positives (`fps` answered "seen" in `out`), logged as kept at
-    /// once (see [`crate::tree`]): a split before the commit would rebuild the filters without
+    /// once in a namespace that keeps them (see [`crate::tree`]): a split before the commit would rebuild the filters without
     /// a false one. Their durability is waited for by the commit.
     pub(super) fn keep_positives(&self, fps: &[u64], hosts: &[u32], out: &[bool]) -> Result<()> {
         let Set::Tree { tree, exact: None } = &self.set else { return Ok(()) };
-        if self.options.split.mode == crate::SplitMode::Never {
+        if !tree.keeps_positives() {
             return Ok(());
         }
         let positives: Vec<u64> = fps.iter().zip(out).filter(|p| *p.1).map(|p| *p.0).collect();

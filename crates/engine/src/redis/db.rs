@@ -215,7 +215,7 @@ impl RedisDb {
             Layout::Cluster => "cluster".to_owned(),
         };
         let canon = options.canon.clone();
-        let ns_params = |version: &str| {
+        let ns_params = |version: &str, params: &TreeParams| {
             let mut text = format!(
                 "{version} bits={} k={} split_at={} cap={} c={} fanout={} seed={:#x} fpr={} \
                  canon_v={} canon={:?} layout={layout}",
@@ -239,7 +239,15 @@ impl RedisDb {
             }
             text
         };
-        let params_text = ns_params("v2");
+        let params_text = ns_params("v2", &params);
+        // A namespace made before the default split threshold was lowered (its text says
+        // threshold=1) keeps splitting where it did: a client with the default options opens it
+        // with those it was made with.
+        let legacy = (options.split.threshold == crate::DEFAULT_SPLIT_THRESHOLD).then(|| {
+            let mut old = options.clone();
+            old.split.threshold = 1.0;
+            old
+        });
         let ns = RedisNamespace {
             name: name.to_owned(),
             fingerprinter: Fingerprinter::new(&options),
@@ -283,15 +291,19 @@ impl RedisDb {
             _ => return Err(ns.protocol(0, "CREATE", &stored)),
         };
         // A namespace made before format 2 keeps its routing per level and its one leaf size.
-        let (ours, routing) = if stored.starts_with("v1 ") {
-            (ns_params("v1"), Routing::Levels)
-        } else {
-            (params_text, Routing::Ranges)
+        let (version, routing) = match stored.starts_with("v1 ") {
+            true => ("v1", Routing::Levels),
+            false => ("v2", Routing::Ranges),
         };
-        if stored != ours {
-            return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours });
-        }
-        let ns = RedisNamespace { epoch, paths: Paths::new(routing, params.seed), ..ns };
+        let ours = ns_params(version, &params);
+        let ns = match legacy.map(|old| (TreeParams::from(&old), old)) {
+            _ if stored == ours => ns,
+            Some((old_params, old)) if stored == ns_params(version, &old_params) => {
+                RedisNamespace { options: old, params: old_params, ..ns }
+            }
+            _ => return Err(Error::ParamsMismatch { name: name.to_owned(), stored, ours }),
+        };
+        let ns = RedisNamespace { epoch, paths: Paths::new(routing, ns.params.seed), ..ns };
         if let Layout::Nodes(n) = self.router.layout() {
             ns.retrying(|| ns.check_server_order(n))?;
         }

@@ -121,9 +121,8 @@ impl Dsbf {
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "insert_batch: one host per fp");
         // Exact mode confirms every positive instead: a false one is recorded as new. Leaves
         // that never split never rebuild their filters: nothing to keep there.
-        let keep_positives = mode == Mode::CheckAndInsert
-            && exact.is_none()
-            && self.params.split.mode != SplitMode::Never;
+        let keep_positives =
+            mode == Mode::CheckAndInsert && exact.is_none() && self.keeps_positives();
         let mut buffers = BatchScratch::take();
         let mut start = 0;
         if mode == Mode::CheckAndInsert && exact.is_none() {
@@ -201,6 +200,8 @@ impl Dsbf {
         recorded_hosts.reserve(fps.len());
         let mut hooked = Ok(());
         let minute = self.minute();
+        // (Exact mode confirms every positive, a frozen filter's too.)
+        let waits_for_splits = exact.is_none() && self.params.split.mode == SplitMode::Background;
         while !pending.is_empty() {
             let mut full = Vec::new();
             {
@@ -336,6 +337,14 @@ impl Dsbf {
             }
             for id in full {
                 self.start_split(id);
+            }
+            if !pending.is_empty() && waits_for_splits {
+                // What a full leaf deferred is answered once its split has ended, by leaves
+                // that hold all it held. Routed again at once, it would be asked of the frozen
+                // filter, and if the child it reaches fills too, of the next one: each at up
+                // to its split point's FPR, so a batch that grows the tree many times over
+                // answered up to 20% of its new URLs "seen".
+                self.complete_splits();
             }
         }
         hooked

@@ -14,17 +14,16 @@
 //!
 //! A fingerprint below a split under way (its leaf lies below a splitting node) is first
 //! asked of the splitting node's frozen filter, in one batch per frozen filter, as the general
-//! path asks: one it holds is answered "seen" and kept in the leaf below (its bits set there
-//! and a kept record logged, see the module docs of [`super`]), the others are answered by the
-//! loop like the rest. A tree that grew is splitting most of the time while it grows (its
+//! path asks: one it holds is answered "seen" and its bits are set in the leaf below (and, in
+//! a tree that keeps positives, a kept record logged, see the module docs of [`super`]), the
+//! others are answered by the loop like the rest. A tree that grew is splitting most of the time while it grows (its
 //! leaves fill together), so this keeps those chunks here.
 //!
 //! A chunk goes to the general path instead (and the rest of its batch with it) when a leaf
 //! has no room for its share (it is about to split), or when the directory does not name the
 //! one splitting node above a fingerprint (two splits under way on its path, or one it does
 //! not know: the walk down finds their frozen filters); so does every chunk of a tree routed
-//! per level (no directory), and below a split one of a tree that keeps no positives (a tree
-//! reopened not to split). Chunks of [`CHUNK`] bound how long the locks are held.
+//! per level (no directory). Chunks of [`CHUNK`] bound how long the locks are held.
 
 use urlseen_filter::BlockedBloom;
 
@@ -162,11 +161,6 @@ impl Dsbf {
             *route = slot;
         }
         if !s.asks.is_empty() {
-            // (Positives are kept whenever leaves split; a tree reopened not to split, with a
-            // split under way, takes the general path.)
-            if !keep_positives {
-                return None;
-            }
             Self::ask_frozen_above(&topo, fps, s)?;
         }
         let mut leaves = self.lock_touched(&topo, s)?;

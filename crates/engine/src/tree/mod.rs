@@ -45,6 +45,11 @@
 //! replayed by recovery, but not counted as a URL nor towards the leaf's split point. A small
 //! direct-mapped table of fingerprints kept lately spares the log the hot repeats.
 //!
+//! Only a tree that keeps positives ([`Dsbf::set_keep_positives`]) does this: a set of raw
+//! items (RedisBloom's `BF.ADD` promise, that an item once answered "exists" stays so). A URL
+//! namespace keeps only what it recorded: a false positive that comes back as "new" after a
+//! split is crawled once, which no crawler minds, and its repeats write nothing.
+//!
 //! # Locks
 //! The shape of the tree sits behind one `RwLock`, taken shared by every operation and
 //! exclusively only to start or finish a split (a few allocations, no re-hashing) and, for a
@@ -230,6 +235,9 @@ pub struct Dsbf {
     /// Fingerprints kept lately, direct-mapped (see the module docs): one found here has a kept
     /// (or recorded) log entry in its leaf already. Read and written under that leaf's lock.
     kept_cache: Box<[AtomicU64]>,
+    /// Whether a check-and-insert's positive is logged as kept (see the module docs): set by
+    /// the namespace, on for a bare tree.
+    keep_positives: std::sync::atomic::AtomicBool,
     /// The checkpoint in progress, if one is.
     capture: Mutex<Option<Capture>>,
     len: AtomicU64,
@@ -288,6 +296,7 @@ impl Dsbf {
             index: OnceLock::new(),
             leaves,
             kept_cache,
+            keep_positives: std::sync::atomic::AtomicBool::new(true),
             capture: Mutex::new(None),
             len: AtomicU64::new(0),
             splits_started: AtomicU64::new(0),
@@ -324,6 +333,18 @@ impl Dsbf {
     /// Whether nothing was recorded yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether a check-and-insert's positive, which may be false, is logged as kept so that it
+    /// stays "seen" after the splits that rebuild its leaf (see the module docs). On by default;
+    /// a URL namespace turns it off, so that its repeats write nothing.
+    pub fn set_keep_positives(&self, keep: bool) {
+        self.keep_positives.store(keep, Ordering::Relaxed);
+    }
+
+    /// Whether positives are kept (see [`Self::set_keep_positives`]).
+    pub fn keeps_positives(&self) -> bool {
+        self.keep_positives.load(Ordering::Relaxed) && self.params.split.mode != SplitMode::Never
     }
 
     /// Check-and-insert: returns `true` if `fp` was (maybe) recorded before, `false` if it is new
@@ -820,7 +841,7 @@ mod tests {
         // Hold the migrators so the splits stay frozen while the chunk goes in.
         let (held_a, held_b) = (one_pass.migrator.lock(), grouped.migrator.lock());
         for t in [&one_pass, &grouped] {
-            t.insert_batch(&fps, &mut vec![false; fps.len()]);
+            insert_past_a_split(t, &fps, &mut vec![false; fps.len()]);
             assert!(t.stats().splitting_nodes >= 1, "the full leaf is splitting");
         }
         // Old fingerprints (the frozen filter holds them, some in the children already) and
@@ -862,6 +883,18 @@ mod tests {
         }
     }
 
+    /// Inserts `fps`, with the migrator held by the caller: one by one until the leaf they
+    /// fill is splitting, the rest as a batch, below the split. (In one batch, what the full
+    /// leaf defers would wait for the split to end, which the held migrator never lets it.)
+    fn insert_past_a_split(t: &Dsbf, fps: &[u64], out: &mut [bool]) {
+        let mut at = 0;
+        while t.stats().splitting_nodes == 0 {
+            out[at] = t.insert(fps[at]);
+            at += 1;
+        }
+        t.insert_batch(&fps[at..], &mut out[at..]);
+    }
+
     #[test]
     fn a_splitting_node_answers_from_its_frozen_filter_and_its_children() {
         let t = Dsbf::in_memory(params(SplitMode::Background, 2, 64), SplitWorkers::new(1));
@@ -870,7 +903,7 @@ mod tests {
         // Hold the migrator so the split stays half-done while we look at it.
         let migrator = t.migrator.lock();
         let mut out = vec![false; fps.len()];
-        t.insert_batch(&fps, &mut out);
+        insert_past_a_split(&t, &fps, &mut out);
         let recorded: Vec<u64> = fps.iter().zip(&out).filter(|p| !p.1).map(|p| *p.0).collect();
         assert!(t.stats().splitting_nodes >= 1, "the full leaf is splitting");
         assert!(recorded.iter().all(|&fp| t.contains(fp)), "frozen filter still answers");
@@ -885,13 +918,22 @@ mod tests {
 
     #[test]
     fn a_batch_asks_a_frozen_filter_in_one_go_and_keeps_batch_order() {
-        let t = Dsbf::in_memory(params(SplitMode::Background, 2, 64), SplitWorkers::new(1));
+        // Children four times the parent's size: the fresh fingerprints fit below the split,
+        // which the held migrator keeps half-done (what a full leaf defers would wait for it).
+        let policy = SplitPolicy {
+            fanout: 2,
+            step: 64,
+            mode: SplitMode::Background,
+            threshold: 1.0,
+            growth: 4,
+        };
+        let t = Dsbf::in_memory(TreeParams::new(100, 0.01, 4096, 9, policy), SplitWorkers::new(1));
         let u = t.params().split_at;
         let fps: Vec<u64> = (0..u + u / 5).map(|i| hash::mix64(i + 11)).collect();
         // Hold the migrator so the split stays half-done while batches pass its frozen filter.
         let migrator = t.migrator.lock();
         let mut out = vec![false; fps.len()];
-        t.insert_batch(&fps, &mut out);
+        insert_past_a_split(&t, &fps, &mut out);
         assert!(t.stats().splitting_nodes >= 1, "the full leaf is splitting");
         let recorded: Vec<u64> = fps.iter().zip(&out).filter(|p| !p.1).map(|p| *p.0).collect();
         // A batch of fingerprints the frozen filter holds, fresh ones, and fresh ones twice:
