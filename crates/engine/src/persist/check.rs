@@ -21,6 +21,42 @@ pub struct NamespaceCheck {
     /// Whether the snapshot or a leaf file it names is damaged: the repair sets the snapshot
     /// aside, so that opening replays the whole log into new leaf files.
     pub rebuild_from_log: bool,
+    /// A counting namespace whose store holds fewer URLs than it acknowledged: how many it
+    /// lost. The repair accepts the loss (its tally is rewritten to what the store holds).
+    pub store_lost: Option<u64>,
+    /// What the store holds, when `store_lost` is set (the tally's new floor).
+    pub store_held: u64,
+}
+
+/// Repairs what [`check_data_dir`] found in one namespace that opening does not repair by
+/// itself: sets a damaged snapshot aside (`snapshot.damaged`), and accepts what a counting
+/// store lost. Returns what was done, one line each. Opening the data directory afterwards
+/// does the rest (cuts torn tails, rebuilds from the log).
+///
+/// # Errors
+/// [`Error::Io`].
+pub fn repair_namespace(c: &NamespaceCheck) -> Result<Vec<String>> {
+    let storage: Arc<dyn Storage> = Arc::new(OsStorage);
+    let mut done = Vec::new();
+    if c.rebuild_from_log {
+        let (from, to) = (c.dir.join("snapshot"), c.dir.join("snapshot.damaged"));
+        storage.rename(&from, &to).map_err(|e| Error::io("set aside", &from, e))?;
+        done.push(format!(
+            "set {} aside as {}: the namespace is rebuilt from the log, nothing lost",
+            from.display(),
+            to.display()
+        ));
+    }
+    if let Some(lost) = c.store_lost {
+        let store = c.dir.join(STORE_DIR);
+        crate::exact::store::rewrite_tally(&storage, &store, c.store_held)?;
+        done.push(format!(
+            "accepted the loss of {lost} URLs in {}: it holds {} (those URLs are new again)",
+            store.display(),
+            c.store_held
+        ));
+    }
+    Ok(done)
 }
 
 /// Verifies every namespace of the data directory `root`, reading only: meta, the whole log
@@ -122,7 +158,7 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
         }
     };
     if options.counting {
-        c.notes.push("counting namespace: its store is checked by fjall when opened".into());
+        check_store(&mut c, &dir.join(STORE_DIR));
         return c;
     }
     if options.recrawl_after.is_some() {
@@ -160,6 +196,20 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
     if let Some(covered) = snapshot_log_offset(storage, &snap_path)
         && covered > log_end
     {
+        // Only a snapshot whose checksum holds is believed: a damaged header claims any offset.
+        if let Err(reason) = verify_snapshot_checksum(storage, &snap_path) {
+            c.rebuild_from_log = true;
+            problem(
+                &mut c,
+                true,
+                format!(
+                    "snapshot: {} is damaged ({reason}); the log is whole (repair sets the \
+                     snapshot aside and rebuilds the namespace from the log, losing nothing)",
+                    snap_path.display()
+                ),
+            );
+            return c;
+        }
         problem(&mut c, false, log_behind_snapshot(&log_path, log_end, covered, true).to_string());
         return c;
     }
@@ -189,4 +239,70 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
         }
     }
     c
+}
+
+/// Checks a counting namespace's store, on a copy (fjall writes when it opens, and cuts a
+/// damaged journal): the header, every record (fjall checks the blocks' checksums as it reads
+/// them), the count it keeps against the records, and the count against its tally.
+fn check_store(c: &mut NamespaceCheck, store: &Path) {
+    use crate::exact::{FingerprintStore, FpStore, StoreOptions};
+    let copy = match scratch_copy(store) {
+        Ok(copy) => copy,
+        Err(e) => {
+            c.repairable = false;
+            c.problems.push(format!("store: {e}"));
+            return;
+        }
+    };
+    let opened =
+        FingerprintStore::open_unchecked(&copy.path().join(STORE_DIR), StoreOptions::default());
+    let s = match opened {
+        Ok(s) => s,
+        Err(e) => {
+            c.repairable = false;
+            let e = e.to_string().replace(
+                &copy.path().join(STORE_DIR).display().to_string(),
+                &store.display().to_string(),
+            );
+            c.problems.push(format!("store: {e}"));
+            return;
+        }
+    };
+    let (mut records, mut bad) = (0u64, None);
+    if let Err(e) = s.scan(&mut |_, _| records += 1) {
+        bad = Some(e.to_string());
+    }
+    let (held, floor) = (s.len(), s.tally_floor());
+    drop(s);
+    if let Some(e) = bad {
+        c.repairable = false;
+        c.problems.push(format!(
+            "store: {} cannot be read whole ({e}); restore it from a backup",
+            store.display()
+        ));
+        return;
+    }
+    if records != held {
+        c.repairable = false;
+        c.problems.push(format!(
+            "store: {} holds {records} URLs but counts {held}; restore it from a backup",
+            store.display()
+        ));
+        return;
+    }
+    if floor > held {
+        c.store_lost = Some(floor - held);
+        c.store_held = held;
+        c.problems.push(format!(
+            "store: {} holds {held} URLs but {floor} were acknowledged: {} URLs are missing. \
+             Restore it from a backup, or repair, which accepts the loss (those URLs will be \
+             new again)",
+            store.display(),
+            floor - held
+        ));
+        return;
+    }
+    c.notes.push(format!(
+        "store: {held} URLs, every record readable, at least the {floor} acknowledged at its last sync"
+    ));
 }

@@ -31,7 +31,7 @@ mod check;
 mod lock;
 mod meta;
 
-pub use check::{NamespaceCheck, check_data_dir};
+pub use check::{NamespaceCheck, check_data_dir, repair_namespace};
 pub(crate) use lock::DirLock;
 pub(crate) use meta::{decode_meta, encode_meta};
 
@@ -372,10 +372,34 @@ pub(crate) fn recover(
     if let (Some(covered), Some(len)) = (snapshot_log_offset(storage, &snap_path), log_len)
         && len < covered
     {
-        return Err(log_behind_snapshot(&log_path, len, covered, true));
+        // The offset is trusted only from a snapshot whose checksum holds: a damaged header
+        // can claim any offset, and the log is then whole.
+        match verify_snapshot_checksum(storage, &snap_path) {
+            Ok(()) => return Err(log_behind_snapshot(&log_path, len, covered, true)),
+            Err(reason) => {
+                snapshot = None;
+                report.snapshot_error = Some(damaged_snapshot(&snap_path, &reason));
+            }
+        }
     }
     let loaded = snapshot
         .map(|mut r| Dsbf::read_snapshot(params, Arc::clone(workers), leaves.clone(), &mut r));
+    // Every block of every leaf file the snapshot names is checked now, not at the split that
+    // would read it: a damaged one (bit rot, a stray write) is rebuilt from the log, which
+    // holds every record, as a damaged snapshot is.
+    let loaded = match loaded {
+        Some(Ok(s)) => match s.tree.verify_leaf_files() {
+            Ok(_) => Some(Ok(s)),
+            Err(e) => {
+                report.snapshot_error = Some(format!(
+                    "a leaf file it names is damaged ({e}); not used, and the namespace was \
+                     rebuilt from the log"
+                ));
+                None
+            }
+        },
+        other => other,
+    };
     let fresh = |report: &mut RecoveryReport| -> Result<Arc<Dsbf>> {
         // Everything comes back from the log, into new leaf files (read-only: into memory,
         // and the old files stay: a leaf with no records on disk never reads its file).
@@ -493,6 +517,56 @@ fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
     let n = storage.read_at(path, 0, &mut head).ok()?;
     (n == head.len() && head[..8] == crate::tree::SNAPSHOT_FORMAT.magic)
         .then(|| u64::from_le_bytes(head[16..24].try_into().unwrap_or_default()))
+}
+
+/// Reads the snapshot file at `path` whole, streamed, and checks its trailing XXH3-64 over
+/// everything before it: whether its header (whose log offset is read before the snapshot is
+/// loaded) can be trusted.
+///
+/// # Errors
+/// What is wrong, in words: a checksum that does not match, a file too short to hold one, or
+/// the read's error.
+pub(crate) fn verify_snapshot_checksum(
+    storage: &Arc<dyn Storage>,
+    path: &Path,
+) -> std::result::Result<(), String> {
+    use std::io::Read;
+    let mut reader = match storage.open_read(path) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err("missing".into()),
+        Err(e) => return Err(format!("read: {e}")),
+    };
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    // The last 8 bytes read so far are held back: they are the checksum if the file ends there.
+    let mut tail = Vec::with_capacity(8);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("read: {e}")),
+        };
+        tail.extend_from_slice(&buf[..n]);
+        let keep = tail.len().saturating_sub(8);
+        hasher.update(&tail[..keep]);
+        tail.drain(..keep);
+    }
+    let stored: [u8; 8] = tail.try_into().map_err(|_| "too short to hold a checksum".to_owned())?;
+    let (stored, computed) = (u64::from_le_bytes(stored), hasher.digest());
+    if stored != computed {
+        return Err(format!("checksum mismatch (stored {stored:#x}, computed {computed:#x})"));
+    }
+    Ok(())
+}
+
+/// What recovery reports of a snapshot whose checksum does not hold.
+fn damaged_snapshot(path: &Path, reason: &str) -> String {
+    format!(
+        "{} is damaged ({reason}): its header cannot be trusted; not used, and the namespace \
+         was rebuilt from the log (a checkpoint replaces it)",
+        path.display()
+    )
 }
 
 /// The refusal for a log that ends before the offset its snapshot covers.

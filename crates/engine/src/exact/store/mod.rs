@@ -10,6 +10,8 @@
 //! DIR/URLSEEN-STORE   24 bytes: magic "USFPSTOR", version u32 LE, value encoding u32 LE,
 //!                     xxh3-64 of the first 16 bytes (u64 LE)
 //! DIR/lsm/            the fjall database (its own journal, tables, checksums and recovery)
+//! DIR/URLSEEN-TALLY   the fewest fingerprints the LSM must hold (see `tally`): an LSM that
+//!                     holds fewer lost some, and is refused when opened
 //! ```
 //! In the keyspace `fingerprints`, a key is a fingerprint as 8 bytes **big-endian** (so the
 //! LSM's key order is numeric order), and a value is the [`Record`]: the reference count as a
@@ -32,11 +34,15 @@
 pub(crate) mod error;
 mod header;
 mod mem;
+mod tally;
 
 use error as store_error;
 pub(crate) use header::check_fixed;
 use header::{check_header, write_header};
 pub use mem::{FpBuildHasher, FpHasher, MemStore};
+pub use tally::TALLY_FILE;
+pub(crate) use tally::rewrite as rewrite_tally;
+use tally::{REMOVAL_SLACK, Tally};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -335,6 +341,8 @@ pub struct FingerprintStore {
     durability: StoreDurability,
     /// The fingerprint count; held across every write so that batches carry the right count.
     count: Mutex<u64>,
+    /// The floor written after each sync. Taken before `count` when both are.
+    tally: Mutex<Tally>,
 }
 
 impl fmt::Debug for FingerprintStore {
@@ -377,7 +385,7 @@ impl FingerprintStore {
             storage.create_dir_all(dir).map_err(io_err("create directory", dir))?;
             write_header(storage, dir)?;
         }
-        Self::open_with_header(dir, options)
+        Self::open_with_header(dir, options, true)
     }
 
     /// Opens the store in `dir`, which must hold one: a store that vanished must not silently
@@ -407,10 +415,27 @@ impl FingerprintStore {
                 reason: format!("the header is there but the LSM directory {LSM_DIR:?} is missing"),
             });
         }
-        Self::open_with_header(dir, options)
+        Self::open_with_header(dir, options, true)
     }
 
-    fn open_with_header(dir: &Path, options: StoreOptions) -> Result<Self> {
+    /// Opens the store in `dir` whatever its tally says, for `urlseen check` to compare
+    /// ([`Self::len`] against [`Self::tally_floor`]) and say what was lost.
+    ///
+    /// # Errors
+    /// As [`open_existing`](Self::open_existing), without the tally's refusal.
+    pub(crate) fn open_unchecked(dir: &Path, options: StoreOptions) -> Result<Self> {
+        if !exists(options.storage.as_ref(), &dir.join(HEADER_FILE))? {
+            return Err(store_error::not_found(dir));
+        }
+        Self::open_with_header(dir, options, false)
+    }
+
+    /// The floor its tally holds: the fewest fingerprints it must hold.
+    pub(crate) fn tally_floor(&self) -> u64 {
+        self.tally.lock().floor
+    }
+
+    fn open_with_header(dir: &Path, options: StoreOptions, trust: bool) -> Result<Self> {
         let durability = options.durability;
         check_header(options.storage.as_ref(), &dir.join(HEADER_FILE))?;
         let lsm = dir.join(LSM_DIR);
@@ -424,12 +449,17 @@ impl FingerprintStore {
                 reason: "count key is not 8 bytes".into(),
             })?),
         };
+        let tally = Tally::read(Arc::clone(&options.storage), dir)?;
+        if trust && tally.floor > count {
+            return Err(behind(dir, count, tally.floor));
+        }
         Ok(FingerprintStore {
             db,
             keyspace,
             dir: dir.to_path_buf(),
             durability,
             count: Mutex::new(count),
+            tally: Mutex::new(tally),
         })
     }
 
@@ -520,11 +550,18 @@ impl FpStore for FingerprintStore {
     }
 
     fn remove_record(&self, fp: u64) -> Result<Option<Record>> {
+        let mut tally = self.tally.lock();
         let mut count = self.count.lock();
         let Some(old) = self.get_record(fp)? else { return Ok(None) };
         let mut batch = self.db.batch();
         batch.remove(&self.keyspace, fp.to_be_bytes().as_slice());
         let new_count = count.saturating_sub(1);
+        if tally.floor > new_count {
+            // The store may reach the disk holding fewer than the floor: lower it first,
+            // durably, with slack for the removals that follow (a forget removes many).
+            let slack = REMOVAL_SLACK.max(new_count / 64);
+            tally.write(new_count.saturating_sub(slack), true)?;
+        }
         self.commit(batch, new_count)?;
         *count = new_count;
         Ok(Some(old))
@@ -552,7 +589,15 @@ impl FpStore for FingerprintStore {
     }
 
     fn sync(&self) -> Result<()> {
-        self.db.persist(PersistMode::SyncAll).map_err(self.fjall())
+        // No removal runs meanwhile (they take the tally first), and what is counted now is
+        // written: after the fsync, the store holds at least `count`.
+        let mut tally = self.tally.lock();
+        let count = *self.count.lock();
+        self.db.persist(PersistMode::SyncAll).map_err(self.fjall())?;
+        if count != tally.floor {
+            tally.write(count, false)?;
+        }
+        Ok(())
     }
 
     fn durability(&self) -> StoreDurability {
@@ -561,6 +606,30 @@ impl FpStore for FingerprintStore {
 
     fn memory_bytes(&self) -> u64 {
         self.db.cache_size() + self.db.write_buffer_size()
+    }
+}
+
+/// The refusal of a store that holds fewer fingerprints than its tally says it acknowledged.
+fn behind(dir: &Path, held: u64, floor: u64) -> Error {
+    let data = dir
+        .parent()
+        .and_then(Path::parent)
+        .filter(|ns| ns.file_name().is_some_and(|n| n == "ns"))
+        .and_then(Path::parent);
+    let repair = match data {
+        Some(d) => format!("`urlseen check --data {} --repair`", d.display()),
+        None => "`urlseen check --repair` on its data directory".to_owned(),
+    };
+    Error::Corrupt {
+        path: dir.join(LSM_DIR),
+        reason: format!(
+            "holds {held} URLs but {floor} were acknowledged ({TALLY_FILE} says so): {} URLs are \
+             missing, lost with part of its journal or tables (a journal damaged part-way is cut \
+             at the damage when the store is opened). Restore the store directory {} from a \
+             backup, or run {repair}, which accepts the loss (those URLs will be new again)",
+            floor - held,
+            dir.display()
+        ),
     }
 }
 
