@@ -364,3 +364,55 @@ fn check_reports_a_sound_counting_store() {
     assert!(report.contains(&held), "{report}");
     assert_eq!(listing(&ns), before, "check changed the store");
 }
+
+#[test]
+fn check_finds_a_damaged_hosts_file_and_repair_keeps_every_sound_entry() {
+    let urls = distinct_urls(44, 5_000);
+    let (dir, ns, urls) = recorded(&urls);
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(ok && out.contains("ok      hosts: ") && out.contains("entries, all sound"), "{out}");
+    let hosts = ns.join("hosts");
+    let mut bytes = fs::read(&hosts).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    fs::write(&hosts, bytes).unwrap();
+    let before = listing(&ns);
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(!ok, "a damaged hosts file passed the check: {out}");
+    assert!(out.contains("PROBLEM hosts") && out.contains("sound entries after them"), "{out}");
+    assert_eq!(listing(&ns), before, "check without --repair changed files");
+    // Opening refuses rather than cut the sound entries after the damage.
+    let data = dir.path().to_str().unwrap();
+    let (printed, err, ok) = run(&["filter", "--data", data], &lines(&urls[..10]));
+    assert!(!ok && printed.is_empty(), "{err}");
+    assert!(
+        err.contains("hosts") && err.contains(&format!("urlseen check --data {data} --repair")),
+        "{err}"
+    );
+    assert_eq!(listing(&ns), before, "a refused open changed files");
+    let (out, err, ok) = check(dir.path(), true);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("repair: rewrote") && out.contains("sound entries"), "{out}");
+    assert!(out.ends_with("0 with problems"), "{out}");
+    assert_eq!(new_again(dir.path(), &urls).0, 0, "the repair lost URLs");
+}
+
+#[test]
+fn check_verifies_the_url_journal_of_a_namespace_that_keeps_urls() {
+    let urls = distinct_urls(45, 3_000);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let (_, err, ok) = run(&["filter", "--data", data, "--keep-urls"], &lines(&urls));
+    assert!(ok, "{err}");
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(ok && out.contains("ok      urls: ") && out.contains("every block sound"), "{out}");
+    let ns = fs::read_dir(dir.path().join("ns")).unwrap().next().unwrap().unwrap().path();
+    let journal = ns.join("urls");
+    let mut bytes = fs::read(&journal).unwrap();
+    let middle = bytes.len() / 3;
+    bytes[middle] ^= 0xff;
+    fs::write(&journal, bytes).unwrap();
+    let (out, _, ok) = check(dir.path(), false);
+    assert!(!ok, "a damaged URL journal passed the check: {out}");
+    assert!(out.contains("PROBLEM urls") && out.contains("restore it from a backup"), "{out}");
+}

@@ -26,6 +26,9 @@ pub struct NamespaceCheck {
     pub store_lost: Option<u64>,
     /// What the store holds, when `store_lost` is set (the tally's new floor).
     pub store_held: u64,
+    /// The `hosts` file is damaged before its end: the repair rewrites it with every sound
+    /// entry.
+    pub hosts_damaged: bool,
 }
 
 /// Repairs what [`check_data_dir`] found in one namespace that opening does not repair by
@@ -45,6 +48,21 @@ pub fn repair_namespace(c: &NamespaceCheck) -> Result<Vec<String>> {
             "set {} aside as {}: the namespace is rebuilt from the log, nothing lost",
             from.display(),
             to.display()
+        ));
+    }
+    if c.hosts_damaged {
+        let path = c.dir.join("hosts");
+        let bytes =
+            storage.read(&path).map_err(|e| Error::io("read", &path, e))?.unwrap_or_default();
+        let survey = crate::host_dict::survey(&path, &bytes)?;
+        let kept = crate::host_dict::rebuilt(&bytes, &survey);
+        storage.write_atomic(&path, &kept).map_err(|e| Error::io("rewrite", &path, e))?;
+        done.push(format!(
+            "rewrote {} with its {} sound entries, without {} damaged bytes (no URL lost: a \
+             host whose entry was damaged is listed again when one of its URLs is recorded)",
+            path.display(),
+            survey.entries,
+            survey.bad_bytes
         ));
     }
     if let Some(lost) = c.store_lost {
@@ -157,6 +175,10 @@ fn check_namespace(storage: &Arc<dyn Storage>, dir: &Path) -> NamespaceCheck {
             return c;
         }
     };
+    check_hosts(&mut c, storage, &dir.join("hosts"));
+    if options.keep_urls {
+        check_url_journal(&mut c, storage, &dir.join("urls"));
+    }
     if options.counting {
         check_store(&mut c, &dir.join(STORE_DIR));
         return c;
@@ -305,4 +327,72 @@ fn check_store(c: &mut NamespaceCheck, store: &Path) {
     c.notes.push(format!(
         "store: {held} URLs, every record readable, at least the {floor} acknowledged at its last sync"
     ));
+}
+
+/// Checks the `hosts` file (the collision guard of a forget by host): every entry's checksum.
+/// A torn tail is cut by opening; damage with sound entries after it is refused by opening
+/// and repaired by rewriting the file with every sound entry.
+fn check_hosts(c: &mut NamespaceCheck, storage: &Arc<dyn Storage>, path: &Path) {
+    let bytes = match storage.read(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return, // no host recorded yet
+        Err(e) => {
+            c.repairable = false;
+            c.problems.push(format!("hosts: reading {}: {e}", path.display()));
+            return;
+        }
+    };
+    let survey = match crate::host_dict::survey(path, &bytes) {
+        Ok(survey) => survey,
+        Err(e) => {
+            c.repairable = false;
+            c.problems.push(format!(
+                "hosts: {e}; restore it from a backup, or remove it (no URL is lost: hosts are \
+                 listed again as their URLs are recorded, and until then a forget by host \
+                 refuses)"
+            ));
+            return;
+        }
+    };
+    if let Some(damage) = survey.damaged_in_the_middle() {
+        c.hosts_damaged = true;
+        c.problems.push(format!(
+            "hosts: {} is {damage} (repair keeps every sound entry; no URL is lost)",
+            path.display()
+        ));
+    } else if survey.bad_bytes > 0 {
+        c.problems.push(format!(
+            "hosts: a torn or damaged tail of {} bytes after byte {} (opening cuts it)",
+            survey.bad_bytes, survey.valid
+        ));
+    } else {
+        c.notes.push(format!("hosts: {} entries, all sound", survey.entries));
+    }
+}
+
+/// Checks the URL journal of a namespace that keeps its URLs: every block's checksum and
+/// entries.
+fn check_url_journal(c: &mut NamespaceCheck, storage: &Arc<dyn Storage>, path: &Path) {
+    let scanned = crate::url_journal::UrlJournal::open(storage, path, true, false).and_then(|j| {
+        let end = j.end()?;
+        let mut entries = 0u64;
+        j.scan(0, end, &mut |_, _, _| entries += 1)?;
+        let len = storage.file_len(path).ok().flatten().unwrap_or(0);
+        Ok((entries, end, len))
+    });
+    match scanned {
+        Ok((entries, end, len)) if end < len => c.problems.push(format!(
+            "urls: {entries} URLs in sound blocks, then a torn tail of {} bytes after byte {end} \
+             (opening cuts it)",
+            len - end
+        )),
+        Ok((entries, ..)) => c.notes.push(format!("urls: {entries} URLs, every block sound")),
+        Err(e) => {
+            c.repairable = false;
+            c.problems.push(format!(
+                "urls: {e}; restore it from a backup (until then a forget by prefix refuses; \
+                 nothing else depends on it)"
+            ));
+        }
+    }
 }
