@@ -36,7 +36,7 @@ pub(crate) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
         other => Error::corrupt(
             path,
             &format!(
-                "the LSM engine (fjall) found its files damaged ({other:?}); restore the store \
+                "the LSM engine (fjall) found its files damaged ({other:?}). Restore the store \
                  directory from a backup"
             ),
         ),

@@ -440,7 +440,27 @@ impl FingerprintStore {
         check_header(options.storage.as_ref(), &dir.join(HEADER_FILE))?;
         let lsm = dir.join(LSM_DIR);
         let fjall = |e| store_error::from_fjall(dir, e);
-        let db = Database::builder(&lsm).cache_size(options.cache_bytes).open().map_err(fjall)?;
+        // fjall asserts on some damage to its journal (a value length that disagrees with
+        // itself) instead of returning an error: that is damage, named as such, not a crash.
+        let open = || Database::builder(&lsm).cache_size(options.cache_bytes).open();
+        let db = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
+            .map_err(|panic| {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                Error::corrupt(
+                    &lsm,
+                    &format!(
+                        "the LSM engine (fjall) failed reading its files ({}); they are damaged. \
+                         Restore the store directory {} from a backup",
+                        what.lines().next().unwrap_or_default(),
+                        dir.display()
+                    ),
+                )
+            })?
+            .map_err(fjall)?;
         let keyspace = db.keyspace(KEYSPACE, || keyspace_options(&options)).map_err(fjall)?;
         let count = match keyspace.get(COUNT_KEY).map_err(fjall)? {
             None => 0,
