@@ -81,8 +81,7 @@ fn a_snapshot_whose_header_is_damaged_is_set_aside_not_blamed_on_the_log() {
     let db = open(dir.path());
     let report = db.namespace("d").unwrap().recovery().unwrap().clone();
     let reason = report.snapshot_error.expect("the damaged snapshot was used");
-    assert!(reason.contains("snapshot") && reason.contains("damaged"), "{reason}");
-    assert!(reason.contains("rebuilt from the log"), "{reason}");
+    assert!(reason.contains("snapshot") && reason.contains("is damaged"), "{reason}");
     assert_eq!(report.snapshot_offset, None);
     assert_eq!(missing(&db, &urls), 0, "URLs lost");
     assert_eq!(db.namespace("d").unwrap().len(), urls.len() as u64);
@@ -124,7 +123,7 @@ fn a_damaged_leaf_file_is_found_at_open_and_rebuilt_from_the_log() {
     let db = open(dir.path());
     let reason = db.namespace("d").unwrap().recovery().unwrap().snapshot_error.clone();
     let reason = reason.expect("a damaged leaf file was trusted");
-    assert!(reason.contains("damaged") && reason.contains("rebuilt from the log"), "{reason}");
+    assert!(reason.contains("leaf file") && reason.contains("damaged"), "{reason}");
     assert_eq!(missing(&db, &urls), 0, "URLs lost");
     assert_eq!(db.namespace("d").unwrap().len(), urls.len() as u64);
     // More URLs make every leaf split, reading its rebuilt file.

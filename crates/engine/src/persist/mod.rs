@@ -392,10 +392,7 @@ pub(crate) fn recover(
         Some(Ok(s)) => match s.tree.verify_leaf_files() {
             Ok(_) => Some(Ok(s)),
             Err(e) => {
-                report.snapshot_error = Some(format!(
-                    "a leaf file it names is damaged ({e}); not used, and the namespace was \
-                     rebuilt from the log"
-                ));
+                report.snapshot_error = Some(format!("a leaf file it names is damaged ({e})"));
                 None
             }
         },
@@ -576,11 +573,7 @@ pub(crate) fn verify_snapshot_checksum(
 
 /// What recovery reports of a snapshot whose checksum does not hold.
 fn damaged_snapshot(path: &Path, reason: &str) -> String {
-    format!(
-        "{} is damaged ({reason}): its header cannot be trusted; not used, and the namespace \
-         was rebuilt from the log (a checkpoint replaces it)",
-        path.display()
-    )
+    format!("{} is damaged ({reason}): its header cannot be trusted", path.display())
 }
 
 /// The refusal for a log that ends before the offset its snapshot covers.
