@@ -1,5 +1,6 @@
-//! `urlseen check`: every namespace of a data directory verified by reading alone (meta, log,
-//! snapshot, leaf files), with what opening or `--repair` would do about what is found.
+//! `urlseen check`: every namespace of a data directory verified by reading alone (meta, hosts
+//! file, URL journal, log, snapshot, leaf files, a counting namespace's store on a copy), with
+//! what opening or `--repair` ([`repair_namespace`]) would do about what is found.
 
 use super::*;
 
@@ -77,9 +78,12 @@ pub fn repair_namespace(c: &NamespaceCheck) -> Result<Vec<String>> {
     Ok(done)
 }
 
-/// Verifies every namespace of the data directory `root`, reading only: meta, the whole log
-/// (every record's checksum), the snapshot (its checksum, shape and filters) and every leaf
-/// file it names (every block's checksum and its length). Nothing is created, cut or deleted.
+/// Verifies every namespace of the data directory `root`, reading only: meta, the hosts file
+/// (every entry's checksum), the URL journal of a namespace that keeps its URLs (every
+/// block's), the whole log (every record's checksum), the snapshot (its checksum, shape and
+/// filters) and every leaf file it names (every block's checksum and its length), and a
+/// counting namespace's store (on a copy: every record, its count, and its tally). Nothing is
+/// created, cut or deleted.
 ///
 /// # Errors
 /// [`Error::Io`] listing the directory; `root` not being a data directory is reported as

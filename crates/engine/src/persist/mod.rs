@@ -23,6 +23,12 @@
 //! nothing. A snapshot of version 1 (leaf logs inline) is read, its logs moved to leaf files,
 //! and a version 2 snapshot written at once.
 //!
+//! Damage is named, never taken for less data: a snapshot whose header's log offset is past
+//! the log's end is believed only if its checksum holds; the leaf files it names are verified
+//! block by block (up to [`VERIFY_AT_OPEN_BYTES`]) and rebuilt from the log if damaged; a
+//! counting store holding fewer fingerprints than its tally says it acknowledged is refused
+//! (see `exact::store`); and `check` verifies all of it (see `check`).
+//!
 //! A read-only open ([`Access::ReadOnly`], `urlseen stats`) does the same reading and none of
 //! the repairs: nothing is cut, deleted, upgraded, built or created, and what the log replay
 //! records stays in memory (see `docs/durability.md`, "Read-only opens").
