@@ -727,6 +727,56 @@ mod tests {
         assert!(set.join(HEADER_FILE).exists() && set.join(crate::exact::PARAMS_FILE).exists());
     }
 
+    fn copy_dir(from: &Path, to: &Path) {
+        fs::create_dir_all(to).unwrap();
+        for e in fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &to.join(e.file_name()));
+            } else {
+                fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// The tally is a floor: after a sync it holds the count, a store that lost fingerprints
+    /// is refused, and removals after the sync (a crash before the next one) lower it first,
+    /// so that a store that only removed is no false alarm.
+    #[test]
+    fn the_tally_refuses_a_store_that_lost_and_lets_removals_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let store = FingerprintStore::open(&path, StoreDurability::Buffered).unwrap();
+        store.insert_many(&(1..=5_000).collect::<Vec<u64>>()).unwrap();
+        store.sync().unwrap();
+        assert_eq!(store.tally_floor(), 5_000);
+        for fp in 1..=3_000 {
+            assert!(store.remove(fp).unwrap());
+        }
+        assert!(store.tally_floor() <= 2_000, "floor {}", store.tally_floor());
+        // A crash image: the removals written, no sync since.
+        let image = dir.path().join("image");
+        copy_dir(&path, &image);
+        let reopened = FingerprintStore::open_existing(&image, StoreDurability::Buffered).unwrap();
+        assert_eq!(reopened.len(), 2_000);
+        reopened.sync().unwrap();
+        assert_eq!(reopened.tally_floor(), 2_000);
+        drop(reopened);
+        // The floor at 2,000 and a store with less: refused, saying how many are missing.
+        let lost = dir.path().join("lost");
+        copy_dir(&image, &lost);
+        let store = FingerprintStore::open_existing(&lost, StoreDurability::Buffered).unwrap();
+        for fp in 3_001..=3_010 {
+            store.remove(fp).unwrap();
+        }
+        drop(store);
+        tally::rewrite(&(Arc::new(OsStorage) as Arc<dyn Storage>), &lost, 2_000).unwrap();
+        let err = FingerprintStore::open_existing(&lost, StoreDurability::Buffered).unwrap_err();
+        assert!(err.to_string().contains("10 URLs are missing"), "{err}");
+        let opened = FingerprintStore::open_unchecked(&lost, StoreOptions::default()).unwrap();
+        assert_eq!((opened.len(), opened.tally_floor()), (1_990, 2_000));
+    }
+
     #[test]
     fn header_round_trip_and_damage() {
         let dir = tempfile::tempdir().unwrap();
