@@ -27,6 +27,9 @@ pub struct NamespaceCheck {
     pub store_lost: Option<u64>,
     /// What the store holds, when `store_lost` is set (the tally's new floor).
     pub store_held: u64,
+    /// fjall cannot read the store's journal: the repair sets it aside (the loss counted in
+    /// `store_lost`).
+    pub store_journal_aside: bool,
     /// The `hosts` file is damaged before its end: the repair rewrites it with every sound
     /// entry.
     pub hosts_damaged: bool,
@@ -68,6 +71,15 @@ pub fn repair_namespace(c: &NamespaceCheck) -> Result<Vec<String>> {
     }
     if let Some(lost) = c.store_lost {
         let store = c.dir.join(STORE_DIR);
+        if c.store_journal_aside {
+            let files = journal_files(&store).map_err(|e| Error::io("list", &store, e))?;
+            for from in files {
+                let name = from.file_name().map(|n| n.to_string_lossy().into_owned());
+                let to = store.join(format!("{}.damaged", name.unwrap_or_default()));
+                storage.rename(&from, &to).map_err(|e| Error::io("set aside", &from, e))?;
+                done.push(format!("set {} aside as {}", from.display(), to.display()));
+            }
+        }
         crate::exact::store::rewrite_tally(&storage, &store, c.store_held)?;
         done.push(format!(
             "accepted the loss of {lost} URLs in {}: it holds {} (those URLs are new again)",
@@ -285,12 +297,27 @@ fn check_store(c: &mut NamespaceCheck, store: &Path) {
     let s = match opened {
         Ok(s) => s,
         Err(e) => {
-            c.repairable = false;
             let e = e.to_string().replace(
                 &copy.path().join(STORE_DIR).display().to_string(),
                 &store.display().to_string(),
             );
-            c.problems.push(format!("store: {e}"));
+            // fjall cannot read its journal: what would setting it aside leave?
+            match without_journal(&copy.path().join(STORE_DIR)) {
+                Some((held, floor)) => {
+                    let lost = floor.saturating_sub(held);
+                    (c.store_journal_aside, c.store_lost, c.store_held) = (true, Some(lost), held);
+                    c.problems.push(format!(
+                        "store: {e}; or repair, which sets its journal aside (as *.jnl.damaged \
+                         in {}): the store then holds {held} URLs of the {floor} acknowledged, \
+                         so {lost} URLs are lost (new again)",
+                        store.display()
+                    ));
+                }
+                None => {
+                    c.repairable = false;
+                    c.problems.push(format!("store: {e}"));
+                }
+            }
             return;
         }
     };
@@ -331,6 +358,32 @@ fn check_store(c: &mut NamespaceCheck, store: &Path) {
     c.notes.push(format!(
         "store: {held} URLs, every record readable, at least the {floor} acknowledged at its last sync"
     ));
+}
+
+/// The store in `store` (a scratch copy) opened without its journal files: how many URLs it
+/// holds then, and its tally's floor; `None` if it cannot be opened even so.
+fn without_journal(store: &Path) -> Option<(u64, u64)> {
+    use crate::exact::{FingerprintStore, FpStore, StoreOptions};
+    for path in journal_files(store).ok()? {
+        std::fs::remove_file(path).ok()?;
+    }
+    let s = FingerprintStore::open_unchecked(store, StoreOptions::default()).ok()?;
+    let mut records = 0u64;
+    s.scan(&mut |_, _| records += 1).ok()?;
+    (records == s.len()).then(|| (s.len(), s.tally_floor()))
+}
+
+/// The journal files (`*.jnl`) of the LSM of the store in `store`.
+fn journal_files(store: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(store.join("lsm"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "jnl") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Checks the `hosts` file (the collision guard of a forget by host): every entry's checksum.

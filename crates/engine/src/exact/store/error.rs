@@ -37,7 +37,9 @@ pub(crate) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
             path,
             &format!(
                 "the LSM engine (fjall) found its files damaged ({other:?}). Restore the store \
-                 directory from a backup"
+                 directory from a backup, or run {}, which can set the damaged journal aside \
+                 and says how many URLs that loses",
+                super::repair_command(path)
             ),
         ),
     }

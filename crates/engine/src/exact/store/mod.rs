@@ -271,6 +271,11 @@ pub trait FpStore: Send + Sync + fmt::Debug {
     /// Heap or cache memory the store uses, in bytes (an estimate).
     fn memory_bytes(&self) -> u64;
 
+    /// Where the store lives, for errors that name it (empty in memory).
+    fn location(&self) -> PathBuf {
+        PathBuf::new()
+    }
+
     /// The refcount of `fp`, if stored.
     ///
     /// # Errors
@@ -454,9 +459,11 @@ impl FingerprintStore {
                     &lsm,
                     &format!(
                         "the LSM engine (fjall) failed reading its files ({}); they are damaged. \
-                         Restore the store directory {} from a backup",
+                         Restore the store directory {} from a backup, or run {}, which can set \
+                         the damaged journal aside and says how many URLs that loses",
                         what.lines().next().unwrap_or_default(),
-                        dir.display()
+                        dir.display(),
+                        repair_command(dir)
                     ),
                 )
             })?
@@ -627,19 +634,29 @@ impl FpStore for FingerprintStore {
     fn memory_bytes(&self) -> u64 {
         self.db.cache_size() + self.db.write_buffer_size()
     }
+
+    fn location(&self) -> PathBuf {
+        self.dir.clone()
+    }
 }
 
-/// The refusal of a store that holds fewer fingerprints than its tally says it acknowledged.
-fn behind(dir: &Path, held: u64, floor: u64) -> Error {
+/// `urlseen check --data DIR --repair` for the store in `dir` (`DIR/ns/<hex>/store`), in
+/// backquotes.
+pub(crate) fn repair_command(dir: &Path) -> String {
     let data = dir
         .parent()
         .and_then(Path::parent)
         .filter(|ns| ns.file_name().is_some_and(|n| n == "ns"))
         .and_then(Path::parent);
-    let repair = match data {
+    match data {
         Some(d) => format!("`urlseen check --data {} --repair`", d.display()),
         None => "`urlseen check --repair` on its data directory".to_owned(),
-    };
+    }
+}
+
+/// The refusal of a store that holds fewer fingerprints than its tally says it acknowledged.
+fn behind(dir: &Path, held: u64, floor: u64) -> Error {
+    let repair = repair_command(dir);
     Error::Corrupt {
         path: dir.join(LSM_DIR),
         reason: format!(
