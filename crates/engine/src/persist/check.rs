@@ -306,10 +306,12 @@ fn check_store(c: &mut NamespaceCheck, store: &Path) {
                 Some((held, floor)) => {
                     let lost = floor.saturating_sub(held);
                     (c.store_journal_aside, c.store_lost, c.store_held) = (true, Some(lost), held);
+                    // The store's own advice names the repair: say what it would do instead.
+                    let what = e.split(". Restore").next().unwrap_or(&e);
                     c.problems.push(format!(
-                        "store: {e}; or repair, which sets its journal aside (as *.jnl.damaged \
-                         in {}): the store then holds {held} URLs of the {floor} acknowledged, \
-                         so {lost} URLs are lost (new again)",
+                        "store: {what}. Restore it from a backup, or repair, which sets its \
+                         journal aside (as *.jnl.damaged in {}): the store then holds {held} \
+                         URLs of the {floor} acknowledged, so {lost} URLs are lost (new again)",
                         store.display()
                     ));
                 }
