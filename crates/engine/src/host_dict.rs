@@ -17,8 +17,11 @@
 //! DIR/ns/<hex of name>/hosts   "URLSEENH", version u16, then entries:
 //!                              hash u32 | length u16 | host bytes | xxh3 of the three, u64
 //! ```
-//! A torn or corrupt entry ends the file: it was not synced, so no synced record relies on
-//! it; it is cut at the next open, and the next append goes where it began. A power loss can
+//! A torn or corrupt entry with no sound entry after it ends the file: it was not synced, so
+//! no synced record relies on it; it is cut at the next open, and the next append goes where
+//! it began. Damage with sound entries after it is not a torn tail: opening refuses it
+//! (cutting would drop those entries), and `urlseen check --repair` rewrites the file with
+//! every sound entry ([`survey`], [`rebuilt`]). A power loss can
 //! leave log records that were not synced either and whose host is not listed: a forget of
 //! their hash then refuses ([`crate::Error::HostHashUnlisted`]), which forgets nothing.
 //!
