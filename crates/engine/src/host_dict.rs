@@ -17,8 +17,11 @@
 //! DIR/ns/<hex of name>/hosts   "URLSEENH", version u16, then entries:
 //!                              hash u32 | length u16 | host bytes | xxh3 of the three, u64
 //! ```
-//! A torn or corrupt entry ends the file: it was not synced, so no synced record relies on
-//! it; it is cut at the next open, and the next append goes where it began. A power loss can
+//! A torn or corrupt entry with no sound entry after it ends the file: it was not synced, so
+//! no synced record relies on it; it is cut at the next open, and the next append goes where
+//! it began. Damage with sound entries after it is not a torn tail: opening refuses it
+//! (cutting would drop those entries), and `urlseen check --repair` rewrites the file with
+//! every sound entry ([`survey`], [`rebuilt`]). A power loss can
 //! leave log records that were not synced either and whose host is not listed: a forget of
 //! their hash then refuses ([`crate::Error::HostHashUnlisted`]), which forgets nothing.
 //!
@@ -498,29 +501,139 @@ fn encode(out: &mut Vec<u8>, hash: u32, host: &str) -> Result<()> {
 }
 
 /// Reads the entries of a hosts file into `each`; returns the length of its valid part (the
-/// header and every whole, checked entry before the first torn or corrupt one).
+/// header and every whole, checked entry before the first torn or corrupt one, which is a
+/// torn tail to cut).
+///
+/// # Errors
+/// [`Error::Corrupt`] for a damaged header, or for damage with sound entries after it (not a
+/// torn tail: cutting it would drop them), naming the fix.
 fn decode(path: &Path, bytes: &[u8], each: &mut dyn FnMut(u32, &str)) -> Result<usize> {
+    let survey = survey(path, bytes)?;
+    if let Some(damage) = survey.damaged_in_the_middle() {
+        return Err(Error::corrupt(path, &format!("{damage}; {}", repair_advice(path))));
+    }
+    let mut at = HEADER;
+    while at < survey.valid
+        && let Some((hash, host, end)) = entry_at(bytes, at, usize::MAX)
+    {
+        each(hash, host);
+        at = end;
+    }
+    Ok(survey.valid)
+}
+
+/// What [`survey`] found in a hosts file.
+#[derive(Debug, Default)]
+pub(crate) struct Survey {
+    /// The length of its valid part: the header and every sound entry before the first bad one.
+    pub valid: usize,
+    /// Sound entries in it.
+    pub entries: usize,
+    /// Bytes after the valid part that belong to no sound entry (a torn tail, or damage).
+    pub bad_bytes: usize,
+    /// Sound entries after the first bad one, as (start, end) byte ranges.
+    pub after: Vec<(usize, usize)>,
+}
+
+impl Survey {
+    /// A description of damage that is not a torn tail (sound entries follow it), if any.
+    pub fn damaged_in_the_middle(&self) -> Option<String> {
+        (!self.after.is_empty()).then(|| {
+            format!(
+                "damaged at byte {}: {} bytes that are no sound entry, with {} sound entries \
+                 after them",
+                self.valid,
+                self.bad_bytes,
+                self.after.len()
+            )
+        })
+    }
+}
+
+/// The longest host name an entry found past damage may have: a DNS name has at most 253
+/// bytes, and the bound keeps the search for the next sound entry from hashing up to 64 KiB
+/// at every byte.
+const RESYNC_MAX_HOST: usize = 1024;
+
+/// Walks a hosts file: its valid part, and past the first bad entry, every sound entry that
+/// can still be found (tried at every byte: an entry's checksum is 64 bits, so a false one is
+/// not a concern).
+///
+/// # Errors
+/// [`Error::Corrupt`] for a damaged header.
+pub(crate) fn survey(path: &Path, bytes: &[u8]) -> Result<Survey> {
     if bytes.len() < HEADER {
         // A header not yet synced: nothing was listed.
-        return Ok(0);
+        return Ok(Survey { bad_bytes: bytes.len(), ..Survey::default() });
     }
     FORMAT.check_header(bytes).map_err(|e| Error::format(path, e))?;
+    let mut s = Survey::default();
     let mut at = HEADER;
-    loop {
-        let Some(head) = bytes.get(at..at + 6) else { return Ok(at) };
-        let hash = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-        let len = usize::from(u16::from_le_bytes([head[4], head[5]]));
-        let end = at + 6 + len;
-        let (Some(body), Some(stored)) = (bytes.get(at..end), bytes.get(end..end + 8)) else {
-            return Ok(at);
-        };
-        let Ok(host) = std::str::from_utf8(&body[6..]) else { return Ok(at) };
-        if FORMAT.verify(body, stored).is_err() {
-            return Ok(at);
-        }
-        each(hash, host);
-        at = end + 8;
+    while let Some((_, _, end)) = entry_at(bytes, at, usize::MAX) {
+        s.entries += 1;
+        at = end;
     }
+    s.valid = at;
+    let mut sound_bytes = 0;
+    let mut at = at + 1;
+    while at < bytes.len() {
+        match entry_at(bytes, at, RESYNC_MAX_HOST) {
+            Some((_, _, end)) => {
+                s.after.push((at, end));
+                s.entries += 1;
+                sound_bytes += end - at;
+                at = end;
+            }
+            None => at += 1,
+        }
+    }
+    s.bad_bytes = bytes.len() - s.valid - sound_bytes;
+    Ok(s)
+}
+
+/// The sound entry at byte `at` of `bytes` (of a host of at most `max_host` bytes): its hash,
+/// its host, and where it ends.
+fn entry_at(bytes: &[u8], at: usize, max_host: usize) -> Option<(u32, &str, usize)> {
+    let head = bytes.get(at..at.checked_add(6)?)?;
+    let hash = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let len = usize::from(u16::from_le_bytes([head[4], head[5]]));
+    if len > max_host {
+        return None;
+    }
+    let end = at + 6 + len;
+    let (body, stored) = (bytes.get(at..end)?, bytes.get(end..end + 8)?);
+    FORMAT.verify(body, stored).ok()?;
+    let host = std::str::from_utf8(&body[6..]).ok()?;
+    Some((hash, host, end + 8))
+}
+
+/// The bytes of a hosts file that holds every sound entry `survey` found in `bytes`.
+pub(crate) fn rebuilt(bytes: &[u8], survey: &Survey) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    out.extend_from_slice(&FORMAT.header());
+    out.extend_from_slice(bytes.get(HEADER..survey.valid).unwrap_or_default());
+    for &(start, end) in &survey.after {
+        out.extend_from_slice(&bytes[start..end]);
+    }
+    out
+}
+
+/// How to repair a damaged hosts file at `path`, in words.
+fn repair_advice(path: &Path) -> String {
+    let data = path
+        .parent()
+        .and_then(Path::parent)
+        .filter(|ns| ns.file_name().is_some_and(|n| n == "ns"))
+        .and_then(Path::parent);
+    let run = match data {
+        Some(d) => format!("`urlseen check --data {} --repair`", d.display()),
+        None => "`urlseen check --repair` on its data directory".to_owned(),
+    };
+    format!(
+        "nothing was changed. Restore the file from a backup, or run {run}, which keeps every \
+         sound entry (no URL is lost: a host whose entry was damaged is listed again when one \
+         of its URLs is recorded, and until then a forget by that host refuses)"
+    )
 }
 
 #[cfg(test)]
@@ -576,6 +689,21 @@ mod tests {
         let mut bad = bytes.clone();
         bad[0] = b'X';
         assert!(matches!(decode(p, &bad, &mut |_, _| {}), Err(Error::Corrupt { .. })));
+        // Damage with sound entries after it is not a torn tail: refused, nothing cut, and
+        // the survey finds what a repair keeps.
+        let first = FORMAT.header().len();
+        let mut middle = bytes.clone();
+        middle[first + 3] ^= 1;
+        let err = decode(p, &middle, &mut |_, _| {}).unwrap_err();
+        assert!(
+            err.to_string().contains("--repair") && err.to_string().contains("byte 10"),
+            "{err}"
+        );
+        let survey = survey(p, &middle).unwrap();
+        assert_eq!((survey.valid, survey.entries, survey.after.len()), (first, 2, 2));
+        let mut kept = Vec::new();
+        decode(p, &rebuilt(&middle, &survey), &mut |h, s| kept.push((h, s.to_owned()))).unwrap();
+        assert_eq!(kept, [(1, "b.example".to_owned()), (2, "c.example".to_owned())]);
         let mut newer = bytes;
         newer[8] = 9;
         assert!(matches!(

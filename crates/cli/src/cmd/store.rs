@@ -398,9 +398,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     data: PathBuf,
     /// Cut torn log tails, and rebuild damaged snapshots and leaf files from the log (the
-    /// damaged snapshot is kept as `snapshot.damaged`). Problems that would lose records
-    /// (a missing meta, a log shorter than its snapshot, damage in the middle of the log)
-    /// are reported, not touched.
+    /// damaged snapshot is kept as `snapshot.damaged`); accept what a counting store lost
+    /// (saying how many URLs). Problems that would lose records (a missing meta, a log
+    /// shorter than its snapshot, damage in the middle of the log) are reported, not touched.
     #[arg(long)]
     repair: bool,
 }
@@ -439,10 +439,12 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         "{} namespaces need a decision (see their PROBLEM lines); nothing was changed",
         unrepairable.len()
     );
-    for c in checks.iter().filter(|c| c.rebuild_from_log) {
-        let snapshot = c.dir.join("snapshot");
-        std::fs::rename(&snapshot, c.dir.join("snapshot.damaged"))
-            .with_context(|| format!("setting {} aside", snapshot.display()))?;
+    for c in &checks {
+        let done = urlseen_engine::repair_namespace(c)
+            .with_context(|| format!("repairing {}", c.dir.display()))?;
+        for line in done {
+            writeln!(io::stdout().lock(), "repair: {line}")?;
+        }
     }
     // Opening does the rest: it cuts torn tails and replays the log where there is no snapshot.
     let db = super::open_data_dir(&args.data, Fsync::Always, true)?;

@@ -127,13 +127,30 @@ impl LeafFiles {
         Err(Error::Poisoned { reason })
     }
 
-    pub(crate) fn fail(&self, what: &str, path: &Path, e: &dyn std::fmt::Display) {
+    pub(crate) fn fail<E: std::fmt::Display + 'static>(&self, what: &str, path: &Path, e: &E) {
         let mut failure = self.failure.lock();
         if failure.is_none() {
-            *failure = Some(format!(
-                "{what} {}: {e}; refusing further writes (reopen to recover from the log)",
-                path.display()
-            ));
+            // A damaged file is found again by every open that trusts it: the fix is to
+            // rebuild it from the log, which `urlseen check --repair` does. Any other failure
+            // (a write, a full disk) is undone by reopening.
+            let damaged = matches!(
+                (e as &dyn std::any::Any).downcast_ref::<Error>(),
+                Some(Error::Corrupt { .. })
+            );
+            let fix = match data_dir_of(&self.dir) {
+                Some(data) if damaged => format!(
+                    "run `urlseen check --data {} --repair` to rebuild the leaf files from the log",
+                    data.display()
+                ),
+                _ if damaged => {
+                    "run `urlseen check --repair` on the data directory to rebuild the leaf \
+                     files from the log"
+                        .to_owned()
+                }
+                _ => "reopen to recover from the log".to_owned(),
+            };
+            *failure =
+                Some(format!("{what} {}: {e}; refusing further writes ({fix})", path.display()));
         }
         self.failed.store(true, Ordering::Release);
     }
@@ -242,4 +259,11 @@ impl LeafFiles {
         }
         Ok(())
     }
+}
+
+/// The data directory `DIR` of leaf files in `DIR/ns/<hex>/leaves` (`None` elsewhere: a spill
+/// directory, a restore under way).
+fn data_dir_of(leaves: &Path) -> Option<&Path> {
+    let ns = leaves.parent()?.parent()?;
+    (ns.file_name()? == "ns").then(|| ns.parent()).flatten()
 }

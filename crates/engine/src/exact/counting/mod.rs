@@ -219,7 +219,9 @@ impl CountingSet {
         };
         gens.push(first);
         let mut failed = None;
+        let mut records = 0u64;
         self.exact.store().scan(&mut |fp, record| {
+            records += 1;
             while gens.len() <= record.generation as usize && failed.is_none() {
                 match self.options.new_generation(gens.len() as u32) {
                     Some(g) => gens.push(g),
@@ -234,6 +236,18 @@ impl CountingSet {
             return Err(Error::Corrupt {
                 path: PathBuf::new(),
                 reason: format!("a fingerprint of generation {g}, which cannot exist"),
+            });
+        }
+        // Every write keeps the count with its data, atomically: a store whose records are
+        // fewer lost them (an LSM that lost its journal can still answer the count's key).
+        let counted = self.exact.store().len();
+        if records != counted {
+            return Err(Error::Corrupt {
+                path: self.exact.store().location(),
+                reason: format!(
+                    "holds {records} URLs but counts {counted}: its LSM lost part of its data. \
+                     Restore the store directory from a backup"
+                ),
             });
         }
         self.grow_if_full(&mut gens);
@@ -608,6 +622,58 @@ mod tests {
 
     fn small(capacity: u64) -> CountingOptions {
         CountingOptions { capacity, ..Default::default() }
+    }
+
+    /// A store whose count says more than its records: an LSM that lost data but still
+    /// answers the count's key.
+    #[derive(Debug)]
+    struct Overcounting(MemStore);
+
+    impl FpStore for Overcounting {
+        fn get_record(&self, fp: u64) -> Result<Option<super::super::Record>> {
+            self.0.get_record(fp)
+        }
+        fn insert_many_hosts_in(&self, fps: &[u64], hosts: &[u32], g: u32) -> Result<()> {
+            self.0.insert_many_hosts_in(fps, hosts, g)
+        }
+        fn update_record(&self, fp: u64, r: super::super::Record) -> Result<()> {
+            self.0.update_record(fp, r)
+        }
+        fn increment(&self, fp: u64) -> Result<u32> {
+            self.0.increment(fp)
+        }
+        fn remove_record(&self, fp: u64) -> Result<Option<super::super::Record>> {
+            self.0.remove_record(fp)
+        }
+        fn len(&self) -> u64 {
+            self.0.len() + 7
+        }
+        fn scan(&self, f: &mut dyn FnMut(u64, super::super::Record)) -> Result<()> {
+            self.0.scan(f)
+        }
+        fn iter_fingerprints(&self) -> Box<dyn Iterator<Item = Result<u64>> + '_> {
+            self.0.iter_fingerprints()
+        }
+        fn sync(&self) -> Result<()> {
+            self.0.sync()
+        }
+        fn durability(&self) -> StoreDurability {
+            self.0.durability()
+        }
+        fn memory_bytes(&self) -> u64 {
+            self.0.memory_bytes()
+        }
+    }
+
+    #[test]
+    fn a_store_with_fewer_records_than_its_count_is_refused() {
+        let store = MemStore::new();
+        store.insert_many(&[1, 2, 3]).unwrap();
+        let err = CountingSet::with_store(Box::new(Overcounting(store)), small(100)).unwrap_err();
+        assert!(err.to_string().contains("holds 3 URLs but counts 10"), "{err}");
+        let store = MemStore::new();
+        store.insert_many(&[1, 2, 3]).unwrap();
+        assert_eq!(CountingSet::with_store(Box::new(store), small(100)).unwrap().len(), 3);
     }
 
     #[test]

@@ -31,6 +31,16 @@ pub(crate) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
                 path.display()
             ),
         },
-        other => Error::corrupt(path, &format!("LSM engine: {other:?}")),
+        // A journal damaged before its end, a table whose checksum fails: fjall cannot read
+        // past the damage, and nothing else holds what it held.
+        other => Error::corrupt(
+            path,
+            &format!(
+                "the LSM engine (fjall) found its files damaged ({other:?}). Restore the store \
+                 directory from a backup, or run {}, which can set the damaged journal aside \
+                 and says how many URLs that loses",
+                super::repair_command(path)
+            ),
+        ),
     }
 }

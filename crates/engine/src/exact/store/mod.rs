@@ -10,6 +10,8 @@
 //! DIR/URLSEEN-STORE   24 bytes: magic "USFPSTOR", version u32 LE, value encoding u32 LE,
 //!                     xxh3-64 of the first 16 bytes (u64 LE)
 //! DIR/lsm/            the fjall database (its own journal, tables, checksums and recovery)
+//! DIR/URLSEEN-TALLY   the fewest fingerprints the LSM must hold (see `tally`): an LSM that
+//!                     holds fewer lost some, and is refused when opened
 //! ```
 //! In the keyspace `fingerprints`, a key is a fingerprint as 8 bytes **big-endian** (so the
 //! LSM's key order is numeric order), and a value is the [`Record`]: the reference count as a
@@ -32,11 +34,15 @@
 pub(crate) mod error;
 mod header;
 mod mem;
+mod tally;
 
 use error as store_error;
 pub(crate) use header::check_fixed;
 use header::{check_header, write_header};
 pub use mem::{FpBuildHasher, FpHasher, MemStore};
+pub use tally::TALLY_FILE;
+pub(crate) use tally::rewrite as rewrite_tally;
+use tally::{REMOVAL_SLACK, Tally};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -265,6 +271,11 @@ pub trait FpStore: Send + Sync + fmt::Debug {
     /// Heap or cache memory the store uses, in bytes (an estimate).
     fn memory_bytes(&self) -> u64;
 
+    /// Where the store lives, for errors that name it (empty in memory).
+    fn location(&self) -> PathBuf {
+        PathBuf::new()
+    }
+
     /// The refcount of `fp`, if stored.
     ///
     /// # Errors
@@ -335,6 +346,8 @@ pub struct FingerprintStore {
     durability: StoreDurability,
     /// The fingerprint count; held across every write so that batches carry the right count.
     count: Mutex<u64>,
+    /// The floor written after each sync. Taken before `count` when both are.
+    tally: Mutex<Tally>,
 }
 
 impl fmt::Debug for FingerprintStore {
@@ -377,7 +390,7 @@ impl FingerprintStore {
             storage.create_dir_all(dir).map_err(io_err("create directory", dir))?;
             write_header(storage, dir)?;
         }
-        Self::open_with_header(dir, options)
+        Self::open_with_header(dir, options, true)
     }
 
     /// Opens the store in `dir`, which must hold one: a store that vanished must not silently
@@ -407,15 +420,54 @@ impl FingerprintStore {
                 reason: format!("the header is there but the LSM directory {LSM_DIR:?} is missing"),
             });
         }
-        Self::open_with_header(dir, options)
+        Self::open_with_header(dir, options, true)
     }
 
-    fn open_with_header(dir: &Path, options: StoreOptions) -> Result<Self> {
+    /// Opens the store in `dir` whatever its tally says, for `urlseen check` to compare
+    /// ([`Self::len`] against [`Self::tally_floor`]) and say what was lost.
+    ///
+    /// # Errors
+    /// As [`open_existing`](Self::open_existing), without the tally's refusal.
+    pub(crate) fn open_unchecked(dir: &Path, options: StoreOptions) -> Result<Self> {
+        if !exists(options.storage.as_ref(), &dir.join(HEADER_FILE))? {
+            return Err(store_error::not_found(dir));
+        }
+        Self::open_with_header(dir, options, false)
+    }
+
+    /// The floor its tally holds: the fewest fingerprints it must hold.
+    pub(crate) fn tally_floor(&self) -> u64 {
+        self.tally.lock().floor
+    }
+
+    fn open_with_header(dir: &Path, options: StoreOptions, trust: bool) -> Result<Self> {
         let durability = options.durability;
         check_header(options.storage.as_ref(), &dir.join(HEADER_FILE))?;
         let lsm = dir.join(LSM_DIR);
         let fjall = |e| store_error::from_fjall(dir, e);
-        let db = Database::builder(&lsm).cache_size(options.cache_bytes).open().map_err(fjall)?;
+        // fjall asserts on some damage to its journal (a value length that disagrees with
+        // itself) instead of returning an error: that is damage, named as such, not a crash.
+        let open = || Database::builder(&lsm).cache_size(options.cache_bytes).open();
+        let db = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
+            .map_err(|panic| {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                Error::corrupt(
+                    &lsm,
+                    &format!(
+                        "the LSM engine (fjall) failed reading its files ({}); they are damaged. \
+                         Restore the store directory {} from a backup, or run {}, which can set \
+                         the damaged journal aside and says how many URLs that loses",
+                        what.lines().next().unwrap_or_default(),
+                        dir.display(),
+                        repair_command(dir)
+                    ),
+                )
+            })?
+            .map_err(fjall)?;
         let keyspace = db.keyspace(KEYSPACE, || keyspace_options(&options)).map_err(fjall)?;
         let count = match keyspace.get(COUNT_KEY).map_err(fjall)? {
             None => 0,
@@ -424,12 +476,17 @@ impl FingerprintStore {
                 reason: "count key is not 8 bytes".into(),
             })?),
         };
+        let tally = Tally::read(Arc::clone(&options.storage), dir)?;
+        if trust && tally.floor > count {
+            return Err(behind(dir, count, tally.floor));
+        }
         Ok(FingerprintStore {
             db,
             keyspace,
             dir: dir.to_path_buf(),
             durability,
             count: Mutex::new(count),
+            tally: Mutex::new(tally),
         })
     }
 
@@ -520,11 +577,18 @@ impl FpStore for FingerprintStore {
     }
 
     fn remove_record(&self, fp: u64) -> Result<Option<Record>> {
+        let mut tally = self.tally.lock();
         let mut count = self.count.lock();
         let Some(old) = self.get_record(fp)? else { return Ok(None) };
         let mut batch = self.db.batch();
         batch.remove(&self.keyspace, fp.to_be_bytes().as_slice());
         let new_count = count.saturating_sub(1);
+        if tally.floor > new_count {
+            // The store may reach the disk holding fewer than the floor: lower it first,
+            // durably, with slack for the removals that follow (a forget removes many).
+            let slack = REMOVAL_SLACK.max(new_count / 64);
+            tally.write(new_count.saturating_sub(slack), true)?;
+        }
         self.commit(batch, new_count)?;
         *count = new_count;
         Ok(Some(old))
@@ -552,7 +616,15 @@ impl FpStore for FingerprintStore {
     }
 
     fn sync(&self) -> Result<()> {
-        self.db.persist(PersistMode::SyncAll).map_err(self.fjall())
+        // No removal runs meanwhile (they take the tally first), and what is counted now is
+        // written: after the fsync, the store holds at least `count`.
+        let mut tally = self.tally.lock();
+        let count = *self.count.lock();
+        self.db.persist(PersistMode::SyncAll).map_err(self.fjall())?;
+        if count != tally.floor {
+            tally.write(count, false)?;
+        }
+        Ok(())
     }
 
     fn durability(&self) -> StoreDurability {
@@ -561,6 +633,40 @@ impl FpStore for FingerprintStore {
 
     fn memory_bytes(&self) -> u64 {
         self.db.cache_size() + self.db.write_buffer_size()
+    }
+
+    fn location(&self) -> PathBuf {
+        self.dir.clone()
+    }
+}
+
+/// `urlseen check --data DIR --repair` for the store in `dir` (`DIR/ns/<hex>/store`), in
+/// backquotes.
+pub(crate) fn repair_command(dir: &Path) -> String {
+    let data = dir
+        .parent()
+        .and_then(Path::parent)
+        .filter(|ns| ns.file_name().is_some_and(|n| n == "ns"))
+        .and_then(Path::parent);
+    match data {
+        Some(d) => format!("`urlseen check --data {} --repair`", d.display()),
+        None => "`urlseen check --repair` on its data directory".to_owned(),
+    }
+}
+
+/// The refusal of a store that holds fewer fingerprints than its tally says it acknowledged.
+fn behind(dir: &Path, held: u64, floor: u64) -> Error {
+    let repair = repair_command(dir);
+    Error::Corrupt {
+        path: dir.join(LSM_DIR),
+        reason: format!(
+            "holds {held} URLs but {floor} were acknowledged ({TALLY_FILE} says so): {} URLs are \
+             missing, lost with part of its journal or tables (a journal damaged part-way is cut \
+             at the damage when the store is opened). Restore the store directory {} from a \
+             backup, or run {repair}, which accepts the loss (those URLs will be new again)",
+            floor - held,
+            dir.display()
+        ),
     }
 }
 
@@ -636,6 +742,56 @@ mod tests {
         let opened = crate::exact::CountingSet::open_with(&set, options, counting).unwrap();
         assert!(opened.is_empty());
         assert!(set.join(HEADER_FILE).exists() && set.join(crate::exact::PARAMS_FILE).exists());
+    }
+
+    fn copy_dir(from: &Path, to: &Path) {
+        fs::create_dir_all(to).unwrap();
+        for e in fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &to.join(e.file_name()));
+            } else {
+                fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// The tally is a floor: after a sync it holds the count, a store that lost fingerprints
+    /// is refused, and removals after the sync (a crash before the next one) lower it first,
+    /// so that a store that only removed is no false alarm.
+    #[test]
+    fn the_tally_refuses_a_store_that_lost_and_lets_removals_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let store = FingerprintStore::open(&path, StoreDurability::Buffered).unwrap();
+        store.insert_many(&(1..=5_000).collect::<Vec<u64>>()).unwrap();
+        store.sync().unwrap();
+        assert_eq!(store.tally_floor(), 5_000);
+        for fp in 1..=3_000 {
+            assert!(store.remove(fp).unwrap());
+        }
+        assert!(store.tally_floor() <= 2_000, "floor {}", store.tally_floor());
+        // A crash image: the removals written, no sync since.
+        let image = dir.path().join("image");
+        copy_dir(&path, &image);
+        let reopened = FingerprintStore::open_existing(&image, StoreDurability::Buffered).unwrap();
+        assert_eq!(reopened.len(), 2_000);
+        reopened.sync().unwrap();
+        assert_eq!(reopened.tally_floor(), 2_000);
+        drop(reopened);
+        // The floor at 2,000 and a store with less: refused, saying how many are missing.
+        let lost = dir.path().join("lost");
+        copy_dir(&image, &lost);
+        let store = FingerprintStore::open_existing(&lost, StoreDurability::Buffered).unwrap();
+        for fp in 3_001..=3_010 {
+            store.remove(fp).unwrap();
+        }
+        drop(store);
+        tally::rewrite(&(Arc::new(OsStorage) as Arc<dyn Storage>), &lost, 2_000).unwrap();
+        let err = FingerprintStore::open_existing(&lost, StoreDurability::Buffered).unwrap_err();
+        assert!(err.to_string().contains("10 URLs are missing"), "{err}");
+        let opened = FingerprintStore::open_unchecked(&lost, StoreOptions::default()).unwrap();
+        assert_eq!((opened.len(), opened.tally_floor()), (1_990, 2_000));
     }
 
     #[test]
