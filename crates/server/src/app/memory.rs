@@ -39,6 +39,11 @@ impl App {
         self.config.maxmemory
     }
 
+    /// Where `maxmemory` came from (see [`AppConfig::maxmemory_source`]).
+    pub fn maxmemory_source(&self) -> &'static str {
+        self.config.maxmemory_source
+    }
+
     /// `-OOM …` when the namespaces hold more RAM than `maxmemory` (as Redis under
     /// `noeviction`: writes are refused, reads go on). The figure is at most
     /// [`USAGE_REFRESH`] old.
