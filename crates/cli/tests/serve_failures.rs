@@ -34,20 +34,28 @@ struct Server {
 
 impl Server {
     fn start(data: &Path, limits: Limits) -> Server {
+        Server::start_with(data, limits, &[])
+    }
+
+    /// The server with `extra` arguments.
+    fn start_with(data: &Path, limits: Limits, extra: &[&str]) -> Server {
+        // A free port can be taken by another process before the server binds it: start
+        // again on new ports until this child answers.
         loop {
-            if let Some(server) = Server::try_start(data, limits) {
+            if let Some(server) = Server::try_start(data, limits, extra) {
                 return server;
             }
         }
     }
 
-    fn try_start(data: &Path, limits: Limits) -> Option<Server> {
+    fn try_start(data: &Path, limits: Limits, extra: &[&str]) -> Option<Server> {
         let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_urlseen"));
         command
             .args(["serve", "--fsync", "always", "--http", "off", "--data"])
             .arg(data)
             .args(["--resp", &format!("127.0.0.1:{port}")])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         #[expect(unsafe_code, reason = "setrlimit in the child, between fork and exec")]
@@ -357,6 +365,30 @@ fn an_address_space_limit_bounds_the_default_maxmemory() {
         let item = format!("k1-item-{i}");
         assert_eq!(c.call(&["BF.EXISTS", "k1", &item]), Reply::Int(1), "{item}");
     }
+    drop(c);
+    assert!(server.stop().success());
+}
+
+/// An explicit `--maxmemory` above what the process may use (100 GB under a 2 GB address-space
+/// limit): a reservation whose filters the process could not allocate (2 GB) is refused when it
+/// is made, rather than aborting the server when its leaves are first used; a small one is
+/// made and filled.
+#[test]
+fn a_reservation_the_process_cannot_allocate_is_refused_whatever_maxmemory_says() {
+    let data = tempfile::tempdir().unwrap();
+    let limits = Limits { address_space: Some(2_000_000_000), ..Limits::default() };
+    let mut server = Server::start_with(data.path(), limits, &["--maxmemory", "100gb"]);
+    let mut c = Client::connect(server.port);
+    let refused = c.call(&["BF.RESERVE", "big", "0.01", "1700000000"]);
+    assert_eq!(refused, Reply::Error("ERR Insufficient memory to create filter".into()));
+    assert_eq!(c.call(&["BF.RESERVE", "small", "0.01", "1000000"]), Reply::Simple("OK".into()));
+    let items: Vec<String> = (0..20_000).map(|i| format!("item-{i}")).collect();
+    let mut args = vec!["BF.MADD", "small"];
+    args.extend(items.iter().map(String::as_str));
+    let Reply::Array(added) = c.call(&args) else { panic!() };
+    assert_eq!(added.len(), items.len());
+    assert_eq!(c.call(&["PING"]), Reply::Simple("PONG".into()));
+    assert!(server.alive());
     drop(c);
     assert!(server.stop().success());
 }
