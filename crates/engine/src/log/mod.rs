@@ -564,9 +564,9 @@ impl FingerprintLog {
     /// and synced, and the records that failed to reach it, kept in memory in order, are
     /// written by the next commit where they belong: every LSN handed out stays true. Under
     /// `always` nothing past the last good sync was acknowledged; under `everysec` and `no`
-    /// what was written and not synced was, and the sync here makes it durable (after a failed
-    /// fsync the OS may have dropped those pages: the kernel's own caveat, which a power loss
-    /// before the next checkpoint would show).
+    /// what was written and not synced was, and the sync here makes it durable (unless, after
+    /// the failed fsync, the kernel dropped those pages: then a power loss can lose them, the
+    /// caveat of every program that retries fsync on Linux).
     ///
     /// # Errors
     /// [`Error::Poisoned`] if the poison is not an I/O failure of the log's (only a reopen
