@@ -298,7 +298,8 @@ fn a_full_disk_answers_misconf_then_resumes_once_space_is_freed() {
         let out = String::from_utf8(out.unwrap().stdout).unwrap();
         out.lines().nth(1).unwrap().trim().parse::<u64>().unwrap()
     };
-    std::fs::write(&ballast, vec![1u8; usize::try_from(free() - (256 << 10)).unwrap()]).unwrap();
+    std::fs::write(&ballast, vec![1u8; usize::try_from(free().saturating_sub(256 << 10)).unwrap()])
+        .unwrap();
     let mut errors = 0;
     for round in 0..6 {
         errors += c.seen_each("jobs", &urls(&format!("full{round}"), 4_000), &mut acked);
