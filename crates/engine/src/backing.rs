@@ -114,6 +114,39 @@ impl Backing {
         }
     }
 
+    /// After a failed write or sync (a full disk, no file descriptor left, an I/O error): tries
+    /// to take the poison back, at most once per [`crate::log::RECOVERY_INTERVAL`], by cutting
+    /// the log and the leaf files of `leaves` back to what was written whole and syncing (see
+    /// [`FingerprintLog::recover`], [`crate::leaf_log::LeafFiles::recover`]). Returns whether
+    /// writes may go on now (`false`: not poisoned by an I/O failure of its own, or not yet
+    /// time).
+    ///
+    /// What the failed batch had already put in memory (filter bits, leaf records) stays: its
+    /// URLs may answer "seen" without a record (a false positive), never the reverse; records
+    /// acknowledged before the failure are all kept.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] for a failure only a reopen recovers from; the I/O error the attempt
+    /// met (then it stays poisoned).
+    pub fn recover(&self, leaves: Option<&LeafStore>) -> Result<bool> {
+        let Some(d) = self.durable() else { return Ok(false) };
+        let files = match leaves {
+            Some(LeafStore::Files(files)) => Some(files),
+            _ => None,
+        };
+        let just_failed = files
+            .and_then(|f| f.failed_at())
+            .is_some_and(|at| at.elapsed() < crate::log::RECOVERY_INTERVAL);
+        if just_failed || !d.log.recovery_due() {
+            return Ok(false);
+        }
+        if let Some(files) = files {
+            files.recover()?;
+        }
+        d.log.recover()?;
+        Ok(true)
+    }
+
     /// Whether a commit waits for the disk: a data directory whose policy syncs per commit.
     pub fn commit_syncs(&self) -> bool {
         self.durable().is_some_and(|d| d.log.policy().commit_syncs())

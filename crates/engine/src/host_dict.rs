@@ -230,6 +230,8 @@ struct Writer {
     file: Option<Box<dyn AppendFile>>,
     /// Whether the file holds its header (when it is opened).
     has_header: bool,
+    /// Bytes of the file written whole: where a recovery cuts it back to.
+    len: u64,
     /// Entries listed and not written yet.
     pending: Vec<u8>,
     /// Whether bytes were written since the last sync.
@@ -268,14 +270,17 @@ impl Writer {
                 let mut file =
                     self.storage.open_append(path).map_err(|e| Error::io("open", path, e))?;
                 if !self.has_header {
-                    file.append(&FORMAT.header()).map_err(|e| Error::io("write", path, e))?;
+                    let header = FORMAT.header();
+                    file.append(&header).map_err(|e| Error::io("write", path, e))?;
                     self.has_header = true;
+                    self.len += header.len() as u64;
                 }
                 self.file.insert(file)
             }
         };
         if !self.pending.is_empty() {
             file.append(&self.pending).map_err(|e| Error::io("write", path, e))?;
+            self.len += self.pending.len() as u64;
             self.pending.clear();
             self.unsynced = true;
         }
@@ -287,9 +292,34 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// After a failed write or sync: cuts the file back to what was written whole and opens
+    /// it again at the next flush, which writes the entries still buffered.
+    fn recover(&mut self) -> Result<()> {
+        if self.failed.is_none() {
+            return Ok(());
+        }
+        self.file = None;
+        let path = &self.path;
+        match self.len {
+            0 => self.storage.remove_file(path),
+            len => self.storage.truncate(path, len),
+        }
+        .map_err(|e| Error::io("cut the torn tail of", path, e))?;
+        self.has_header = self.len > 0;
+        self.unsynced = self.len > 0;
+        self.failed = None;
+        Ok(())
+    }
+}
+
 impl crate::log::Precedes for HostsFile {
     fn flush(&self, sync: bool) -> Result<()> {
         self.writer.lock().flush(sync)
+    }
+
+    fn recover(&self) -> Result<()> {
+        self.writer.lock().recover()
     }
 }
 
@@ -340,6 +370,7 @@ impl HostDict {
                         path,
                         file: None,
                         has_header: valid > 0,
+                        len: valid as u64,
                         pending: Vec::new(),
                         unsynced: false,
                         failed: None,

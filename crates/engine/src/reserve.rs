@@ -137,6 +137,17 @@ impl Reservation {
         self.taken.len()
     }
 
+    /// The fingerprints this reservation answered "new" (for a log line naming what a failed
+    /// commit did not record).
+    pub fn new_fingerprints(&self) -> &[u64] {
+        &self.taken
+    }
+
+    /// The namespace the reservation is in.
+    pub fn namespace(&self) -> &Namespace {
+        &self.ns
+    }
+
     /// Records the batch: every fingerprint answered "new" is recorded (a Bloom positive that
     /// appeared meanwhile makes it a kept record instead: it stays seen either way), with the
     /// namespace's durability, and then leaves flight.

@@ -330,6 +330,13 @@ impl crate::log::Precedes for UrlJournal {
             false => self.write_out(),
         }
     }
+
+    fn recover(&self) -> Result<()> {
+        // Its blocks are not cut back after a failed write: a reopen recovers it.
+        Err(Error::Poisoned {
+            reason: "the URL journal could not be written; reopen to recover".into(),
+        })
+    }
 }
 
 /// Where a scan reads from.

@@ -21,8 +21,10 @@ pub const FAILED_AUTH_DELAY: std::time::Duration = std::time::Duration::from_mil
 /// [`ConnState::defer_until_replied`]): a server's "new" answers, recorded only when the client
 /// got them.
 pub trait OnReply: Send + Sync + std::fmt::Debug {
-    /// The replies were written and the client was still there: make it count.
-    fn delivered(self: Box<Self>);
+    /// The replies were written and the client was still there: make it count. Returns how
+    /// many "new" answers it delivered could not be recorded (a failed commit: counted in
+    /// `INFO stats` `unrecorded_replies`).
+    fn delivered(self: Box<Self>) -> u64;
 }
 
 /// The state of one connection, owned by its task and handed to every command it runs.

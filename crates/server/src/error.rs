@@ -200,7 +200,7 @@ pub fn write_error(e: &urlseen_engine::Error) -> CommandError {
     match e {
         urlseen_engine::Error::Io { .. } => CommandError::Custom(Cow::Owned(format!(
             "MISCONF write failed: nothing of this command is acknowledged (its items may or may \
-             not be recorded); writes are refused until restart: {e}"
+             not be recorded); writes are refused until one succeeds again (retried every second): {e}"
         ))),
         other => engine_error(other),
     }

@@ -178,6 +178,7 @@ pub struct Metrics {
     pub(crate) query_buffer_disconnections: AtomicU64,
     pub(crate) idle_disconnections: AtomicU64,
     pub(crate) undelivered_replies: AtomicU64,
+    pub(crate) unrecorded_answers: AtomicU64,
     pub(crate) net_input_bytes: AtomicU64,
     pub(crate) net_output_bytes: AtomicU64,
     commands: RwLock<Vec<(&'static str, Arc<CommandStats>)>>,
@@ -239,6 +240,13 @@ impl Metrics {
     /// not recorded.
     pub fn undelivered_replies(&self) -> u64 {
         self.undelivered_replies.load(Relaxed)
+    }
+
+    /// "New" answers delivered whose batch could then not be recorded (a failed write or
+    /// fsync under `--fsync everysec` or `no`): the client was told "new", and the URL may be
+    /// answered "new" again.
+    pub fn unrecorded_answers(&self) -> u64 {
+        self.unrecorded_answers.load(Relaxed)
     }
 
     /// Bytes read from clients (Redis' `total_net_input_bytes`).
@@ -309,6 +317,11 @@ impl Metrics {
                 "undelivered_replies_total",
                 "Replies written to a client already gone: what they answered new was not recorded.",
                 self.undelivered_replies(),
+            ),
+            (
+                "unrecorded_answers_total",
+                "New answers delivered whose batch could then not be recorded (a failed write).",
+                self.unrecorded_answers(),
             ),
             ("net_input_bytes_total", "Bytes read from clients.", self.net_input_bytes()),
             ("net_output_bytes_total", "Bytes written to clients.", self.net_output_bytes()),

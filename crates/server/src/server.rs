@@ -516,9 +516,8 @@ async fn deliver<T: AsyncRead + AsyncWrite + Unpin>(
         debug!(id = state.id(), "client gone before its replies: their work is dropped");
         drop(work);
     } else {
-        for w in work {
-            w.delivered();
-        }
+        let unrecorded: u64 = work.into_iter().map(|w| w.delivered()).sum();
+        metrics.unrecorded_answers.fetch_add(unrecorded, Relaxed);
     }
     Ok(before == Look::Data || after == Look::Data)
 }

@@ -107,3 +107,40 @@ async fn within_one_pipeline_a_url_answered_new_is_seen_and_counted() {
     c.expect(&["BF.CARD", "bf"], b":1\r\n").await;
     c.expect(&["URL.CHECK", "p", "https://example.com/a"], b"*1\r\n:1\r\n").await;
 }
+
+/// Under `--fsync everysec` a reply is written before its batch is recorded: a batch that then
+/// cannot be written (a full disk) was answered "new" and is not recorded. That is counted
+/// (`INFO stats` `unrecorded_answers`, one per URL), never silent; and under `always` the same
+/// failure answers `MISCONF` instead of "new", with nothing counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivered_answer_that_could_not_be_recorded_is_counted() {
+    use urlseen_engine::storage::FaultyStorage;
+    for (fsync, unrecorded) in [(Fsync::EverySec, 2), (Fsync::Always, 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FaultyStorage::new();
+        let options =
+            DbOptions { fsync, storage: Arc::new(storage.clone()), ..DbOptions::default() };
+        let db = Db::open_with(dir.path(), options).unwrap();
+        let server =
+            TestServer::start_app(Config::default(), Arc::new(App::new(db, AppConfig::default())))
+                .await;
+        let mut c = server.connect().await;
+        c.expect(&["URL.SEEN", "ns", "https://a.example/"], b"*1\r\n:0\r\n").await;
+        storage.disk_full_after(0);
+        let reply = c.call(&["URL.SEEN", "ns", "https://b.example/", "https://c.example/"]).await;
+        match fsync {
+            Fsync::Always => {
+                assert!(
+                    matches!(&reply, Frame::Error(e) if e.starts_with(b"MISCONF ")),
+                    "{reply:?}"
+                )
+            }
+            _ => assert_eq!(reply, Frame::Array(vec![Frame::Integer(0), Frame::Integer(0)])),
+        }
+        // The commit runs once the reply is written, before the next command is read.
+        c.expect(&["PING"], b"+PONG\r\n").await;
+        let Frame::Bulk(info) = c.call(&["INFO", "stats"]).await else { panic!() };
+        let info = String::from_utf8_lossy(&info).into_owned();
+        assert!(info.contains(&format!("unrecorded_answers:{unrecorded}\r\n")), "{fsync}: {info}");
+    }
+}

@@ -5,6 +5,7 @@ pub mod canon;
 pub mod dump;
 pub mod filter;
 pub mod gen_urls;
+pub mod memory_limit;
 pub mod plan;
 pub mod serve;
 pub mod store;

@@ -44,6 +44,13 @@ pub struct LeafFiles {
     pub(super) retired: Mutex<Vec<NodeId>>,
     pub(super) failed: AtomicBool,
     pub(super) failure: Mutex<Option<String>>,
+    /// Leaves whose append failed, with the length their file had before it: what a
+    /// recovery cuts them back to (see [`Self::recover`]).
+    pub(super) torn: Mutex<Vec<(NodeId, u64)>>,
+    /// A failure that [`Self::recover`] cannot undo (a split or a removal half done).
+    pub(super) failed_for_good: AtomicBool,
+    /// When the first failure since the last recovery happened.
+    pub(super) failed_at: Mutex<Option<std::time::Instant>>,
     pub(super) disk_bytes: AtomicU64,
     /// `urlseen check` and read-only opens: adopting a leaf checks it and changes nothing, and
     /// a leaf's records stay in its buffer instead of going to its file.
@@ -98,6 +105,9 @@ impl LeafFiles {
             retired: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
+            torn: Mutex::new(Vec::new()),
+            failed_for_good: AtomicBool::new(false),
+            failed_at: Mutex::new(None),
             disk_bytes: AtomicU64::new(0),
             read_only,
             _keep_alive: keep_alive,
@@ -128,29 +138,78 @@ impl LeafFiles {
     }
 
     pub(crate) fn fail<E: std::fmt::Display + 'static>(&self, what: &str, path: &Path, e: &E) {
+        self.failed_for_good.store(true, Ordering::Release);
+        // A damaged file is found again by every open that trusts it: the fix is to rebuild
+        // it from the log, which `urlseen check --repair` does. Any other failure of a split
+        // or a removal is undone by reopening.
+        let damaged = matches!(
+            (e as &dyn std::any::Any).downcast_ref::<Error>(),
+            Some(Error::Corrupt { .. })
+        );
+        let fix = match data_dir_of(&self.dir) {
+            Some(data) if damaged => format!(
+                "run `urlseen check --data {} --repair` to rebuild the leaf files from the log",
+                data.display()
+            ),
+            _ if damaged => "run `urlseen check --repair` on the data directory to rebuild the \
+                             leaf files from the log"
+                .to_owned(),
+            _ => "reopen to recover from the log".to_owned(),
+        };
+        self.fail_once(what, path, e, &fix);
+    }
+
+    /// A failed append to leaf `id`, whose file was `len` bytes before it (0: not created):
+    /// the store takes no more until [`Self::recover`] cuts the file back.
+    pub(super) fn fail_append(&self, id: NodeId, len: u64, path: &Path, e: &dyn std::fmt::Display) {
+        self.torn.lock().push((id, len));
+        self.fail_once("append to", path, e, "retried every second");
+    }
+
+    /// Takes back the failure of appends (a full disk, no file descriptor left): each leaf
+    /// file an append failed on is cut back to its length before it (a file that was being
+    /// created is removed), and the leaves' buffered records go to their files at their next
+    /// flush. Returns `Ok(false)` if nothing had failed.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] for a failure only a reopen recovers from (a split or a removal
+    /// half done), or the I/O error that the recovery met (the store stays failed).
+    pub(crate) fn recover(&self) -> Result<bool> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        if self.failed_for_good.load(Ordering::Acquire) {
+            self.check()?;
+        }
+        let mut torn = self.torn.lock();
+        for &(id, len) in torn.iter() {
+            let path = self.path(id);
+            let cut = match (len, self.storage.file_len(&path)) {
+                (_, Ok(None)) => Ok(()),
+                (0, Ok(Some(_))) => self.storage.remove_file(&path),
+                (len, Ok(Some(_))) => self.storage.truncate(&path, len),
+                (_, Err(e)) => Err(e),
+            };
+            cut.map_err(|e| Error::io("cut the torn tail of", &path, e))?;
+        }
+        torn.clear();
+        *self.failure.lock() = None;
+        *self.failed_at.lock() = None;
+        self.failed.store(false, Ordering::Release);
+        Ok(true)
+    }
+
+    /// When the store failed, if it did (and was not recovered since).
+    pub(crate) fn failed_at(&self) -> Option<std::time::Instant> {
+        *self.failed_at.lock()
+    }
+
+    fn fail_once(&self, what: &str, path: &Path, e: &dyn std::fmt::Display, remedy: &str) {
+        self.failed_at.lock().get_or_insert_with(std::time::Instant::now);
         let mut failure = self.failure.lock();
         if failure.is_none() {
-            // A damaged file is found again by every open that trusts it: the fix is to
-            // rebuild it from the log, which `urlseen check --repair` does. Any other failure
-            // (a write, a full disk) is undone by reopening.
-            let damaged = matches!(
-                (e as &dyn std::any::Any).downcast_ref::<Error>(),
-                Some(Error::Corrupt { .. })
-            );
-            let fix = match data_dir_of(&self.dir) {
-                Some(data) if damaged => format!(
-                    "run `urlseen check --data {} --repair` to rebuild the leaf files from the log",
-                    data.display()
-                ),
-                _ if damaged => {
-                    "run `urlseen check --repair` on the data directory to rebuild the leaf \
-                     files from the log"
-                        .to_owned()
-                }
-                _ => "reopen to recover from the log".to_owned(),
-            };
             *failure =
-                Some(format!("{what} {}: {e}; refusing further writes ({fix})", path.display()));
+                Some(format!("{what} {}: {e}; refusing further writes ({remedy})", path.display()));
         }
         self.failed.store(true, Ordering::Release);
     }

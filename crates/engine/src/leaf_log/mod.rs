@@ -298,7 +298,11 @@ impl LeafLog {
             FORMAT.write_header(&mut bytes);
             bytes.resize(HEADER_LEN as usize, 0);
         }
-        encode_block(&mut bytes, buffer);
+        // In blocks of at most `BUFFER_RECORDS`: a buffer that grew while the store refused
+        // writes (before a recovery) still reads back.
+        for block in buffer.chunks(BUFFER_RECORDS) {
+            encode_block(&mut bytes, block);
+        }
         let written = if *file_len == 0 {
             // A new leaf: whatever a file of this id held before is not ours.
             files.storage.remove_file(&path).and_then(|()| files.storage.append_to(&path, &bytes))
@@ -315,7 +319,7 @@ impl LeafLog {
             }
             Err(e) => {
                 // The file's tail is unknown now: a later append would follow garbage.
-                files.fail("append to", &path, &e);
+                files.fail_append(*id, *file_len, &path, &e);
                 false
             }
         }

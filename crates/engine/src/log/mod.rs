@@ -52,6 +52,10 @@ const FORMAT: Format =
     Format { name: "fingerprint log", magic: *b"URLSEENL", version: LOG_VERSION, oldest: 1 };
 /// Bytes of the log's header: a log this long holds no record.
 pub(crate) const HEADER_LEN: u64 = 16;
+/// How often a poisoned log tries to recover ([`FingerprintLog::recover`]): once a second at
+/// most, as Redis retries a failed write of its append-only file.
+pub(crate) const RECOVERY_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What opening a log found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogRecovery {
@@ -83,6 +87,8 @@ struct Pending {
 #[derive(Debug)]
 pub struct FingerprintLog {
     path: PathBuf,
+    /// Where the file lives: a recovery cuts and reopens it there.
+    storage: Arc<dyn Storage>,
     policy: Fsync,
     pending: Mutex<Pending>,
     /// The file, locked by whoever writes or syncs it.
@@ -93,6 +99,12 @@ pub struct FingerprintLog {
     written_to: AtomicU64,
     synced_to: AtomicU64,
     poisoned: Mutex<Option<String>>,
+    /// The poison is not the log's own I/O failure (a store written half-way, a batch whose
+    /// answers could not be handed on): only a reopen recovers from it, not [`Self::recover`].
+    poisoned_for_good: std::sync::atomic::AtomicBool,
+    /// When the log was poisoned or last tried to recover: [`Self::recovery_due`] allows one
+    /// attempt per [`RECOVERY_INTERVAL`].
+    last_attempt: Mutex<Option<Instant>>,
     syncs: AtomicU64,
     sync_micros: AtomicU64,
     /// Held by a writer whose records must not reach the file yet (see [`Self::hold`]); every
@@ -119,6 +131,14 @@ pub(crate) trait Precedes: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// The I/O error (the log is then poisoned, as for its own).
     fn flush(&self, sync: bool) -> Result<()>;
+
+    /// After a failed write or sync: cuts what the failure may have left after the last
+    /// complete write, so that what is still buffered is written again where it belongs (see
+    /// [`FingerprintLog::recover`]).
+    ///
+    /// # Errors
+    /// The I/O error, or [`Error::Poisoned`] if this file cannot recover without a reopen.
+    fn recover(&self) -> Result<()>;
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
@@ -259,16 +279,17 @@ impl FingerprintLog {
         on_record: &mut dyn FnMut(Record),
     ) -> Result<(Self, u64)> {
         let (valid_end, torn) = parse_stream(storage, path, from, on_record)?;
-        let log = Self::with_file(path, Fsync::No, valid_end, Box::new(NoFile), true);
+        let log = Self::with_file(storage, path, Fsync::No, valid_end, Box::new(NoFile), true);
         Ok((log, torn))
     }
 
     fn open_at(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync, end: u64) -> Result<Self> {
         let file = storage.open_append(path).map_err(|e| Error::io("open log", path, e))?;
-        Ok(Self::with_file(path, policy, end, file, false))
+        Ok(Self::with_file(storage, path, policy, end, file, false))
     }
 
     fn with_file(
+        storage: &Arc<dyn Storage>,
         path: &Path,
         policy: Fsync,
         end: u64,
@@ -277,12 +298,15 @@ impl FingerprintLog {
     ) -> Self {
         FingerprintLog {
             path: path.to_owned(),
+            storage: Arc::clone(storage),
             policy,
             pending: Mutex::new(Pending { bytes: Vec::new(), end }),
             io: Mutex::new(file),
             written_to: AtomicU64::new(end),
             synced_to: AtomicU64::new(end),
             poisoned: Mutex::new(None),
+            poisoned_for_good: std::sync::atomic::AtomicBool::new(false),
+            last_attempt: Mutex::new(None),
             syncs: AtomicU64::new(0),
             sync_micros: AtomicU64::new(0),
             hold: Mutex::new(()),
@@ -483,12 +507,17 @@ impl FingerprintLog {
         if bytes.is_some() || must_sync {
             // Taken after the records above: every entry they rely on was buffered before
             // they were appended, so it goes out (and is synced) before them.
-            for first in self.first.read().iter() {
-                first.flush(must_sync).map_err(|e| self.poison_with(e))?;
+            let flushed = self.first.read().iter().try_for_each(|first| first.flush(must_sync));
+            if let Err(e) = flushed {
+                if let Some(bytes) = bytes {
+                    self.unwritten(bytes);
+                }
+                return Err(self.poison_with(e));
             }
         }
         if let Some(bytes) = bytes {
             if let Err(e) = file.append(&bytes) {
+                self.unwritten(bytes);
                 return Err(self.poison("write", e));
             }
             self.written_to.store(written, Ordering::Release);
@@ -505,27 +534,111 @@ impl FingerprintLog {
         Ok(())
     }
 
+    /// Puts back `bytes`, taken from the pending buffer for a write that failed: they stay in
+    /// memory, first in line, since they belong at `written_to`, where a recovery writes them
+    /// again once the file is cut back there (so every LSN handed out stays true). Whoever
+    /// waits on them gets an error meanwhile.
+    fn unwritten(&self, bytes: Vec<u8>) {
+        let mut pending = self.pending.lock();
+        let later = std::mem::replace(&mut pending.bytes, bytes);
+        pending.bytes.extend_from_slice(&later);
+    }
+
     /// Refuses every later write with [`Error::Poisoned`] for `reason`: a write that failed
     /// half-way (in exact mode, the store) left state that must not be acknowledged later.
     pub fn poison_for(&self, reason: String) {
         let mut poisoned = self.poisoned.lock();
+        self.poisoned_for_good.store(true, Ordering::Release);
         if poisoned.is_none() {
             *poisoned = Some(reason);
         }
     }
 
+    /// Tries to take back the poison of a failed write or sync of this log or of a file that
+    /// precedes it (a full disk, no file descriptor left, an I/O error), as Redis resumes
+    /// writes after `MISCONF` once it can write again. Returns `Ok(false)` if the log was not
+    /// poisoned.
+    ///
+    /// What a failed write may have left after the last complete one is cut
+    /// ([`Storage::truncate`] back to the bytes handed to the OS whole), the file is reopened
+    /// and synced, and the records that failed to reach it, kept in memory in order, are
+    /// written by the next commit where they belong: every LSN handed out stays true. Under
+    /// `always` nothing past the last good sync was acknowledged; under `everysec` and `no`
+    /// what was written and not synced was, and the sync here makes it durable (unless, after
+    /// the failed fsync, the kernel dropped those pages: then a power loss can lose them, the
+    /// caveat of every program that retries fsync on Linux).
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if the poison is not an I/O failure of the log's (only a reopen
+    /// recovers then), [`Error::ReadOnly`], or the I/O error that the recovery met (the log
+    /// stays poisoned, with its first reason).
+    /// Whether a recovery may be tried now: [`RECOVERY_INTERVAL`] after the failure and after
+    /// the last attempt (which this call counts as made).
+    pub(crate) fn recovery_due(&self) -> bool {
+        let mut last = self.last_attempt.lock();
+        let now = Instant::now();
+        if last.is_some_and(|at| now.saturating_duration_since(at) < RECOVERY_INTERVAL) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
+    pub(crate) fn recover(&self) -> Result<bool> {
+        if self.read_only {
+            return self.check().map(|()| false);
+        }
+        // No held batch is half-way (its records would be discarded under our feet), no
+        // writer is writing or syncing.
+        let _not_held = self.hold.lock();
+        let mut file = self.io.lock();
+        if self.poisoned.lock().is_none() {
+            return Ok(false);
+        }
+        if self.poisoned_for_good.load(Ordering::Acquire) {
+            self.check()?;
+        }
+        for first in self.first.read().iter() {
+            first.recover()?;
+        }
+        let written = self.written_to.load(Ordering::Acquire);
+        self.storage
+            .truncate(&self.path, written)
+            .map_err(|e| Error::io("cut the torn tail of", &self.path, e))?;
+        let mut reopened =
+            self.storage.open_append(&self.path).map_err(|e| Error::io("reopen", &self.path, e))?;
+        reopened.sync().map_err(|e| Error::io("fsync", &self.path, e))?;
+        *file = reopened;
+        self.synced_to.store(written, Ordering::Release);
+        *self.poisoned.lock() = None;
+        Ok(true)
+    }
+
     /// Poisons the log for the failure `e` of the file that precedes it, and returns `e`.
     fn poison_with(&self, e: Error) -> Error {
-        let reason = format!("{e}; refusing further writes to {}", self.path.display());
-        *self.poisoned.lock() = Some(reason);
+        let reason = format!(
+            "{e}; refusing writes to {} until a write succeeds again (retried every second)",
+            self.path.display()
+        );
+        self.poison_io(reason);
         e
     }
 
     fn poison(&self, what: &str, e: std::io::Error) -> Error {
-        let reason =
-            format!("{what} of {} failed: {e}; refusing further writes", self.path.display());
-        *self.poisoned.lock() = Some(reason);
+        let reason = format!(
+            "{what} of {} failed: {e}; refusing writes until a write succeeds again (retried \
+             every second)",
+            self.path.display()
+        );
+        self.poison_io(reason);
         Error::io(what, &self.path, e)
+    }
+
+    /// Poisons the log for a failure of its own I/O, which [`Self::recover`] may take back,
+    /// not before [`RECOVERY_INTERVAL`].
+    fn poison_io(&self, reason: String) {
+        *self.last_attempt.lock() = Some(Instant::now());
+        *self.poisoned.lock() = Some(reason);
     }
 }
 

@@ -193,7 +193,7 @@ impl Namespace {
                 // fingerprints stored) with no acknowledgement given. Otherwise a retry could
                 // answer "seen" for a URL never acknowledged as new.
                 let poison = |e| self.poisoned_by_store(e);
-                self.backing.check()?;
+                self.check_writable(None)?;
                 // The store has no log in front of it: the hosts its records carry are written
                 // out before it is (see `crate::host_dict`).
                 self.backing.flush_first(false)?;
@@ -215,8 +215,7 @@ impl Namespace {
             Set::Recrawl(gens) => return gens.seen(fps, hosts, out, then),
             Set::Tree { tree, .. } => tree,
         };
-        self.backing.check()?;
-        tree.check()?;
+        self.check_writable(Some(tree))?;
         // Nothing of this batch reaches the log file before `then` has seen the answers. (Only
         // then: a hold keeps every other writer's flush waiting.)
         let hold = then.as_ref().and_then(|_| self.backing.hold());

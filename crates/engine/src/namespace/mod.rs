@@ -256,6 +256,26 @@ impl Namespace {
         e
     }
 
+    /// Fails as the backing and `tree` would refuse a write; but a namespace poisoned by a
+    /// failed write of its own files (a full disk, no file descriptor left) first tries to
+    /// recover, at most once a second (see [`Backing::recover`]), and writes go on if it did.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] (with the failure's reason while it lasts), [`Error::ReadOnly`],
+    /// the tree's errors.
+    pub(super) fn check_writable(&self, tree: Option<&Dsbf>) -> Result<()> {
+        let checked = self.backing.check().and_then(|()| tree.map_or(Ok(()), |t| t.check()));
+        if !matches!(checked, Err(Error::Poisoned { .. })) {
+            return checked;
+        }
+        match self.backing.recover(tree.map(|t| t.leaf_store())) {
+            Ok(true) => self.backing.check().and_then(|()| tree.map_or(Ok(()), |t| t.check())),
+            // Not yet time, or the cause is still there: the failure's own reason.
+            Ok(false) | Err(Error::Io { .. }) => checked,
+            Err(e) => Err(e),
+        }
+    }
+
     /// The namespace's name.
     pub fn name(&self) -> &str {
         &self.name

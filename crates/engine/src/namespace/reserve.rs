@@ -42,9 +42,9 @@ impl Namespace {
         if let Set::Recrawl(gens) = &self.set {
             return gens.reserve(fps, hosts, out);
         }
-        self.backing.check()?;
-        if let Set::Tree { tree, .. } = &self.set {
-            tree.check()?;
+        match &self.set {
+            Set::Tree { tree, .. } => self.check_writable(Some(tree))?,
+            _ => self.check_writable(None)?,
         }
         let taken = self.in_flight.reserve(fps, out, |fps, out| {
             self.contains_in_tree(fps, out)?;

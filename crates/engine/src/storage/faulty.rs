@@ -18,6 +18,8 @@ use super::{AppendFile, Lock, LockMode, OsStorage, Storage};
 ///   total; the append that crosses the limit writes only the bytes that fit (a torn write).
 /// - `slow_syncs`: every `sync` takes this long (a slow disk), so tests can act while one runs;
 ///   `syncs_done` counts the syncs that completed.
+/// - `fail_opens`: opening a file to append to it fails with "too many open files" (`EMFILE`:
+///   the process ran out of file descriptors), as appends to a leaf file (opened per write) do.
 /// - `keep_journal`: every append to and sync of an appended file is recorded, in order
 ///   ([`FaultyStorage::journal`]), so tests can check which file reached the disk first.
 #[derive(Debug, Clone, Default)]
@@ -29,6 +31,7 @@ pub struct FaultyStorage {
 #[derive(Debug, Default)]
 struct Faults {
     fail_syncs: AtomicBool,
+    fail_opens: AtomicBool,
     disk_full_after: AtomicU64,
     appended: AtomicU64,
     sync_delay_micros: AtomicU64,
@@ -47,6 +50,15 @@ pub enum FileOp {
 }
 
 impl Faults {
+    /// Fails as opening a file does when the process has no descriptor left.
+    fn open(&self) -> io::Result<()> {
+        match self.fail_opens.load(Ordering::SeqCst) {
+            // EMFILE on Linux and the BSDs.
+            true => Err(io::Error::from_raw_os_error(24)),
+            false => Ok(()),
+        }
+    }
+
     fn note(&self, op: FileOp, path: &Path) {
         if self.keep_journal.load(Ordering::SeqCst) {
             self.journal.lock().push((op, path.to_owned()));
@@ -65,6 +77,12 @@ impl FaultyStorage {
     /// Makes every later `sync` fail (or succeed again).
     pub fn fail_syncs(&self, on: bool) {
         self.faults.fail_syncs.store(on, Ordering::SeqCst);
+    }
+
+    /// Makes every later opening of a file to append to it fail with `EMFILE` (or succeed
+    /// again).
+    pub fn fail_opens(&self, on: bool) {
+        self.faults.fail_opens.store(on, Ordering::SeqCst);
     }
 
     /// Makes every later `sync` take `delay` before it does its work.
@@ -87,7 +105,8 @@ impl FaultyStorage {
         self.faults.journal.lock().clone()
     }
 
-    /// Makes the disk full once `bytes` more bytes have been appended.
+    /// Makes the disk full once `bytes` more bytes have been appended (`u64::MAX`: space is
+    /// free again).
     pub fn disk_full_after(&self, bytes: u64) {
         let now = self.faults.appended.load(Ordering::SeqCst);
         self.faults.disk_full_after.store(now.saturating_add(bytes), Ordering::SeqCst);
@@ -136,6 +155,7 @@ impl Storage for FaultyStorage {
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+        self.faults.open()?;
         Ok(Box::new(FaultyFile {
             inner: self.inner.open_append(path)?,
             faults: self.faults.clone(),
@@ -174,6 +194,7 @@ impl Storage for FaultyStorage {
     }
 
     fn append_to(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.faults.open()?;
         let before = self.faults.appended.fetch_add(bytes.len() as u64, Ordering::SeqCst);
         let limit = self.faults.disk_full_after.load(Ordering::SeqCst);
         if before.saturating_add(bytes.len() as u64) > limit {

@@ -97,6 +97,10 @@ pub struct AppConfig {
     /// more than the budget (grown by splits), writes get `-OOM` (Redis' `noeviction`) and
     /// reads go on; `INFO memory`'s `used_memory` is what they hold.
     pub maxmemory: u64,
+    /// Where `maxmemory` came from, for `INFO memory` (`urlseen_maxmemory_source`):
+    /// `configured`, or the limit the default was derived from (`physical_ram`, `cgroup_v2`,
+    /// `cgroup_v1`, `rlimit_as`).
+    pub maxmemory_source: &'static str,
     /// The largest chunk `BF.SCANDUMP` returns, in bytes: RedisBloom's 16 MiB (tests make it
     /// smaller to see many chunks).
     pub dump_chunk_bytes: usize,
@@ -109,6 +113,7 @@ impl Default for AppConfig {
             bloom_defaults: BloomParams::default(),
             max_namespace_bytes: 4 << 30,
             maxmemory: 0,
+            maxmemory_source: "configured",
             dump_chunk_bytes: urlseen_engine::dump::MAX_CHUNK_BYTES,
         }
     }

@@ -15,6 +15,9 @@ impl App {
         if budget > 0 && self.committed_memory().saturating_add(bytes) > budget {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
+        if !can_allocate(bytes) {
+            return Err(CommandError::custom(INSUFFICIENT_MEMORY));
+        }
         Ok(())
     }
 
@@ -37,6 +40,11 @@ impl App {
     /// The configured `maxmemory` (0: no limit).
     pub fn maxmemory(&self) -> u64 {
         self.config.maxmemory
+    }
+
+    /// Where `maxmemory` came from (see [`AppConfig::maxmemory_source`]).
+    pub fn maxmemory_source(&self) -> &'static str {
+        self.config.maxmemory_source
     }
 
     /// `-OOM …` when the namespaces hold more RAM than `maxmemory` (as Redis under
@@ -154,6 +162,18 @@ impl App {
             }
         }
     }
+}
+
+/// Whether the allocator can give `bytes` now: asked once and given back at once (address space
+/// only, no page is touched). The budget counts reservations, but the process may have less to
+/// give than `maxmemory` says (an explicit `--maxmemory` above an address-space limit, other
+/// namespaces grown past their reservations): a reservation it could not fill is refused here
+/// rather than aborting the server when a leaf is first used. (A cgroup limit is not seen
+/// here, the kernel overcommits; the default `maxmemory` accounts for it.)
+fn can_allocate(bytes: u64) -> bool {
+    let Ok(bytes) = usize::try_from(bytes) else { return false };
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(bytes).is_ok()
 }
 
 /// The resident set size of this process in bytes, from `/proc/self/status` (Linux), or

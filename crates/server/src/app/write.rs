@@ -13,23 +13,34 @@ pub(super) fn blocking_call<R>(f: impl FnOnce() -> R) -> R {
     if multi_thread { tokio::task::block_in_place(f) } else { f() }
 }
 
-/// A reservation recorded once its reply is delivered.
+/// A reservation recorded once its reply is delivered (`--fsync everysec` or `no`).
 #[derive(Debug)]
 pub(super) struct RecordOnReply {
     reservation: Reservation,
-    /// The commit waits for an fsync (`always`): off the async workers' hands.
-    blocking: bool,
 }
 
 impl OnReply for RecordOnReply {
-    fn delivered(self: Box<Self>) {
-        let RecordOnReply { reservation, blocking } = *self;
-        let committed =
-            if blocking { blocking_call(|| reservation.commit()) } else { reservation.commit() };
-        if let Err(e) = committed {
-            // The namespace refuses writes from now on (MISCONF); these URLs are new again.
-            tracing::warn!(error = %e, "a delivered batch could not be recorded");
+    fn delivered(self: Box<Self>) -> u64 {
+        let RecordOnReply { reservation } = *self;
+        let namespace = reservation.namespace().name().to_owned();
+        let new = reservation.new_answers() as u64;
+        let fps = tracing::enabled!(tracing::Level::DEBUG)
+            .then(|| reservation.new_fingerprints().to_vec());
+        let Err(e) = reservation.commit() else { return 0 };
+        // The client was told "new" and acts on it; a restart (or a recovered namespace) may
+        // answer these URLs "new" again (at-least-once), or "seen" if the failed write left
+        // their bits set. Counted, and named here, never a bare line.
+        tracing::error!(
+            namespace,
+            unrecorded = new,
+            error = %e,
+            "URLs answered \"new\" in a delivered reply could not be recorded \
+             (INFO stats unrecorded_answers)"
+        );
+        for fp in fps.unwrap_or_default() {
+            tracing::debug!(namespace, fingerprint = %format_args!("{fp:016x}"), "answered new, not recorded");
         }
+        new
     }
 }
 
@@ -140,7 +151,8 @@ impl App {
     /// connection delivered the reply. Dropped undelivered, that work records nothing.
     ///
     /// A non-scaling namespace records at once, as [`App::insert`] (its room is counted in
-    /// recorded items).
+    /// recorded items), and so does a data directory under `--fsync always`: its reply must
+    /// not say "new" before the batch is on disk, and a failed write answers `MISCONF`.
     ///
     /// # Errors
     /// As [`App::insert`], with nothing held or recorded.
@@ -175,11 +187,15 @@ impl App {
         if ns.options().split.mode == SplitMode::Never {
             return self.insert_hosts(ns, fps, hosts, out);
         }
+        if self.db.commit_syncs() {
+            // `--fsync always`: a "new" is sent only once its batch is synced, so a failed
+            // write answers `MISCONF` instead (docs/durability.md, "replied means recorded").
+            return self.insert_hosts(ns, fps, hosts, out);
+        }
         self.check_memory()?;
         let reservation =
             ns.reserve_fingerprints_hosts(fps, hosts, out).map_err(|e| write_error(&e))?;
-        let blocking = self.db.commit_syncs();
-        on_reply.push(Box::new(RecordOnReply { reservation, blocking }));
+        on_reply.push(Box::new(RecordOnReply { reservation }));
         Ok(())
     }
 }

@@ -133,7 +133,8 @@ fn stats<S>(_app: &S, s: &ServerState, out: &mut InfoSection) {
         .field("protocol_error_disconnections", m.protocol_errors())
         .field("client_query_buffer_limit_disconnections", m.query_buffer_disconnections())
         .field("idle_timeout_disconnections", m.idle_disconnections())
-        .field("undelivered_replies", m.undelivered_replies());
+        .field("undelivered_replies", m.undelivered_replies())
+        .field("unrecorded_answers", m.unrecorded_answers());
 }
 
 fn replication<S>(_app: &S, _s: &ServerState, out: &mut InfoSection) {

@@ -130,6 +130,7 @@ fn memory(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
         .field("urlseen_disk_human", human(disk))
         .field("maxmemory", app.maxmemory())
         .field("maxmemory_human", human(app.maxmemory()))
+        .field("urlseen_maxmemory_source", app.maxmemory_source())
         .field("maxmemory_policy", "noeviction");
 }
 

@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use urlseen_engine::{Fsync, Profile};
 
+use crate::cmd::memory_limit::memory_limit;
+
 /// A size such as `256mb` (see [`parse_bytes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub(super) u64);
@@ -100,9 +102,11 @@ pub(super) fn parse_bytes(s: &str) -> Result<u64, String> {
     n.checked_mul(unit).ok_or_else(|| format!("{s:?} is too large"))
 }
 
-/// Three quarters of this machine's RAM, or no limit where that is unknown.
-pub(super) fn default_maxmemory() -> u64 {
-    super::super::total_ram().map_or(0, |bytes| bytes / 4 * 3)
+/// Three quarters of the memory this process may use (the smallest of the machine's RAM, its
+/// cgroup's limit and its address-space limit: see [`memory_limit`]) and where that came from,
+/// or no limit where none is known.
+pub(super) fn default_maxmemory() -> (u64, &'static str) {
+    memory_limit().map_or((0, "unknown"), |(bytes, source)| (bytes / 4 * 3, source.name()))
 }
 
 pub(super) fn parse_yes_no(s: &str) -> Result<bool, String> {

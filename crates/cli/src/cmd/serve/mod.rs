@@ -69,7 +69,9 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<PathBuf>,
     /// Most RAM all namespaces together may hold, as Redis' maxmemory (`256mb`, `4gb`, bytes;
-    /// 0: no limit). Default: three quarters of this machine's RAM. A BF.RESERVE or URL.RESERVE
+    /// 0: no limit). Default: three quarters of the memory this process may use: the machine's
+    /// RAM, or less if its cgroup (memory.max) or `ulimit -v` allows less (INFO memory shows
+    /// which, as urlseen_maxmemory_source). A BF.RESERVE or URL.RESERVE
     /// (or a first URL.SEEN) whose filters would pass it gets `-ERR Insufficient memory to
     /// create filter`; once the namespaces hold more, writes get `-OOM` and reads go on.
     #[arg(long, value_name = "BYTES")]
@@ -231,7 +233,10 @@ impl Settings {
         if let Some(bytes) = file.max_namespace_bytes {
             app.max_namespace_bytes = bytes;
         }
-        app.maxmemory = args.maxmemory.or(file.maxmemory).map_or_else(default_maxmemory, |s| s.0);
+        (app.maxmemory, app.maxmemory_source) = match args.maxmemory.or(file.maxmemory) {
+            Some(size) => (size.0, "configured"),
+            None => default_maxmemory(),
+        };
         let data = args.data.clone().or(file.data);
         let redis = args.redis.clone().or(file.redis);
         if redis.is_some() && data.is_some() {
@@ -387,6 +392,8 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
         maxclients = server.maxclients,
         auth = server.requirepass.is_some(),
         storage,
+        maxmemory = app.maxmemory(),
+        maxmemory_source = app.maxmemory_source(),
         "urlseen serve starting"
     );
 
@@ -471,7 +478,8 @@ mod tests {
         assert!(s.data.is_none() && s.server.requirepass.is_none());
         assert!(s.server.protected_mode);
         // The library's default is no limit; the CLI's is three quarters of RAM.
-        assert_eq!(s.app, AppConfig { maxmemory: default_maxmemory(), ..AppConfig::default() });
+        let (maxmemory, maxmemory_source) = default_maxmemory();
+        assert_eq!(s.app, AppConfig { maxmemory, maxmemory_source, ..AppConfig::default() });
     }
 
     #[test]
