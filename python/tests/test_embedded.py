@@ -260,15 +260,20 @@ def test_batches_release_the_gil():
 def test_one_seen_many_far_past_capacity_keeps_the_bound(tmp_path, home, capacity, batch, mode):
     """One seen_many of distinct new URLs, far more than the namespace was made for: the share
     answered "seen" stays under the bound plus sampling error (before issue 32, one call of 10^6
-    into capacity=1000 answered 20.2% "seen"), and every URL answered new is recorded."""
+    into capacity=1000 answered 20.2% "seen"), and every URL answered new is recorded. The
+    share is printed (pytest -s) for docs/benchmarks.md."""
     db = urlseen.Db(tmp_path / "d") if home == "data" else urlseen.Db()
     options = {"exact": mode == "exact", "counting": mode == "counting"}
     ns = db.namespace("t", capacity=capacity, fpr=0.01, **options)
     urls = [f"https://h{i % 1009}.example/p/{i}" for i in range(batch)]
     answers = ns.seen_many(urls)
     seen = answers.count(True)
+    print(f"capacity {capacity}, {batch} new URLs in one call, {mode}, {home}: {seen} seen")
     mean = batch * 0.01
     assert seen <= mean + 4 * mean**0.5 + 3, f"{seen} of {batch} new URLs answered seen"
     assert answers.count(None) == 0
-    assert all(ns.contains_many(urls)), "a URL answered new is not recorded"
+    # Every URL answered new is recorded (one answered seen on a false positive is not: a URL
+    # namespace keeps what it records, docs/durability.md).
+    recorded = [u for u, seen in zip(urls, answers) if not seen]
+    assert all(ns.contains_many(recorded)), "a URL answered new is not recorded"
     db.close()
