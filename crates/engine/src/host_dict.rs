@@ -257,7 +257,8 @@ impl Writer {
         }
         let result = self.flush_once(sync);
         if let Err(e) = &result {
-            self.failed = Some(format!("the hosts file could not be written ({e}); reopen"));
+            self.failed =
+                Some(format!("the hosts file could not be written ({e}); retried every second"));
         }
         result
     }

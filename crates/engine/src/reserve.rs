@@ -148,9 +148,8 @@ impl Reservation {
         &self.ns
     }
 
-    /// Records the batch: every fingerprint answered "new" is recorded (a Bloom positive that
-    /// appeared meanwhile makes it a kept record instead: it stays seen either way), with the
-    /// namespace's durability, and then leaves flight.
+    /// Records the batch: every fingerprint answered "new" is recorded, with the namespace's
+    /// durability, and then leaves flight.
     ///
     /// # Errors
     /// As [`Namespace::seen_fingerprints`]: then its fingerprints leave flight unrecorded, and

@@ -332,10 +332,9 @@ impl crate::log::Precedes for UrlJournal {
     }
 
     fn recover(&self) -> Result<()> {
-        // Its blocks are not cut back after a failed write: a reopen recovers it.
-        Err(Error::Poisoned {
-            reason: "the URL journal could not be written; reopen to recover".into(),
-        })
+        // Its blocks are not cut back after a failed write: a reopen recovers it. A journal
+        // that never failed lets the log recover from a failure of its own.
+        self.inner.lock().check()
     }
 }
 

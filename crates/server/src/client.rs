@@ -23,7 +23,7 @@ pub const FAILED_AUTH_DELAY: std::time::Duration = std::time::Duration::from_mil
 pub trait OnReply: Send + Sync + std::fmt::Debug {
     /// The replies were written and the client was still there: make it count. Returns how
     /// many "new" answers it delivered could not be recorded (a failed commit: counted in
-    /// `INFO stats` `unrecorded_replies`).
+    /// `INFO stats` `unrecorded_answers`).
     fn delivered(self: Box<Self>) -> u64;
 }
 

@@ -126,6 +126,9 @@ async fn a_delivered_answer_that_could_not_be_recorded_is_counted() {
                 .await;
         let mut c = server.connect().await;
         c.expect(&["URL.SEEN", "ns", "https://a.example/"], b"*1\r\n:0\r\n").await;
+        // a.example's commit runs after its reply is written, before the next command is
+        // read: once PING is answered it is done, and the disk can fill.
+        c.expect(&["PING"], b"+PONG\r\n").await;
         storage.disk_full_after(0);
         let reply = c.call(&["URL.SEEN", "ns", "https://b.example/", "https://c.example/"]).await;
         match fsync {

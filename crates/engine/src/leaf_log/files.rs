@@ -162,7 +162,10 @@ impl LeafFiles {
     /// A failed append to leaf `id`, whose file was `len` bytes before it (0: not created):
     /// the store takes no more until [`Self::recover`] cuts the file back.
     pub(super) fn fail_append(&self, id: NodeId, len: u64, path: &Path, e: &dyn std::fmt::Display) {
-        self.torn.lock().push((id, len));
+        // Under the torn list's lock, which a recovery holds while it cuts and clears: the
+        // entry and the failure are seen together.
+        let mut torn = self.torn.lock();
+        torn.push((id, len));
         self.fail_once("append to", path, e, "retried every second");
     }
 

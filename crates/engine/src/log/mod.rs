@@ -525,7 +525,19 @@ impl FingerprintLog {
         if must_sync {
             let started = Instant::now();
             if let Err(e) = file.sync() {
-                return Err(self.poison("fsync", e));
+                // Not retried in place: after a failed fsync Linux may have marked the unsynced
+                // pages clean without writing them, so a later fsync that succeeds proves
+                // nothing, and records appended after them would sit behind a hole a power
+                // loss opens (the next open would refuse the log as damaged in the middle).
+                // Redis exits on an AOF fsync error under `always`; PostgreSQL panics. A
+                // reopen recovers from what the file holds.
+                let reason = format!(
+                    "fsync of {} failed: {e}; refusing writes until the directory is reopened \
+                     (the kernel may have dropped the unsynced pages)",
+                    self.path.display()
+                );
+                self.poison_for(reason);
+                return Err(Error::io("fsync", &self.path, e));
             }
             self.syncs.fetch_add(1, Ordering::Relaxed);
             self.sync_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);

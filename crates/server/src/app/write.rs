@@ -26,7 +26,8 @@ impl OnReply for RecordOnReply {
         let new = reservation.new_answers() as u64;
         let fps = tracing::enabled!(tracing::Level::DEBUG)
             .then(|| reservation.new_fingerprints().to_vec());
-        let Err(e) = reservation.commit() else { return 0 };
+        // Off the async workers' hands: a commit may wait for the split of a leaf it fills.
+        let Err(e) = blocking_call(|| reservation.commit()) else { return 0 };
         // The client was told "new" and acts on it; a restart (or a recovered namespace) may
         // answer these URLs "new" again (at-least-once), or "seen" if the failed write left
         // their bits set. Counted, and named here, never a bare line.
