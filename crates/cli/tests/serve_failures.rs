@@ -210,6 +210,26 @@ fn assert_all_seen(data: &Path, ns: &str, acked: &[String]) {
     assert!(server.stop().success());
 }
 
+/// The end of a failure test, once its cause is gone: a retry interval later writes go on
+/// ("new" for every fresh URL, no error), the server is up and stops cleanly, and after it
+/// every URL answered "new" on the way is seen.
+fn resumes_and_keeps_every_new(
+    mut c: Client,
+    mut server: Server,
+    mut acked: Vec<String>,
+    data: &Path,
+) {
+    std::thread::sleep(RETRY_AFTER);
+    let after = urls("after", 3_000);
+    let before = acked.len();
+    assert_eq!(c.seen_each("jobs", &after, &mut acked), 0, "writes did not resume");
+    assert_eq!(acked.len() - before, after.len());
+    assert!(server.alive());
+    drop(c);
+    assert!(server.stop().success());
+    assert_all_seen(data, "jobs", &acked);
+}
+
 /// Out of file descriptors: the test holds idle connections until the server cannot accept
 /// another (every descriptor in use), then writes. Writes that need a new descriptor (a leaf
 /// file's block is appended by opening the file) answer `MISCONF`, never "new" unrecorded;
@@ -217,7 +237,7 @@ fn assert_all_seen(data: &Path, ns: &str, acked: &[String]) {
 #[test]
 fn out_of_file_descriptors_answers_misconf_then_resumes() {
     let data = tempfile::tempdir().unwrap();
-    let mut server = Server::start(data.path(), Limits { nofile: Some(128), ..Limits::default() });
+    let server = Server::start(data.path(), Limits { nofile: Some(128), ..Limits::default() });
     let mut c = Client::connect(server.port);
     let mut acked = Vec::new();
     assert_eq!(c.seen_each("jobs", &urls("before", 2_000), &mut acked), 0);
@@ -243,15 +263,7 @@ fn out_of_file_descriptors_answers_misconf_then_resumes() {
     assert!(errors > 0, "no write needed a descriptor");
     // Descriptors free again: after the retry interval, writes go on.
     drop(idle);
-    std::thread::sleep(RETRY_AFTER);
-    let after = urls("after", 3_000);
-    let before = acked.len();
-    assert_eq!(c.seen_each("jobs", &after, &mut acked), 0, "writes did not resume");
-    assert_eq!(acked.len() - before, after.len());
-    assert!(server.alive());
-    drop(c);
-    assert!(server.stop().success());
-    assert_all_seen(data.path(), "jobs", &acked);
+    resumes_and_keeps_every_new(c, server, acked, data.path());
 }
 
 /// Mounts a tmpfs of `bytes` at `dir`; `false` if this process may not (not root).
@@ -288,7 +300,7 @@ fn a_full_disk_answers_misconf_then_resumes_once_space_is_freed() {
     let data = mount.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let ballast = mount.path().join("ballast");
-    let mut server = Server::start(&data, Limits::default());
+    let server = Server::start(&data, Limits::default());
     let mut c = Client::connect(server.port);
     let mut acked = Vec::new();
     assert_eq!(c.seen_each("jobs", &urls("before", 2_000), &mut acked), 0);
@@ -312,15 +324,7 @@ fn a_full_disk_answers_misconf_then_resumes_once_space_is_freed() {
     std::thread::sleep(RETRY_AFTER);
     assert!(c.seen_each("jobs", &urls("still", 3_000), &mut acked) > 0);
     std::fs::remove_file(&ballast).unwrap();
-    std::thread::sleep(RETRY_AFTER);
-    let after = urls("after", 3_000);
-    let before = acked.len();
-    assert_eq!(c.seen_each("jobs", &after, &mut acked), 0, "writes did not resume");
-    assert_eq!(acked.len() - before, after.len());
-    assert!(server.alive());
-    drop(c);
-    assert!(server.stop().success());
-    assert_all_seen(&data, "jobs", &acked);
+    resumes_and_keeps_every_new(c, server, acked, &data);
 }
 
 /// Under an address-space limit (`ulimit -v`, here 4 GB) the default `--maxmemory` is three

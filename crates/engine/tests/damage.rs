@@ -10,18 +10,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use urlseen_corpus::distinct_urls;
+mod support;
+
+use support::small;
 use urlseen_engine::{Db, DbOptions, Error, Fsync, NamespaceOptions};
-
-/// Small and uniform (no growth), so that a few thousand URLs make many leaves.
-fn small() -> NamespaceOptions {
-    NamespaceOptions {
-        capacity: 1_000,
-        fpr: 0.01,
-        split: urlseen_engine::SplitPolicy { growth: 1, ..Default::default() },
-        ..NamespaceOptions::default()
-    }
-}
-
 fn open(dir: &Path) -> Db {
     Db::open_with(dir, DbOptions { fsync: Fsync::Always, ..DbOptions::default() }).unwrap()
 }

@@ -13,7 +13,10 @@ use std::time::Duration;
 mod redis_support;
 
 use proptest::prelude::*;
+use support::fps;
 use urlseen_engine::{Db, NamespaceOptions};
+
+mod support;
 
 #[derive(Debug, Clone, Copy)]
 enum Mode {
@@ -29,17 +32,6 @@ enum Home {
     Spill,
     DataDir,
 }
-
-/// Distinct pseudo-random fingerprints (splitmix64's finalizer is a bijection).
-fn fps(stream: u64, n: usize) -> Vec<u64> {
-    let mix = |mut z: u64| {
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    (0..n as u64).map(|i| mix(stream << 40 | i)).collect()
-}
-
 /// The most false positives `n` checks under `fpr` may give: the mean plus four standard
 /// deviations and three more (so that a handful of checks cannot fail on one), a chance of
 /// about 10^-5 per case for a filter that keeps the bound.

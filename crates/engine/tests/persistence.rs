@@ -8,18 +8,10 @@ use std::sync::Arc;
 
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::storage::FaultyStorage;
+mod support;
+
+use support::{crash_image, small};
 use urlseen_engine::{Db, DbOptions, Error, Fsync, NamespaceOptions};
-
-/// Small and uniform (no growth), so that a few thousand URLs make many splits.
-fn small() -> NamespaceOptions {
-    NamespaceOptions {
-        capacity: 1_000,
-        fpr: 0.01,
-        split: urlseen_engine::SplitPolicy { growth: 1, ..Default::default() },
-        ..NamespaceOptions::default()
-    }
-}
-
 fn opts(fsync: Fsync) -> DbOptions {
     DbOptions { fsync, ..DbOptions::default() }
 }
@@ -52,30 +44,6 @@ fn assert_all_seen(db: &Db, ns: &str, urls: &[String]) {
     let lost = hits.iter().filter(|&&h| !h).count();
     assert_eq!(lost, 0, "{lost} of {} recorded URLs lost", urls.len());
 }
-
-/// Copies the files of a live Db as a crash would leave them: whatever was written so far, no
-/// checkpoint, no close.
-fn crash_image(from: &Path, to: &Path) {
-    for entry in walk(from) {
-        let rel = entry.strip_prefix(from).unwrap();
-        if rel.as_os_str() == "LOCK" {
-            continue;
-        }
-        let dest = to.join(rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, &dest).unwrap();
-    }
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { files.extend(walk(&p)) } else { files.push(p) }
-    }
-    files
-}
-
 fn log_file(root: &Path, ns: &str) -> std::path::PathBuf {
     let hex: String = ns.bytes().map(|b| format!("{b:02x}")).collect();
     root.join("ns").join(hex).join("log")

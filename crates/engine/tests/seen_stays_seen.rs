@@ -9,10 +9,11 @@
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
-use std::path::Path;
-
+use support::{crash_image, fps};
 use urlseen_canon::{Options as CanonOptions, Profile};
 use urlseen_engine::{Db, NamespaceOptions, SplitMode, SplitPolicy};
+
+mod support;
 
 /// A set of raw items with a loose bound, tiny leaves and no growth: many false positives,
 /// then many splits.
@@ -25,18 +26,6 @@ fn loose(mode: SplitMode) -> NamespaceOptions {
         ..NamespaceOptions::default()
     }
 }
-
-/// Distinct pseudo-random fingerprints, `n` of them, from stream `stream` (splitmix64's
-/// finalizer: a bijection, so distinct inputs give distinct fingerprints).
-fn fps(stream: u64, n: usize) -> Vec<u64> {
-    let mix = |mut z: u64| {
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    (0..n as u64).map(|i| mix(stream << 40 | i)).collect()
-}
-
 /// Fills the namespace, then checks fresh fingerprints: those answered "seen" are false
 /// positives (the rest are recorded). Returns them and how many were recorded in all.
 fn provoke_false_positives(db: &Db) -> (Vec<u64>, u64) {
@@ -101,7 +90,7 @@ fn false_positives_stay_seen_through_restart_and_crash() {
     // recovery replays them into the leaves, so the splits after it carry them.
     db.sync().unwrap();
     let crashed = dir.path().join("crashed");
-    copy_dir(&data, &crashed);
+    crash_image(&data, &crashed);
     let recorded = recorded + grow(&db);
     assert_still_seen(&db, &seen, "after splits");
     db.close().unwrap();
@@ -129,20 +118,6 @@ fn grow_again(db: &Db) {
     ns.seen_fingerprints(&more, &mut out).unwrap();
     db.wait_for_splits();
 }
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let dest = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &dest);
-        } else if path.file_name().unwrap() != "LOCK" {
-            std::fs::copy(&path, &dest).unwrap();
-        }
-    }
-}
-
 /// With background splits, checks meet frozen filters mid-split: a positive there is kept in
 /// the leaf below, since the frozen filter goes when the split ends.
 #[test]

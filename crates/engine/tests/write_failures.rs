@@ -10,41 +10,18 @@ use std::time::Duration;
 
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::storage::FaultyStorage;
-use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace, NamespaceOptions};
+mod support;
+
+use support::{crash_image, small};
+use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace};
 
 /// A little over the engine's one attempt per second.
 const RETRY_AFTER: Duration = Duration::from_millis(1_100);
-
-/// Small and uniform, so that a few thousand URLs fill leaf files and make splits.
-fn small() -> NamespaceOptions {
-    NamespaceOptions {
-        capacity: 1_000,
-        fpr: 0.01,
-        split: urlseen_engine::SplitPolicy { growth: 1, ..Default::default() },
-        ..NamespaceOptions::default()
-    }
-}
-
 fn open_faulty(dir: &Path, fsync: Fsync) -> (Db, FaultyStorage) {
     let storage = FaultyStorage::new();
     let options = DbOptions { fsync, storage: Arc::new(storage.clone()), ..DbOptions::default() };
     (Db::open_with(dir, options).unwrap(), storage)
 }
-
-/// Copies a live data directory as a process crash leaves it (no close, no checkpoint).
-fn crash_image(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            crash_image(&entry.path(), &target);
-        } else if entry.file_name() != "LOCK" {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Inserts `chunk`; on success adds the URLs answered "new" to `acked`.
 fn insert(ns: &Namespace, chunk: &[String], acked: &mut Vec<String>) -> Result<(), Error> {
     let seen = ns.seen_batch(chunk)?;

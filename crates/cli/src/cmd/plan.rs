@@ -54,6 +54,11 @@ struct Dsbf {
     k: u32,
     leaves: u64,
     expected_fpr: f64,
+    /// The leaves urlseen makes for this capacity: formula 4 for its cache-blocked leaves,
+    /// split at `split_at` (a share of the leaf's capacity that keeps the bound while a split
+    /// is under way, docs/durability.md).
+    urlseen_leaves: u64,
+    split_at: u64,
     /// RAM the namespace holds at capacity: its leaf filters and their record buffers.
     ram_bytes: u64,
     /// Disk it holds at capacity: leaf files (16 B per URL), without the log of `--data`.
@@ -75,14 +80,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         fpr: args.fpr,
         ..Default::default()
     };
-    let p = Plan::new(
-        args.capacity,
-        args.fpr,
-        Some(args.leaf_bits.unwrap_or_else(|| auto.effective_leaf_bits())),
-    )?;
+    let leaf_bits = args.leaf_bits.unwrap_or_else(|| auto.effective_leaf_bits());
+    let p = Plan::new(args.capacity, args.fpr, Some(leaf_bits))?;
+    // What urlseen builds (the seed's formula 5 above counts unblocked leaves filled to u).
+    let built = urlseen_engine::tree::TreeParams::from(&urlseen_engine::NamespaceOptions {
+        leaf_bits: Some(leaf_bits),
+        ..auto
+    });
+    let urlseen_leaves = u64::from(built.initial_leaves);
     // What RSS and the disk will show at capacity: filters plus one record buffer per leaf in
     // RAM, the fingerprints in leaf files (and the log, with --data) on disk.
-    let ram_bytes = p.leaves * (p.leaf_bits.div_ceil(512) * 64 + LEAF_BUFFER_BYTES);
+    let ram_bytes = urlseen_leaves * (p.leaf_bits.div_ceil(512) * 64 + LEAF_BUFFER_BYTES);
     let leaf_file_bytes = p.capacity * LEAF_RECORD_BYTES;
     let log_bytes_at_least = p.capacity * 8;
     if args.json {
@@ -100,6 +108,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 k: p.leaf_hashes,
                 leaves: p.leaves,
                 expected_fpr: p.dsbf_fpr,
+                urlseen_leaves,
+                split_at: built.split_at,
                 ram_bytes,
                 leaf_file_bytes,
                 log_bytes_at_least,
@@ -135,6 +145,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         p.leaf_hashes
     );
     println!("  c = {} leaves (formula 5), expected FPR {:.6} (formula 8)", p.leaves, p.dsbf_fpr);
+    println!(
+        "  urlseen builds {urlseen_leaves} cache-blocked leaves of that size, each splitting at \
+         {} URLs ({} of formula 4's {} for its blocked filter)",
+        built.split_at, built.split.threshold, built.leaf_capacity
+    );
     println!(
         "  RAM {} (filters + a 16 KiB record buffer per leaf); disk {} of leaf files \
          (16 B/URL), and with --data a log of at least {}",
