@@ -119,8 +119,8 @@ impl Dsbf {
         assert_eq!(fps.len(), out.len(), "insert_batch: output slice length must match input");
         assert!(fps.len() < SEEN_ABOVE as usize, "insert_batch: at most 2^31 - 1 fingerprints");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "insert_batch: one host per fp");
-        // Exact mode confirms every positive instead: a false one is recorded as new. Leaves
-        // that never split never rebuild their filters: nothing to keep there.
+        // Exact mode confirms every positive instead: a false one is recorded as new. Whether
+        // the tree keeps positives at all is its own (see `Dsbf::keeps_positives`).
         let keep_positives =
             mode == Mode::CheckAndInsert && exact.is_none() && self.keeps_positives();
         let mut buffers = BatchScratch::take();

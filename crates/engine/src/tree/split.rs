@@ -143,8 +143,7 @@ impl Dsbf {
     /// see [`Self::complete_splits`]): frozen filters on one path answer together, each up to
     /// its split point's FPR, so two at once would pass the bound. A batch that fills a leaf
     /// so fast that its children fill before its own split ends thus waits for it, instead of
-    /// answering from a stack of frozen filters (one batch of 10^6 into a namespace created
-    /// for 10^3 answered 20% of its new URLs "seen" that way).
+    /// answering from a stack of frozen filters.
     pub(super) fn start_split(&self, id: NodeId) {
         if self.params.split.mode == SplitMode::Background && self.below_a_split(id) {
             self.complete_splits();
