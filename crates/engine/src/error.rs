@@ -223,6 +223,20 @@ pub enum Error {
     /// it cannot be created, written or read until the restore finishes or is dropped.
     #[error("namespace {0:?} is being restored; load its remaining chunks, or drop it")]
     Restoring(String),
+    /// Loading or creating a namespace would hold more descriptors than
+    /// [`DbOptions::max_open_files`](crate::DbOptions) allows, and no loaded namespace could be
+    /// unloaded to make room: each is in use, too big to reload cheaply, or refusing writes.
+    /// Nothing was changed; retry once a namespace is let go, or raise `ulimit -n`.
+    #[error(
+        "too many namespaces open: their files hold {open} of the {max} descriptors allowed and \
+         none can be unloaded now (each is in use or too big to reload); retry, or raise ulimit -n"
+    )]
+    TooManyOpenNamespaces {
+        /// Descriptors the loaded namespaces hold.
+        open: usize,
+        /// The bound.
+        max: usize,
+    },
     /// This kind of namespace cannot be dumped.
     #[error("namespace {name:?} cannot be dumped: {reason}")]
     DumpUnsupported {

@@ -239,6 +239,8 @@ struct Writer {
     /// Why a write or sync failed: its tail is unknown, and an entry appended after it might
     /// not be read back, so nothing is written any more (the log that asked is poisoned).
     failed: Option<String>,
+    /// The file is closed after each flush (see `FingerprintLog::set_detached`).
+    detached: bool,
 }
 
 impl std::fmt::Debug for Writer {
@@ -256,6 +258,9 @@ impl Writer {
             return Err(Error::Poisoned { reason: reason.clone() });
         }
         let result = self.flush_once(sync);
+        if self.detached {
+            self.file = None;
+        }
         if let Err(e) = &result {
             self.failed =
                 Some(format!("the hosts file could not be written ({e}); retried every second"));
@@ -322,6 +327,15 @@ impl crate::log::Precedes for HostsFile {
     fn recover(&self) -> Result<()> {
         self.writer.lock().recover()
     }
+
+    fn set_detached(&self, detached: bool) -> bool {
+        let mut writer = self.writer.lock();
+        writer.detached = detached;
+        if detached {
+            writer.file = None;
+        }
+        true
+    }
 }
 
 impl HostDict {
@@ -375,6 +389,7 @@ impl HostDict {
                         pending: Vec::new(),
                         unsynced: false,
                         failed: None,
+                        detached: false,
                     }),
                 }))
             }

@@ -29,6 +29,23 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// [`Self::create_dir_all`] without syncing the parents: a power loss may take the new
+    /// directories back until [`Self::sync_filesystem`] (a new namespace under `everysec`).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn create_dir_all_unsynced(&self, dir: &Path) -> io::Result<()> {
+        self.create_dir_all(dir)
+    }
+    /// [`Self::write_atomic`] without its syncs: a crash leaves the old file or the new one,
+    /// but a power loss before [`Self::sync_filesystem`] may leave the new name with some or
+    /// none of its bytes (a new namespace under `everysec`, whose recovery knows it).
+    ///
+    /// # Errors
+    /// The OS error; `path` is then unchanged.
+    fn write_atomic_unsynced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_atomic(path, bytes)
+    }
     /// Opens `path` for appending, creating it if missing.
     ///
     /// # Errors
@@ -131,6 +148,16 @@ pub trait Storage: Send + Sync + Debug {
     /// # Errors
     /// The OS error.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Makes everything written to the file system that holds `dir` durable: every file's
+    /// data and every directory entry (`syncfs` on Linux, `sync` on other Unixes), in one call
+    /// however many files were written. For files no longer open (an unloaded namespace's) or
+    /// made without a sync (a new namespace under `everysec`).
+    ///
+    /// # Errors
+    /// The OS error.
+    fn sync_filesystem(&self, dir: &Path) -> io::Result<()> {
+        sync_filesystem(dir)
+    }
     /// Takes the advisory lock of the file at `path` (`flock`), as `mode` says. The OS drops
     /// it when the process dies.
     ///
@@ -200,6 +227,23 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// See [`Storage::sync_filesystem`].
+fn sync_filesystem(dir: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return Ok(rustix::fs::syncfs(File::open(dir)?)?);
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        let _ = dir;
+        rustix::fs::sync();
+        return Ok(());
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Err(io::Error::other("no way to sync a file system here"))
+    }
+}
+
 /// Syncs the directory holding `path`, so that creating or removing `path` survives a power
 /// loss (file systems persist a directory entry with its directory, not with the file).
 fn sync_parent(path: &Path) -> io::Result<()> {
@@ -224,6 +268,16 @@ impl Storage for OsStorage {
             sync_parent(d)?;
         }
         Ok(())
+    }
+
+    fn create_dir_all_unsynced(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn write_atomic_unsynced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let tmp = tmp_path(path);
+        fs::write(&tmp, bytes)?;
+        fs::rename(&tmp, path)
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {

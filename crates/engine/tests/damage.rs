@@ -20,6 +20,13 @@ fn open(dir: &Path) -> Db {
 
 /// Records `urls` in namespace "d" of a new data directory, closes it (so it has a snapshot),
 /// and returns the directory, the namespace's directory and the URLs answered new.
+/// What the first use of namespace "d" in `dir` is refused with (an open reads no namespace: each
+/// is recovered when first used).
+fn refused(dir: &Path) -> Error {
+    let db = Db::open(dir).unwrap();
+    db.try_namespace("d").unwrap_err()
+}
+
 fn recorded(
     urls: &[String],
     options: NamespaceOptions,
@@ -91,7 +98,7 @@ fn a_snapshot_claiming_more_log_than_there_is_is_still_refused_when_it_is_sound(
     let (dir, ns, _) = recorded(&urls, small());
     let log = fs::read(ns.join("log")).unwrap();
     fs::write(ns.join("log"), &log[..log.len() / 2]).unwrap();
-    let err = Db::open(dir.path()).unwrap_err();
+    let err = refused(dir.path());
     assert!(err.to_string().contains("records are missing from the log"), "{err}");
 }
 
@@ -134,11 +141,12 @@ fn a_leaf_file_damaged_while_open_names_the_file_and_the_repair_at_the_split() {
     let urls = distinct_urls(505, 3_000);
     let (dir, ns_dir, _) = recorded(&urls, small());
     let db = open(dir.path());
-    // Damage after the open verified them: as bit rot or a stray write would.
+    // Loaded (namespaces load on first use), then damaged after the load verified them: as bit
+    // rot or a stray write would.
+    let ns = db.namespace("d").unwrap();
     for leaf in leaf_files(&ns_dir) {
         flip(&leaf, 100..108);
     }
-    let ns = db.namespace("d").unwrap();
     let more = distinct_urls(506, 20_000);
     let mut failure = None;
     for chunk in more.chunks(500) {
@@ -190,7 +198,7 @@ fn a_counting_store_that_lost_its_journal_is_refused_naming_the_loss_and_the_fix
     for p in &jnl {
         fs::remove_file(p).unwrap();
     }
-    let err = Db::open(dir.path()).unwrap_err();
+    let err = refused(dir.path());
     let text = err.to_string();
     assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
     let lost = format!("{} URLs are missing", urls.len());
@@ -199,7 +207,9 @@ fn a_counting_store_that_lost_its_journal_is_refused_naming_the_loss_and_the_fix
     let fix = format!("urlseen check --data {} --repair", dir.path().display());
     assert!(text.contains(&fix), "the fix is not named: {text}");
     // A read-only open refuses too.
-    assert!(Db::open_read_only(dir.path()).is_err(), "a read-only open trusted the store");
+    let read_only = Db::open_read_only(dir.path()).unwrap();
+    assert!(read_only.try_namespace("d").is_err(), "a read-only open trusted the store");
+    drop(read_only);
     // The journal back: nothing lost.
     for (p, bytes) in jnl.iter().zip(&saved) {
         fs::write(p, bytes).unwrap();
@@ -231,14 +241,15 @@ fn a_counting_store_whose_journal_is_damaged_is_refused() {
         }
         let at = used * eighth / 8;
         flip(&copy.path().join(&rel), at..at + 64);
-        let err = Db::open(copy.path()).unwrap_err();
+        let err = refused(copy.path());
         let text = err.to_string();
         assert!(matches!(err, Error::Corrupt { .. }), "at {at}: {err:?}");
         assert!(text.contains("store") && text.contains("Restore"), "at {at}: {text}");
         // fjall cut its journal at the damage when it opened: the loss stays refused at
         // every open until it is restored or accepted.
-        assert_eq!(Db::open(copy.path()).unwrap_err().to_string(), text, "at {at}");
-        assert!(Db::open_read_only(copy.path()).is_err(), "at {at}");
+        assert_eq!(refused(copy.path()).to_string(), text, "at {at}");
+        let read_only = Db::open_read_only(copy.path()).unwrap();
+        assert!(read_only.try_namespace("d").is_err(), "at {at}");
     }
 }
 
@@ -259,7 +270,7 @@ fn a_counting_store_whose_journal_has_a_value_length_at_odds_is_refused_not_a_pa
         .expect("no item of a fingerprint in the journal");
     bytes[at + 6] = 13;
     fs::write(biggest, bytes).unwrap();
-    let err = Db::open(dir.path()).unwrap_err();
+    let err = refused(dir.path());
     let text = err.to_string();
     assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
     assert!(text.contains("store") && text.contains("Restore"), "{text}");

@@ -326,7 +326,8 @@ fn a_missing_journal_is_refused() {
     db.close().unwrap();
     let ns_dir = dir.path().join("ns").read_dir().unwrap().next().unwrap().unwrap().path();
     std::fs::remove_file(ns_dir.join("urls")).unwrap();
-    let err = Db::open(dir.path()).unwrap_err();
+    // Found by the namespace's first use (an open reads no namespace).
+    let err = Db::open(dir.path()).unwrap().try_namespace("kept").unwrap_err();
     assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     assert!(err.to_string().contains("URL journal"), "{err}");
 }

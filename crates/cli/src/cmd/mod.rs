@@ -31,7 +31,8 @@ pub fn open_data_dir(dir: &Path, fsync: Fsync, existing: bool) -> anyhow::Result
     let db = Db::open_with(dir, DbOptions { fsync, ..DbOptions::default() })
         .with_context(|| format!("opening data directory {}", dir.display()))?;
     let mut err = std::io::stderr().lock();
-    for ns in db.namespace_names().iter().filter_map(|n| db.namespace(n)) {
+    // Those loaded at open; the others are recovered (and cut) when first used.
+    for ns in db.loaded_namespaces() {
         let Some(r) = ns.recovery() else { continue };
         if r.truncated_bytes > 0 {
             let _ = writeln!(

@@ -1,12 +1,14 @@
 //! The `Db` facade: many namespaces, one set of background split workers, and (when opened on a
 //! directory) their persistence.
 
+mod catalog;
 mod restore;
 
+use catalog::{Catalog, Evict, Found};
 pub use restore::LoadStep;
 use restore::{RESTORE_SUFFIX, Restore};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -72,7 +74,15 @@ pub struct Db {
 
 #[derive(Debug)]
 struct Inner {
-    namespaces: RwLock<BTreeMap<String, Arc<Namespace>>>,
+    /// Every namespace's name, and the loaded ones (see [`catalog`]).
+    namespaces: RwLock<Catalog>,
+    /// Held while a namespace is loaded from its directory (or dropped), so that no two
+    /// threads load the same one. Lock order: this, then `namespaces`.
+    loading: Mutex<()>,
+    /// Files of unloaded and new namespaces were written and not synced (under `everysec`):
+    /// the housekeeping thread syncs their file system within the second (see
+    /// [`Db::sync`]).
+    unsynced: AtomicBool,
     /// Restores under way ([`Db::load_chunk`]): their names are taken, their namespaces not
     /// yet visible. Lock order: `namespaces`, then this; never either while waiting for a
     /// restore's own lock.
@@ -129,7 +139,9 @@ impl Db {
     fn unpersisted(spill: Option<Arc<tempfile::TempDir>>, options: DbOptions) -> Self {
         Db {
             inner: Arc::new(Inner {
-                namespaces: RwLock::new(BTreeMap::new()),
+                namespaces: RwLock::default(),
+                loading: Mutex::default(),
+                unsynced: AtomicBool::new(false),
                 restores: Mutex::default(),
                 workers: SplitWorkers::new(1),
                 root: None,
@@ -147,12 +159,15 @@ impl Db {
         self.inner.spill.as_deref().map(tempfile::TempDir::path)
     }
 
-    /// Opens (or creates) the data directory `dir` with default options (`fsync = everysec`),
-    /// recovering every namespace in it.
+    /// Opens (or creates) the data directory `dir` with default options (`fsync = everysec`).
+    /// Its namespaces are learnt from the names of their directories, and each is recovered
+    /// (loaded) on first use, so opening takes time in the number of namespaces' names only.
     ///
     /// # Errors
-    /// [`Error::Locked`] if another process has it open; [`Error::Io`], [`Error::Corrupt`],
-    /// [`Error::UnsupportedVersion`], [`Error::CanonVersionMismatch`] from recovery.
+    /// [`Error::Locked`] if another process has it open; [`Error::Io`]; a namespace whose
+    /// directory name is not a name's hex is recovered at once, with recovery's errors
+    /// ([`Error::Corrupt`], [`Error::UnsupportedVersion`], [`Error::CanonVersionMismatch`]).
+    /// The others' come from the call that first uses them.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(dir, DbOptions::default())
     }
@@ -167,34 +182,35 @@ impl Db {
         let ns_root = root.join("ns");
         options.storage.create_dir_all(&ns_root).map_err(|e| Error::io("create", &ns_root, e))?;
         let workers = SplitWorkers::new(1);
-        let mut namespaces = BTreeMap::new();
+        let mut catalog = Catalog::default();
         let entries = options.storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
         for entry in entries {
             let dir = ns_root.join(&entry);
             if entry.ends_with(DROPPED_SUFFIX) || entry.ends_with(RESTORE_SUFFIX) {
                 // A drop, or a restore (`load_chunk`), that did not finish: finish the drop,
                 // forget the restore (its key never existed).
-                // A drop that did not finish: finish it.
                 storage_remove(&options, &dir)?;
                 continue;
             }
             if entry.ends_with(".tmp") {
                 continue;
             }
-            if let persist::Opened::Namespace(r) =
-                persist::recover(&dir, &options, &workers, Access::ReadWrite)?
-            {
-                let upgraded = r.backing.recovery().is_some_and(|r| r.upgraded_from.is_some());
-                let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
-                if upgraded {
-                    // Written in this build's format now, so the old one is never read again.
-                    ns.checkpoint()?;
+            match persist::name_of_dir(&entry) {
+                Some(name) => catalog.add_on_disk(name),
+                // Not a name's hex (made by hand?): recovered now, under the name in its meta.
+                None => {
+                    if let Some((name, ns)) = load_dir(&dir, &options, &workers, Access::ReadWrite)?
+                    {
+                        let files = ns.open_files();
+                        catalog.add_loaded(name, ns, files);
+                    }
                 }
-                namespaces.insert(r.name, Arc::new(ns));
             }
         }
         let inner = Arc::new(Inner {
-            namespaces: RwLock::new(namespaces),
+            namespaces: RwLock::new(catalog),
+            loading: Mutex::default(),
+            unsynced: AtomicBool::new(false),
             restores: Mutex::default(),
             workers,
             root: Some((root, Some(lock))),
@@ -209,7 +225,8 @@ impl Db {
     }
 
     /// Opens the data directory `dir` for reading only (`urlseen stats`): every namespace's
-    /// snapshot is loaded and its log replayed into memory, and nothing in `dir` is written,
+    /// snapshot is loaded and its log replayed into memory (on first use, as [`Db::open`]
+    /// does), and nothing in `dir` is written,
     /// renamed, cut, created or deleted. What a read-write open would repair is reported
     /// instead: a torn log tail is read up to its last valid record, and its length is in
     /// [`RecoveryReport::truncated_bytes`](crate::RecoveryReport) (the next read-write open
@@ -230,8 +247,9 @@ impl Db {
     ///
     /// # Errors
     /// [`Error::Corrupt`] if `dir` is not a urlseen data directory (no `ns/` inside);
-    /// [`Error::Locked`]; [`Error::Io`], [`Error::Corrupt`], [`Error::UnsupportedVersion`],
-    /// [`Error::CanonVersionMismatch`] from reading a namespace.
+    /// [`Error::Locked`]; [`Error::Io`]. Reading a namespace ([`Error::Corrupt`],
+    /// [`Error::UnsupportedVersion`], [`Error::CanonVersionMismatch`]) fails the call that
+    /// first uses it ([`Db::try_namespace`]).
     pub fn open_read_only(dir: impl AsRef<Path>) -> Result<Self> {
         let root = dir.as_ref().to_owned();
         let ns_root = root.join("ns");
@@ -241,26 +259,28 @@ impl Db {
         let options = DbOptions::default();
         let lock = DirLock::shared_if_exists(options.storage.as_ref(), &root)?;
         let workers = SplitWorkers::new(1);
-        let mut namespaces = BTreeMap::new();
-        let mut entries =
-            options.storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
-        entries.sort();
+        let mut catalog = Catalog::default();
+        let entries = options.storage.list(&ns_root).map_err(|e| Error::io("list", &ns_root, e))?;
         // A pending drop (`*.dropped.tmp`) is a namespace that is gone: skipped, as every
         // other unfinished write (`*.tmp`), for the next read-write open to finish.
         for entry in entries.iter().filter(|e| !e.ends_with(".tmp")) {
-            let dir = ns_root.join(entry);
-            match persist::recover(&dir, &options, &workers, Access::ReadOnly)? {
-                persist::Opened::Namespace(r) => {
-                    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
-                    namespaces.insert(r.name, Arc::new(ns));
+            match persist::name_of_dir(entry) {
+                Some(name) => catalog.add_on_disk(name),
+                None => {
+                    let dir = ns_root.join(entry);
+                    if let Some((name, ns)) = load_dir(&dir, &options, &workers, Access::ReadOnly)?
+                    {
+                        catalog.add_loaded(name, ns, 0);
+                    }
                 }
-                persist::Opened::Unfinished => {}
             }
         }
         // No housekeeping thread: there is nothing to sync or checkpoint.
         Ok(Db {
             inner: Arc::new(Inner {
-                namespaces: RwLock::new(namespaces),
+                namespaces: RwLock::new(catalog),
+                loading: Mutex::default(),
+                unsynced: AtomicBool::new(false),
                 restores: Mutex::default(),
                 workers,
                 root: Some((root, lock)),
@@ -316,14 +336,20 @@ impl Db {
         options.validate()?;
         let inner = &self.inner;
         let mut map = inner.namespaces.write();
-        if map.contains_key(name) {
+        if map.contains(name) {
             return Err(Error::NamespaceExists(name.to_owned()));
         }
         if inner.restores.lock().contains_key(name) {
             return Err(Error::Restoring(name.to_owned()));
         }
         let ns = Arc::new(self.build(name, options, None)?);
-        map.insert(name.to_owned(), Arc::clone(&ns));
+        // Room is made after the files are made (a create that fails holds none): for a
+        // moment the bound is passed by one namespace's.
+        if let Err(e) = self.add_loaded(&mut map, name, &ns) {
+            drop(ns);
+            let _ = self.remove_files(name, None);
+            return Err(e);
+        }
         Ok(ns)
     }
 
@@ -373,6 +399,10 @@ impl Db {
                 let dir = dir.unwrap_or_else(|| persist::namespace_dir(root, name));
                 let (backing, set) =
                     persist::create_at(dir, name, &options, &inner.options, &inner.workers)?;
+                if !inner.options.fsync.commit_syncs() {
+                    // Made without a sync: on disk within the second (see `create_at`).
+                    inner.unsynced.store(true, Ordering::Release);
+                }
                 Namespace::from_parts(name.to_owned(), options, set, backing)?
             }
         };
@@ -383,26 +413,171 @@ impl Db {
     /// its own options).
     ///
     /// # Errors
-    /// As [`Db::create_namespace`].
+    /// As [`Db::create_namespace`] and [`Db::try_namespace`].
     pub fn namespace_or_create(
         &self,
         name: &str,
         options: NamespaceOptions,
     ) -> Result<Arc<Namespace>> {
-        if let Some(ns) = self.namespace(name) {
+        if let Some(ns) = self.try_namespace(name)? {
             return Ok(ns);
         }
         match self.create_namespace(name, options) {
             Err(Error::NamespaceExists(_)) => {
-                self.namespace(name).ok_or_else(|| Error::NoSuchNamespace(name.to_owned()))
+                self.try_namespace(name)?.ok_or_else(|| Error::NoSuchNamespace(name.to_owned()))
             }
             other => other,
         }
     }
 
-    /// The namespace `name`, if it exists.
+    /// The namespace `name`, if it exists; `None` too if it could not be loaded (see
+    /// [`Db::try_namespace`] for why).
     pub fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
-        self.inner.namespaces.read().get(name).cloned()
+        self.try_namespace(name).ok().flatten()
+    }
+
+    /// The namespace `name`, if it exists, loaded from its directory if it is not loaded yet
+    /// (see docs/durability.md, "Many namespaces").
+    ///
+    /// # Errors
+    /// Loading it: [`Error::Io`], [`Error::Corrupt`], [`Error::UnsupportedVersion`],
+    /// [`Error::CanonVersionMismatch`] (it stays unloaded, and the next call tries again);
+    /// [`Error::TooManyOpenNamespaces`].
+    pub fn try_namespace(&self, name: &str) -> Result<Option<Arc<Namespace>>> {
+        let found = self.inner.namespaces.read().get(name);
+        match found {
+            Found::Loaded(ns) if ns.is_detached() => {}
+            Found::Loaded(ns) => return Ok(Some(ns)),
+            Found::Absent => return Ok(None),
+            Found::OnDisk => return self.load(name),
+        }
+        // Used again: its files stay open again, if there is room.
+        let mut map = self.inner.namespaces.write();
+        let ns = match map.get(name) {
+            Found::Loaded(ns) => ns,
+            Found::Absent => return Ok(None),
+            Found::OnDisk => {
+                drop(map);
+                return self.load(name);
+            }
+        };
+        let files = ns.open_files();
+        if ns.is_detached() && self.make_room(&mut map, files).is_ok() {
+            ns.set_detached(false);
+            map.attach(name, files);
+        }
+        Ok(Some(ns))
+    }
+
+    /// Loads namespace `name` from its directory (see [`Db::try_namespace`]).
+    fn load(&self, name: &str) -> Result<Option<Arc<Namespace>>> {
+        let inner = &self.inner;
+        let _one = inner.loading.lock();
+        let found = inner.namespaces.read().get(name);
+        match found {
+            Found::Loaded(ns) => return Ok(Some(ns)),
+            Found::Absent => return Ok(None),
+            Found::OnDisk => {}
+        }
+        let Some((root, _)) = &inner.root else { return Ok(None) };
+        let dir = persist::namespace_dir(root, name);
+        let access = if inner.read_only { Access::ReadOnly } else { Access::ReadWrite };
+        let Some((stored, ns)) = load_dir(&dir, &inner.options, &inner.workers, access)? else {
+            // A create that did not finish: it never existed.
+            inner.namespaces.write().remove(name);
+            return Ok(None);
+        };
+        if stored != name {
+            return Err(Error::corrupt(
+                &dir.join("meta"),
+                &format!("names namespace {stored:?}, but its directory is {name:?}'s"),
+            ));
+        }
+        let mut map = inner.namespaces.write();
+        self.add_loaded(&mut map, name, &ns)?;
+        Ok(Some(ns))
+    }
+
+    /// Adds `ns`, just opened, to the loaded ones, after making room for its files; if there
+    /// is none, detached (its files closed between writes) if it can be.
+    ///
+    /// # Errors
+    /// [`Error::TooManyOpenNamespaces`] if there is no room and it cannot be detached.
+    fn add_loaded(&self, map: &mut Catalog, name: &str, ns: &Arc<Namespace>) -> Result<()> {
+        let files = ns.open_files();
+        match self.make_room(map, files) {
+            Ok(()) => map.add_loaded(name.to_owned(), Arc::clone(ns), files),
+            Err(_) if ns.can_detach() => {
+                ns.set_detached(true);
+                map.add_loaded(name.to_owned(), Arc::clone(ns), 0);
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// Unloads idle namespaces (least recently used first) until `files` more descriptors fit
+    /// under [`DbOptions::max_open_files`] and one more namespace fits in as many loaded ones
+    /// (an unloaded one frees its memory too): each one's buffered records written out
+    /// (synced under `always`), its files closed. One that something still holds is detached
+    /// instead, when descriptors are short (see [`catalog`]).
+    ///
+    /// # Errors
+    /// [`Error::TooManyOpenNamespaces`] if descriptors are short and none can go.
+    fn make_room(&self, map: &mut Catalog, files: usize) -> Result<()> {
+        let max = self.inner.options.max_open_files;
+        if self.inner.root.is_none() || self.inner.read_only {
+            return Ok(());
+        }
+        loop {
+            let short = map.files() > 0 && map.files() + files > max;
+            if !short && map.loaded_len() < max {
+                return Ok(());
+            }
+            let victim = map.next_victim(|ns, open| {
+                if Namespace::can_unload(ns) {
+                    Some(Evict::Unload)
+                } else if short && open && ns.can_detach() {
+                    Some(Evict::Detach)
+                } else {
+                    None
+                }
+            });
+            match victim {
+                None if short => {
+                    return Err(Error::TooManyOpenNamespaces { open: map.files(), max });
+                }
+                None => return Ok(()),
+                Some((name, ns, Evict::Detach)) => {
+                    ns.set_detached(true);
+                    map.detach(&name);
+                }
+                // A failed write poisons it: it stays loaded, and is not chosen again.
+                Some((name, ns, Evict::Unload)) => match ns.write_out() {
+                    Ok(unsynced) => {
+                        if unsynced {
+                            self.inner.unsynced.store(true, Ordering::Release);
+                        }
+                        drop(ns);
+                        map.unload(&name);
+                    }
+                    Err(_) => continue,
+                },
+            }
+        }
+    }
+
+    /// How many namespaces are loaded, and the descriptors their files hold (see
+    /// [`DbOptions::max_open_files`]).
+    pub fn loaded_counts(&self) -> (usize, usize) {
+        let map = self.inner.namespaces.read();
+        (map.loaded_len(), map.files())
+    }
+
+    /// The namespaces loaded now (in no particular order): what holds memory and files. The
+    /// others are on disk only.
+    pub fn loaded_namespaces(&self) -> Vec<Arc<Namespace>> {
+        self.inner.namespaces.read().loaded()
     }
 
     /// Drops namespace `name` and everything it recorded (its files too). Returns whether it
@@ -422,9 +597,24 @@ impl Db {
                 return Ok(true);
             }
         }
-        let Some(ns) = self.inner.namespaces.write().remove(name) else { return Ok(false) };
-        if let Some(dir) = ns.data_dir() {
-            let storage = &self.inner.options.storage;
+        // No load of it may run while its files go.
+        let _one = self.inner.loading.lock();
+        let mut map = self.inner.namespaces.write();
+        if !map.contains(name) {
+            return Ok(false);
+        }
+        let ns = map.remove(name);
+        drop(map);
+        self.remove_files(name, ns.as_deref().and_then(Namespace::data_dir))?;
+        Ok(true)
+    }
+
+    /// Removes the files of namespace `name` (in `dir`, when it is loaded from elsewhere).
+    fn remove_files(&self, name: &str, dir: Option<&Path>) -> Result<()> {
+        let storage = &self.inner.options.storage;
+        if let Some((root, _)) = &self.inner.root {
+            let own = persist::namespace_dir(root, name);
+            let dir = dir.unwrap_or(&own);
             // Renamed aside first, in one step: a crash half-way through the removal leaves a
             // `*.dropped.tmp` directory, which open finishes removing, never a namespace
             // without its meta (which open refuses, since it cannot tell it from damage).
@@ -433,15 +623,19 @@ impl Db {
             storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
         } else if let Some(spill) = &self.inner.spill {
             let dir = persist::namespace_dir(spill.path(), name);
-            let storage = &self.inner.options.storage;
             storage.remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
         }
-        Ok(true)
+        Ok(())
     }
 
-    /// Names of all namespaces, sorted.
+    /// Names of all namespaces (loaded or not), sorted.
     pub fn namespace_names(&self) -> Vec<String> {
-        self.inner.namespaces.read().keys().cloned().collect()
+        self.inner.namespaces.read().names()
+    }
+
+    /// How many namespaces there are (loaded or not).
+    pub fn namespace_count(&self) -> usize {
+        self.inner.namespaces.read().len()
     }
 
     /// [`Namespace::seen`] on the [`DEFAULT_NAMESPACE`], created with default options on first
@@ -468,25 +662,36 @@ impl Db {
     /// Blocks until no background split is queued or running.
     pub fn wait_for_splits(&self) {
         self.inner.workers.wait_idle();
-        for ns in self.inner.namespaces.read().values() {
+        for_each_loaded(&self.inner, |ns| {
             ns.complete_splits();
-        }
+            Ok(())
+        })
+        .unwrap_or(());
     }
 
-    /// Makes every record of every namespace durable now.
+    /// Makes every record of every namespace durable now: the loaded ones' logs are synced,
+    /// and the files unloaded or new namespaces left unsynced (under `everysec`) with them.
     ///
     /// # Errors
     /// The first failure.
     pub fn sync(&self) -> Result<()> {
-        self.all().iter().try_for_each(|ns| ns.sync())
+        for_each_loaded(&self.inner, |ns| ns.sync())?;
+        self.sync_unloaded()
     }
 
-    /// Writes a snapshot of every namespace now.
+    /// Syncs the file system of the data directory if unloaded or new namespaces left written
+    /// files unsynced (one `syncfs`, not one fsync per file).
+    fn sync_unloaded(&self) -> Result<()> {
+        sync_unloaded(&self.inner)
+    }
+
+    /// Writes a snapshot of every loaded namespace now (the others have nothing in memory
+    /// that their files lack).
     ///
     /// # Errors
     /// The first failure.
     pub fn checkpoint(&self) -> Result<()> {
-        self.all().iter().try_for_each(|ns| ns.checkpoint())
+        for_each_loaded(&self.inner, |ns| ns.checkpoint())
     }
 
     /// Checkpoints and syncs everything, then closes. Dropping a `Db` does the same but can only
@@ -506,7 +711,8 @@ impl Db {
             return Ok(());
         }
         let _housekeeping_done = self.inner.busy.lock();
-        self.checkpoint()
+        self.checkpoint()?;
+        self.sync_unloaded()
     }
 
     fn refuse_if_read_only(&self) -> Result<()> {
@@ -518,10 +724,6 @@ impl Db {
             _ => Ok(()),
         }
     }
-
-    fn all(&self) -> Vec<Arc<Namespace>> {
-        self.inner.namespaces.read().values().cloned().collect()
-    }
 }
 
 impl Drop for Db {
@@ -532,6 +734,7 @@ impl Drop for Db {
         {
             let _housekeeping_done = self.inner.busy.lock();
             let _ = self.checkpoint();
+            let _ = self.sync_unloaded();
         }
     }
 }
@@ -554,21 +757,71 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
             if inner.closed.load(Ordering::Acquire) {
                 return;
             }
-            let all: Vec<Arc<Namespace>> = inner.namespaces.read().values().cloned().collect();
+            // Retried next second if it fails (a namespace that is loaded again meanwhile is
+            // synced by its own log too).
+            let _ = sync_unloaded(&inner);
+            let _ = for_each_loaded(&inner, |ns| {
+                for ns in ns.parts() {
+                    let Some(d) = ns.backing().durable() else { continue };
+                    if d.log.policy().syncs_every_second() {
+                        // A failure poisons the log (or the store); writers see it on their
+                        // next call.
+                        let _ = ns.sync();
+                    }
+                    if d.wants_checkpoint() {
+                        let _ = ns.checkpoint();
+                    }
+                }
+                Ok(())
+            });
             drop(inner);
-            for ns in all.iter().flat_map(Namespace::parts) {
-                let Some(d) = ns.backing().durable() else { continue };
-                if d.log.policy().syncs_every_second() {
-                    // A failure poisons the log (or the store); writers see it on their next
-                    // call.
-                    let _ = ns.sync();
-                }
-                if d.wants_checkpoint() {
-                    let _ = ns.checkpoint();
-                }
-            }
         }
     });
+}
+
+/// Recovers the namespace in `dir`: its name (from its meta) and the namespace, or `None` for a
+/// create that did not finish. A namespace in an older format is written in this build's now
+/// (read-write), so the old one is never read again.
+fn load_dir(
+    dir: &Path,
+    options: &DbOptions,
+    workers: &Arc<SplitWorkers>,
+    access: Access,
+) -> Result<Option<(String, Arc<Namespace>)>> {
+    let persist::Opened::Namespace(r) = persist::recover(dir, options, workers, access)? else {
+        return Ok(None);
+    };
+    let upgraded = r.backing.recovery().is_some_and(|r| r.upgraded_from.is_some());
+    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
+    if upgraded && access == Access::ReadWrite {
+        ns.checkpoint()?;
+    }
+    Ok(Some((r.name, Arc::new(ns))))
+}
+
+/// Calls `f` on each loaded namespace, holding one at a time (one that is held cannot be
+/// unloaded: a pass over all of them must not make every one busy at once), until one fails.
+fn for_each_loaded(inner: &Inner, mut f: impl FnMut(&Arc<Namespace>) -> Result<()>) -> Result<()> {
+    let names = inner.namespaces.read().loaded_names();
+    for name in names {
+        // Unloaded or dropped meanwhile: its files hold everything it had.
+        let Some(ns) = inner.namespaces.read().peek(&name) else { continue };
+        f(&ns)?;
+    }
+    Ok(())
+}
+
+/// See [`Db::sync_unloaded`].
+fn sync_unloaded(inner: &Inner) -> Result<()> {
+    let Some((root, _)) = &inner.root else { return Ok(()) };
+    if !inner.unsynced.swap(false, Ordering::AcqRel) {
+        return Ok(());
+    }
+    inner.options.storage.sync_filesystem(root).map_err(|e| {
+        // Tried again by the next call.
+        inner.unsynced.store(true, Ordering::Release);
+        Error::io("sync the file system of", root, e)
+    })
 }
 
 /// What a namespace directory is renamed to while it is dropped.

@@ -115,7 +115,7 @@ impl Db {
         validate_name(name)?;
         let inner = &self.inner;
         let map = inner.namespaces.write();
-        if map.contains_key(name) {
+        if map.contains(name) {
             return Err(Error::NamespaceExists(name.to_owned()));
         }
         let mut restores = inner.restores.lock();
@@ -174,7 +174,13 @@ impl Db {
         };
         let ns = Arc::new(ns);
         let mut map = inner.namespaces.write();
-        map.insert(name.to_owned(), Arc::clone(&ns));
+        if let Err(e) = self.add_loaded(&mut map, name, &ns) {
+            // Its files are in place: it is there, to be loaded when there is room.
+            drop(ns);
+            map.add_on_disk(name.to_owned());
+            restore.published = true;
+            return Err(e);
+        }
         restore.published = true;
         Ok(ns)
     }

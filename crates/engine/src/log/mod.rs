@@ -91,8 +91,12 @@ pub struct FingerprintLog {
     storage: Arc<dyn Storage>,
     policy: Fsync,
     pending: Mutex<Pending>,
-    /// The file, locked by whoever writes or syncs it.
-    io: Mutex<Box<dyn AppendFile>>,
+    /// The file, locked by whoever writes or syncs it; `None` while it is closed (detached, see
+    /// [`Self::set_detached`]): the next write or sync opens it.
+    io: Mutex<Option<Box<dyn AppendFile>>>,
+    /// The file is closed after each write or sync, so that the log holds no descriptor
+    /// between them (a namespace a `Db` keeps out of its bound of open files).
+    detached: std::sync::atomic::AtomicBool,
     /// Offset up to which bytes were handed to the OS, and up to which they are durable.
     /// Changed only under `io`, read without it: a sync holds `io` for milliseconds, and a
     /// commit of what is already durable returns without waiting for it.
@@ -139,6 +143,13 @@ pub(crate) trait Precedes: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// The I/O error, or [`Error::Poisoned`] if this file cannot recover without a reopen.
     fn recover(&self) -> Result<()>;
+
+    /// Closes the file between writes, or keeps it open again (see
+    /// [`FingerprintLog::set_detached`]). Returns whether it can (a file that cannot stays
+    /// open, and its namespace is never detached).
+    fn set_detached(&self, _detached: bool) -> bool {
+        false
+    }
 }
 
 /// Records held back from the file until [`Self::commit`] (see [`FingerprintLog::hold`]).
@@ -200,7 +211,10 @@ impl Drop for LogHold<'_> {
 }
 
 impl FingerprintLog {
-    /// Creates a new, empty log at `path` (replacing nothing: the caller checks it is new).
+    /// Creates a new, empty log at `path` (replacing nothing: the caller checks it is new),
+    /// durably (synced) unless the policy promises less than that ([`Fsync::commit_syncs`]):
+    /// then a power loss before the next sync may leave it missing or short of its header,
+    /// which recovery takes for an empty log (see `crate::persist`).
     ///
     /// # Errors
     /// [`Error::Io`].
@@ -208,7 +222,11 @@ impl FingerprintLog {
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         FORMAT.write_header(&mut header);
         header.resize(HEADER_LEN as usize, 0);
-        storage.write_atomic(path, &header).map_err(|e| Error::io("create log", path, e))?;
+        match policy.commit_syncs() {
+            true => storage.write_atomic(path, &header),
+            false => storage.write_atomic_unsynced(path, &header),
+        }
+        .map_err(|e| Error::io("create log", path, e))?;
         Self::open_at(storage, path, policy, HEADER_LEN)
     }
 
@@ -301,7 +319,8 @@ impl FingerprintLog {
             storage: Arc::clone(storage),
             policy,
             pending: Mutex::new(Pending { bytes: Vec::new(), end }),
-            io: Mutex::new(file),
+            io: Mutex::new(Some(file)),
+            detached: std::sync::atomic::AtomicBool::new(false),
             written_to: AtomicU64::new(end),
             synced_to: AtomicU64::new(end),
             poisoned: Mutex::new(None),
@@ -313,6 +332,25 @@ impl FingerprintLog {
             read_only,
             first: parking_lot::RwLock::new(Vec::new()),
         }
+    }
+
+    /// Detached, the log (and the files that precede it) holds no descriptor between writes:
+    /// its file is closed now, and each later write or sync opens it and closes it again.
+    /// Attached again, the file stays open from its next write on. Nothing written or synced
+    /// changes (closing a file keeps what was written to it; a later sync syncs it).
+    pub(crate) fn set_detached(&self, detached: bool) {
+        self.detached.store(detached, Ordering::Release);
+        if detached {
+            *self.io.lock() = None;
+        }
+        for first in self.first.read().iter() {
+            first.set_detached(detached);
+        }
+    }
+
+    /// Whether its file is closed between writes (see [`Self::set_detached`]).
+    pub(crate) fn is_detached(&self) -> bool {
+        self.detached.load(Ordering::Acquire)
     }
 
     /// Makes `first` precede this log on disk (see [`Precedes`]), after those given before.
@@ -471,6 +509,17 @@ impl FingerprintLog {
         self.flush_to(end, true)
     }
 
+    /// Writes everything appended so far to the OS, without syncing (a namespace being
+    /// unloaded under `everysec` or `no`). Returns whether written bytes are left unsynced.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (the log is then poisoned) or [`Error::Poisoned`].
+    pub fn write_all(&self) -> Result<bool> {
+        let end = self.end();
+        self.flush_to(end, false)?;
+        Ok(self.synced_to.load(Ordering::Acquire) < self.written_to.load(Ordering::Acquire))
+    }
+
     fn flush_to(&self, lsn: u64, sync: bool) -> Result<()> {
         let done = if sync { &self.synced_to } else { &self.written_to };
         if done.load(Ordering::Acquire) >= lsn {
@@ -488,12 +537,21 @@ impl FingerprintLog {
         if done.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
-        let mut file = self.io.lock();
+        let mut io = self.io.lock();
         // Again under the lock: the writer we waited for may have done it.
         if done.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
         self.check()?;
+        let result = self.write_held(&mut io, lsn, sync);
+        if self.detached.load(Ordering::Acquire) {
+            *io = None;
+        }
+        result
+    }
+
+    /// [`Self::flush_held`] under the file's lock (opened first if it is closed).
+    fn write_held(&self, io: &mut Option<Box<dyn AppendFile>>, lsn: u64, sync: bool) -> Result<()> {
         let mut written = self.written_to.load(Ordering::Acquire);
         let bytes = match written < lsn {
             true => {
@@ -515,6 +573,21 @@ impl FingerprintLog {
                 return Err(self.poison_with(e));
             }
         }
+        if bytes.is_none() && !must_sync {
+            return Ok(());
+        }
+        let file = match io {
+            Some(file) => file,
+            None => match self.storage.open_append(&self.path) {
+                Ok(file) => io.insert(file),
+                Err(e) => {
+                    if let Some(bytes) = bytes {
+                        self.unwritten(bytes);
+                    }
+                    return Err(self.poison("open", e));
+                }
+            },
+        };
         if let Some(bytes) = bytes {
             if let Err(e) = file.append(&bytes) {
                 self.unwritten(bytes);
@@ -603,7 +676,7 @@ impl FingerprintLog {
         // No held batch is half-way (its records would be discarded under our feet), no
         // writer is writing or syncing.
         let _not_held = self.hold.lock();
-        let mut file = self.io.lock();
+        let mut io = self.io.lock();
         if self.poisoned.lock().is_none() {
             return Ok(false);
         }
@@ -620,7 +693,7 @@ impl FingerprintLog {
         let mut reopened =
             self.storage.open_append(&self.path).map_err(|e| Error::io("reopen", &self.path, e))?;
         reopened.sync().map_err(|e| Error::io("fsync", &self.path, e))?;
-        *file = reopened;
+        *io = (!self.detached.load(Ordering::Acquire)).then_some(reopened);
         self.synced_to.store(written, Ordering::Release);
         *self.poisoned.lock() = None;
         Ok(true)

@@ -24,6 +24,7 @@ mod dump;
 mod forget;
 mod reserve;
 mod stats;
+mod unload;
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
 
 /// What [`Namespace::seen_fingerprints_then`] calls with a batch's answers before committing.

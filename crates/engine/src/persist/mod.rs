@@ -73,6 +73,22 @@ pub struct DbOptions {
     /// The wall clock recrawl windows age their generations by (tests inject a
     /// [`FakeClock`](crate::FakeClock) here).
     pub clock: Arc<dyn Clock>,
+    /// Descriptors the loaded namespaces' files may hold at once (a URL namespace's take two,
+    /// a `BF.*` key's one): loading or creating one more first unloads the least recently used
+    /// idle one, and fails with [`Error::TooManyOpenNamespaces`] if none can go. The default,
+    /// [`default_max_open_files`], is a quarter of the process's descriptor limit.
+    pub max_open_files: usize,
+}
+
+/// A quarter of the soft limit on open descriptors (`RLIMIT_NOFILE`, `ulimit -n`), at least 16:
+/// the rest is left to connections, temporary files and the fingerprint stores. 256 where the
+/// limit cannot be read.
+pub fn default_max_open_files() -> usize {
+    #[cfg(unix)]
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    #[cfg(not(unix))]
+    let limit: Option<u64> = None;
+    limit.map_or(256, |n| usize::try_from(n / 4).unwrap_or(usize::MAX).max(16))
 }
 
 impl Default for DbOptions {
@@ -82,6 +98,7 @@ impl Default for DbOptions {
             checkpoint_bytes: 64 << 20,
             storage: Arc::new(OsStorage),
             clock: Arc::new(SystemClock),
+            max_open_files: default_max_open_files(),
         }
     }
 }
@@ -127,6 +144,25 @@ pub(crate) fn namespace_dir(root: &Path, name: &str) -> PathBuf {
     root.join("ns").join(hex)
 }
 
+/// The name whose directory is `entry` (see [`namespace_dir`]), if `entry` is the hex of a
+/// UTF-8 name.
+pub(crate) fn name_of_dir(entry: &str) -> Option<String> {
+    let hex = entry.as_bytes();
+    if hex.is_empty() || !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let bytes = hex
+        .chunks_exact(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// Creates the files of a new namespace in `dir` (its own directory, or for a restore, a
 /// directory aside that is moved to its own once loaded), and its set.
 pub(crate) fn create_at(
@@ -141,6 +177,15 @@ pub(crate) fn create_at(
     // whose removal failed half-way, an unfinished create): an old store or snapshot there
     // would make the new namespace answer "seen" for URLs it never recorded.
     storage.remove_dir_all(&dir).map_err(|e| Error::io("remove leftover directory", &dir, e))?;
+    // Under `everysec` (or `no`) a create is as durable as a write: on disk within the second
+    // (the `Db` syncs the file system, see `Db::sync`), not before the reply; under `always`,
+    // before it. A power loss in between leaves a namespace without its meta (an unfinished
+    // create, removed at open), or with an empty meta or log (recovered as such).
+    let lazy = !db.fsync.commit_syncs();
+    if lazy && options.recrawl_after.is_none() {
+        let leaves = dir.join(LEAVES_DIR);
+        storage.create_dir_all_unsynced(&leaves).map_err(|e| Error::io("create", &leaves, e))?;
+    }
     storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
     if options.recrawl_after.is_some() {
         // A window: no log of its own, a directory per generation (made by the first write
@@ -162,9 +207,11 @@ pub(crate) fn create_at(
     let set = open_set(storage, &dir, options, tree, true)?;
     // The meta file last: a directory without it is an unfinished create and is ignored.
     let meta = dir.join("meta");
-    storage
-        .write_atomic(&meta, &encode_meta(name, options))
-        .map_err(|e| Error::io("write", &meta, e))?;
+    match lazy {
+        true => storage.write_atomic_unsynced(&meta, &encode_meta(name, options)),
+        false => storage.write_atomic(&meta, &encode_meta(name, options)),
+    }
+    .map_err(|e| Error::io("write", &meta, e))?;
     let durable = Durable {
         dir,
         storage: Arc::clone(storage),
@@ -311,7 +358,10 @@ pub(crate) fn recover(
     let read_only = access == Access::ReadOnly;
     let storage = &db.storage;
     let meta_path = dir.join("meta");
-    let Some(meta) = storage.read(&meta_path).map_err(|e| Error::io("read", &meta_path, e))? else {
+    // An empty meta is a create that a power loss cut short under `everysec` (its bytes were
+    // not synced yet): as a missing one.
+    let meta = storage.read(&meta_path).map_err(|e| Error::io("read", &meta_path, e))?;
+    let Some(meta) = meta.filter(|m| !m.is_empty()) else {
         // The meta file is written last, so a directory without one may be a create that did
         // not finish: that holds nothing and goes. One that holds data lost its meta file:
         // deleting it would lose every URL in it, so nothing is touched.
@@ -374,7 +424,14 @@ pub(crate) fn recover(
     // Checked before anything is changed: a log shorter than what the snapshot covers lost
     // records that only the snapshot and the leaf files (which loading cuts back) still hold.
     let log_path = dir.join("log");
-    let log_len = storage.file_len(&log_path).map_err(|e| Error::io("stat", &log_path, e))?;
+    let mut log_len = storage.file_len(&log_path).map_err(|e| Error::io("stat", &log_path, e))?;
+    if !read_only && snapshot.is_none() && log_len.is_none_or(|len| len < crate::log::HEADER_LEN) {
+        // A create under `everysec` that a power loss cut short: its log's bytes (or name)
+        // were not synced yet, so it holds no record. Made again, empty.
+        report.truncated_bytes = log_len.unwrap_or(0);
+        drop(FingerprintLog::create(storage, &log_path, Fsync::Always)?);
+        log_len = Some(crate::log::HEADER_LEN);
+    }
     if let (Some(covered), Some(len)) = (snapshot_log_offset(storage, &snap_path), log_len)
         && len < covered
     {
@@ -617,8 +674,9 @@ fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String
                 !storage.list(&path).map_err(|e| Error::io("list", &path, e))?.is_empty()
             }
             // Derived from the leaf files, never data of its own; or a write that never
-            // finished (`meta.tmp`: a create that crashed before its meta was in place).
-            "index" => false,
+            // finished (`meta.tmp`: a create that crashed before its meta was in place); the
+            // (empty) meta itself; hosts named for records the log does not hold.
+            "index" | "meta" | "hosts" => false,
             tmp if tmp.ends_with(".tmp") => false,
             _ => true,
         };

@@ -330,6 +330,13 @@ impl Dsbf {
         self.len.load(Ordering::Relaxed)
     }
 
+    /// Whether no split is under way (every one started has finished) and no checkpoint is
+    /// capturing it.
+    pub fn is_idle(&self) -> bool {
+        self.splits_started.load(Ordering::Acquire) == self.splits_done.load(Ordering::Acquire)
+            && self.capture.try_lock().is_some_and(|c| c.is_none())
+    }
+
     /// Whether nothing was recorded yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

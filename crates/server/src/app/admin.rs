@@ -158,7 +158,7 @@ impl App {
         self.db.wait_for_splits();
         self.db.checkpoint()?;
         self.db.sync()?;
-        tracing::info!(namespaces = self.db.namespace_names().len(), "engine flushed and synced");
+        tracing::info!(namespaces = self.db.namespace_count(), "engine flushed and synced");
         Ok(())
     }
 }

@@ -32,9 +32,10 @@ impl App {
             .sum()
     }
 
-    /// Every namespace of the `Db` (one dropped meanwhile is left out).
+    /// Every loaded namespace of the `Db`: those that hold RAM (the others are on disk only,
+    /// and loading them to count them would hold every one's files).
     fn namespaces(&self) -> impl Iterator<Item = Arc<Namespace>> + '_ {
-        self.db.namespace_names().into_iter().filter_map(|name| self.db.namespace(&name))
+        self.db.loaded_namespaces().into_iter()
     }
 
     /// The configured `maxmemory` (0: no limit).
@@ -86,7 +87,7 @@ impl App {
         let stats: Vec<_> = self.namespaces().map(|ns| (KeyKind::of(&ns), ns.stats())).collect();
         let _ = writeln!(out, "# HELP urlseen_namespaces Namespaces (keys) in the database.");
         let _ = writeln!(out, "# TYPE urlseen_namespaces gauge");
-        let _ = writeln!(out, "urlseen_namespaces {}", stats.len());
+        let _ = writeln!(out, "urlseen_namespaces {}", self.db.namespace_count());
         type Getter = fn(&urlseen_engine::NamespaceStats) -> f64;
         let series: [(&str, &str, &str, Getter); 10] = [
             ("urls", "gauge", "Distinct URLs (items) recorded.", |s| s.count as f64),

@@ -163,7 +163,7 @@ impl App {
         }
         let ns = match write {
             true => self.cached(cache, key, || self.url_namespace(key).map(Some))?,
-            false => self.cached(cache, key, || Ok(self.namespace(key)))?,
+            false => self.cached(cache, key, || self.try_namespace(key))?,
         };
         match ns {
             Some(ns) => {
@@ -233,9 +233,20 @@ impl App {
         &self.config
     }
 
-    /// The namespace a key names, if it exists (a key that is not UTF-8 names none).
+    /// The namespace a key names, if it exists (a key that is not UTF-8 names none; one that
+    /// cannot be loaded reads as none here: [`Self::try_namespace`] says why).
     pub fn namespace(&self, key: &[u8]) -> Option<Arc<Namespace>> {
         std::str::from_utf8(key).ok().and_then(|name| self.db.namespace(name))
+    }
+
+    /// [`Self::namespace`], with the error of a namespace that could not be loaded from the
+    /// data directory (damaged, or too many open: see `Db::try_namespace`).
+    ///
+    /// # Errors
+    /// As said.
+    pub fn try_namespace(&self, key: &[u8]) -> Result<Option<Arc<Namespace>>, CommandError> {
+        let Ok(name) = std::str::from_utf8(key) else { return Ok(None) };
+        self.db.try_namespace(name).map_err(CommandError::from)
     }
 
     /// The namespace `key` through a connection's cache: on a miss, `lookup` finds (or
@@ -288,13 +299,13 @@ impl App {
         key: &[u8],
         options: impl FnOnce() -> NamespaceOptions,
     ) -> Result<Arc<Namespace>, CommandError> {
-        if let Some(ns) = self.namespace(key) {
+        if let Some(ns) = self.try_namespace(key)? {
             return Ok(ns);
         }
         match self.create(key, options()) {
             // Another client created it in between: use theirs.
             Err(e) if e == CommandError::custom(crate::error::BF_ITEM_EXISTS) => {
-                self.namespace(key).ok_or(e)
+                self.try_namespace(key)?.ok_or(e)
             }
             other => other,
         }
@@ -310,7 +321,7 @@ impl App {
         create: Option<&BloomParams>,
     ) -> Result<Option<Arc<Namespace>>, CommandError> {
         self.local_only()?;
-        let ns = match (self.namespace(key), create) {
+        let ns = match (self.try_namespace(key)?, create) {
             (Some(ns), _) => ns,
             (None, None) => return Ok(None),
             (None, Some(params)) => self.namespace_or_create(key, || params.options())?,

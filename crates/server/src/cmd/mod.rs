@@ -97,7 +97,8 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
             // What recovery dropped when the namespaces were opened: stderr said so then; this
             // keeps saying it.
             let (mut truncated, mut rebuilt) = (0, 0);
-            for ns in db.namespace_names().iter().filter_map(|n| db.namespace(n)) {
+            // The loaded namespaces': one loaded later reported what it found then.
+            for ns in db.loaded_namespaces() {
                 if let Some(r) = ns.recovery() {
                     truncated += r.truncated_bytes;
                     rebuilt += u64::from(r.snapshot_error.is_some());
@@ -114,7 +115,7 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
 }
 
 fn keyspace(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
-    let keys = app.db().namespace_names().len();
+    let keys = app.db().namespace_count();
     if keys > 0 {
         out.field("db0", format_args!("keys={keys},expires=0,avg_ttl=0"));
     }

@@ -1,0 +1,190 @@
+//! The names of a `Db`'s namespaces, and which of them are loaded: a data directory's
+//! namespaces are learnt from the names of their directories when it is opened, loaded on first
+//! use, and unloaded (files closed) when loading one more would hold more descriptors than
+//! [`DbOptions::max_open_files`](crate::DbOptions) allows (see docs/durability.md, "Many
+//! namespaces").
+//!
+//! Which one goes is chosen by CLOCK (second chance), an approximation of least recently used
+//! that costs O(1) per lookup and amortized O(1) per unload: every lookup sets the loaded
+//! namespace's `referenced` bit; the hand sweeps the loaded ones, clearing set bits and
+//! stopping at the first clear one that may go.
+//!
+//! A namespace that something still holds (a command, a connection's cache, a reply waiting to
+//! be delivered) cannot be unloaded: two of it would write one log. Its files are closed
+//! instead (it is *detached*: each later write opens them and closes them again), so it
+//! holds no descriptor between writes, and its next lookup attaches it again.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::namespace::Namespace;
+
+/// What the hand does to a namespace (see [`Catalog::next_victim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Evict {
+    /// Unload it: nothing else holds it.
+    Unload,
+    /// Close its files between writes.
+    Detach,
+}
+
+/// What [`Catalog::get`] found under a name.
+pub(super) enum Found {
+    Loaded(Arc<Namespace>),
+    /// Stored in the data directory, not loaded.
+    OnDisk,
+    Absent,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    ns: Arc<Namespace>,
+    /// Its index in [`Catalog::ring`].
+    slot: usize,
+    /// Descriptors its files hold, counted in [`Catalog::files`] (0 while it is detached).
+    files: usize,
+    /// Set by every lookup, cleared by the passing hand.
+    referenced: AtomicBool,
+}
+
+/// See the [module docs](self).
+#[derive(Debug, Default)]
+pub(super) struct Catalog {
+    loaded: HashMap<String, Loaded>,
+    /// Names in the data directory that are not loaded (disjoint from `loaded`).
+    on_disk: HashSet<String>,
+    /// The loaded names, in the order the hand visits them.
+    ring: Vec<String>,
+    hand: usize,
+    /// Descriptors held by the loaded namespaces' files.
+    files: usize,
+}
+
+impl Catalog {
+    pub(super) fn get(&self, name: &str) -> Found {
+        if let Some(l) = self.loaded.get(name) {
+            l.referenced.store(true, Ordering::Relaxed);
+            return Found::Loaded(Arc::clone(&l.ns));
+        }
+        match self.on_disk.contains(name) {
+            true => Found::OnDisk,
+            false => Found::Absent,
+        }
+    }
+
+    pub(super) fn contains(&self, name: &str) -> bool {
+        self.loaded.contains_key(name) || self.on_disk.contains(name)
+    }
+
+    /// Every name, sorted.
+    pub(super) fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.loaded.keys().chain(&self.on_disk).cloned().collect();
+        names.sort_unstable();
+        names
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.loaded.len() + self.on_disk.len()
+    }
+
+    /// The loaded namespaces (in no particular order).
+    pub(super) fn loaded(&self) -> Vec<Arc<Namespace>> {
+        self.loaded.values().map(|l| Arc::clone(&l.ns)).collect()
+    }
+
+    /// The loaded namespaces' names.
+    pub(super) fn loaded_names(&self) -> Vec<String> {
+        self.ring.clone()
+    }
+
+    /// Loaded namespace `name`, without marking it used (a housekeeping pass).
+    pub(super) fn peek(&self, name: &str) -> Option<Arc<Namespace>> {
+        self.loaded.get(name).map(|l| Arc::clone(&l.ns))
+    }
+
+    pub(super) fn loaded_len(&self) -> usize {
+        self.loaded.len()
+    }
+
+    /// Descriptors the loaded namespaces' files hold.
+    pub(super) fn files(&self) -> usize {
+        self.files
+    }
+
+    /// Notes `name` as stored and not loaded.
+    pub(super) fn add_on_disk(&mut self, name: String) {
+        self.on_disk.insert(name);
+    }
+
+    /// Adds (or moves from disk) `name`, loaded, holding `files` descriptors.
+    pub(super) fn add_loaded(&mut self, name: String, ns: Arc<Namespace>, files: usize) {
+        self.remove(&name);
+        let slot = self.ring.len();
+        self.ring.push(name.clone());
+        self.files += files;
+        let referenced = AtomicBool::new(true);
+        self.loaded.insert(name, Loaded { ns, slot, files, referenced });
+    }
+
+    /// Forgets `name`; returns its namespace if it was loaded.
+    pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Namespace>> {
+        self.on_disk.remove(name);
+        let l = self.loaded.remove(name)?;
+        self.files -= l.files;
+        self.ring.swap_remove(l.slot);
+        if let Some(moved) = self.ring.get(l.slot)
+            && let Some(m) = self.loaded.get_mut(moved)
+        {
+            m.slot = l.slot;
+        }
+        Some(l.ns)
+    }
+
+    /// Notes that loaded `name`'s files are closed between writes (see the module docs).
+    pub(super) fn detach(&mut self, name: &str) {
+        if let Some(l) = self.loaded.get_mut(name) {
+            self.files -= l.files;
+            l.files = 0;
+        }
+    }
+
+    /// Notes that loaded `name`'s files stay open again, holding `files` descriptors.
+    pub(super) fn attach(&mut self, name: &str, files: usize) {
+        if let Some(l) = self.loaded.get_mut(name) {
+            self.files += files - l.files.min(files);
+            l.files = l.files.max(files);
+        }
+    }
+
+    /// Moves loaded `name` back to disk (the caller has written out and closes its files).
+    pub(super) fn unload(&mut self, name: &str) -> Option<Arc<Namespace>> {
+        let ns = self.remove(name)?;
+        self.on_disk.insert(name.to_owned());
+        Some(ns)
+    }
+
+    /// The next namespace the hand finds unreferenced and for which `choose` (given it and
+    /// whether its files are counted open) says what to do, or `None` after two sweeps found
+    /// none. Nothing is changed: the caller unloads it ([`Self::unload`]) or detaches it
+    /// ([`Self::detach`]).
+    pub(super) fn next_victim(
+        &mut self,
+        choose: impl Fn(&Arc<Namespace>, bool) -> Option<Evict>,
+    ) -> Option<(String, Arc<Namespace>, Evict)> {
+        let n = self.ring.len();
+        for _ in 0..2 * n {
+            self.hand = if self.hand >= n { 0 } else { self.hand };
+            let name = &self.ring[self.hand];
+            self.hand += 1;
+            let Some(l) = self.loaded.get(name) else { continue };
+            if l.referenced.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            if let Some(evict) = choose(&l.ns, l.files > 0) {
+                return Some((name.clone(), Arc::clone(&l.ns), evict));
+            }
+        }
+        None
+    }
+}
