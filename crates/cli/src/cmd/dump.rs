@@ -121,7 +121,7 @@ pub fn dump(args: DumpArgs) -> anyhow::Result<()> {
     let data = args.data.as_deref().context("--data or --redis is needed")?;
     let db = super::open_data_dir_read_only(data)?;
     let ns = db
-        .namespace(&args.ns)
+        .try_namespace(&args.ns)?
         .with_context(|| format!("no namespace {:?} in {}", args.ns, data.display()))?;
     let (chunks, bytes) = write_to(&args, &mut |iter| Ok(ns.dump_chunk(iter, MAX_CHUNK_BYTES)?))?;
     let s = ns.stats();

@@ -179,7 +179,7 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
     let names = match &args.ns {
         Some(name) => {
             anyhow::ensure!(
-                db.namespace(name).is_some(),
+                db.try_namespace(name)?.is_some(),
                 "no namespace {name:?} in {}",
                 args.data.display()
             );
@@ -187,8 +187,13 @@ pub fn stats(args: StatsArgs) -> anyhow::Result<()> {
         }
         None => db.namespace_names(),
     };
-    let stats: Vec<NamespaceStats> =
-        names.iter().filter_map(|n| db.namespace(n)).map(|ns| ns.stats()).collect();
+    // Each is read now (an open reads names only): a damaged one fails the command.
+    let mut stats: Vec<NamespaceStats> = Vec::with_capacity(names.len());
+    for name in &names {
+        if let Some(ns) = db.try_namespace(name)? {
+            stats.push(ns.stats());
+        }
+    }
     let mut out = io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &stats)?;
@@ -346,7 +351,7 @@ pub fn forget(args: ForgetArgs) -> anyhow::Result<()> {
     let data = args.data.as_deref().context("--data or --redis is needed")?;
     let db = super::open_data_dir(data, Fsync::Always, true)?;
     let ns = db
-        .namespace(&args.ns)
+        .try_namespace(&args.ns)?
         .with_context(|| format!("no namespace {:?} in {}", args.ns, data.display()))?;
     let by = match (&args.host, &args.prefix) {
         (Some(host), _) => Some(ns.forget_host(host).map(|n| (n, "host", host))),

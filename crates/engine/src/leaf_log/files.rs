@@ -86,6 +86,13 @@ impl LeafFiles {
         Ok(Self::with(storage, dir, keep_retired, keep_alive, false))
     }
 
+    /// The leaf files of a namespace in a data directory: [`Self::open`], but `dir` is made by
+    /// the first leaf file written (most small namespaces write none before a checkpoint, and
+    /// a create spares a directory).
+    pub(crate) fn open_lazily(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
+        Self::with(storage, dir, true, None, false)
+    }
+
     /// The leaf files in `dir` for reading only: nothing is created, cut, appended to or deleted.
     pub(crate) fn open_read_only(storage: Arc<dyn Storage>, dir: PathBuf) -> Arc<Self> {
         Self::with(storage, dir, true, None, true)

@@ -303,11 +303,21 @@ impl LeafLog {
         for block in buffer.chunks(BUFFER_RECORDS) {
             encode_block(&mut bytes, block);
         }
-        let written = if *file_len == 0 {
+        let append = || match *file_len {
             // A new leaf: whatever a file of this id held before is not ours.
-            files.storage.remove_file(&path).and_then(|()| files.storage.append_to(&path, &bytes))
-        } else {
-            files.storage.append_to(&path, &bytes)
+            0 => files
+                .storage
+                .remove_file(&path)
+                .and_then(|()| files.storage.append_to(&path, &bytes)),
+            _ => files.storage.append_to(&path, &bytes),
+        };
+        let written = match append() {
+            // The directory is made by the first leaf file (most namespaces never write one
+            // before their first checkpoint).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                files.storage.create_dir_all(files.dir()).and_then(|()| append())
+            }
+            other => other,
         };
         match written {
             Ok(()) => {

@@ -63,6 +63,11 @@ impl LeafLog {
                     return Ok(dropped);
                 }
                 files.check()?;
+                // Made by the first leaf file (see `LeafFiles::open_lazily`).
+                files
+                    .storage
+                    .create_dir_all(files.dir())
+                    .map_err(|e| crate::error::Error::io("create directory", files.dir(), e))?;
                 let (mut records, mut file_len) = (0u64, 0u64);
                 let mut failed = None;
                 let old = &*self;

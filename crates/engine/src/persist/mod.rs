@@ -131,7 +131,7 @@ pub struct RecoveryReport {
 
 /// The leaf files of the namespace in `dir`.
 fn leaf_files(dir: &Path, db: &DbOptions) -> Result<Arc<LeafFiles>> {
-    LeafFiles::open(Arc::clone(&db.storage), dir.join(LEAVES_DIR), true)
+    Ok(LeafFiles::open_lazily(Arc::clone(&db.storage), dir.join(LEAVES_DIR)))
 }
 
 /// The directory of a namespace's leaf files.
@@ -182,11 +182,11 @@ pub(crate) fn create_at(
     // before it. A power loss in between leaves a namespace without its meta (an unfinished
     // create, removed at open), or with an empty meta or log (recovered as such).
     let lazy = !db.fsync.commit_syncs();
-    if lazy && options.recrawl_after.is_none() {
-        let leaves = dir.join(LEAVES_DIR);
-        storage.create_dir_all_unsynced(&leaves).map_err(|e| Error::io("create", &leaves, e))?;
+    match lazy {
+        true => storage.create_dir_all_unsynced(&dir),
+        false => storage.create_dir_all(&dir),
     }
-    storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+    .map_err(|e| Error::io("create directory", &dir, e))?;
     if options.recrawl_after.is_some() {
         // A window: no log of its own, a directory per generation (made by the first write
         // of its slot), and the meta last, as below.
