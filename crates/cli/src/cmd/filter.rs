@@ -140,6 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         super::check_fits_in_ram(&options)?;
     }
     let ns = db.namespace_or_create(&args.ns, options)?;
+    super::warn_recovery(&ns);
     let canon = Canonicalizer::new(ns.options().canon.clone());
 
     let (lines, new, invalid, started) = stream(&ns, &canon, &args)?;

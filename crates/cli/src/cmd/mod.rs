@@ -30,30 +30,37 @@ pub fn open_data_dir(dir: &Path, fsync: Fsync, existing: bool) -> anyhow::Result
     }
     let db = Db::open_with(dir, DbOptions { fsync, ..DbOptions::default() })
         .with_context(|| format!("opening data directory {}", dir.display()))?;
-    let mut err = std::io::stderr().lock();
-    // Those loaded at open; the others are recovered (and cut) when first used.
+    // Those loaded at open; the others are recovered (and cut) when first used, and the
+    // command that uses one says so then (`warn_recovery`).
     for ns in db.loaded_namespaces() {
-        let Some(r) = ns.recovery() else { continue };
-        if r.truncated_bytes > 0 {
-            let _ = writeln!(
-                err,
-                "urlseen: warning: namespace {:?}: recovery cut {} bytes of a torn or damaged \
-                 log tail; URLs recorded in them are new again (none was acknowledged under \
-                 --fsync always; under everysec, about the last second's)",
-                ns.name(),
-                r.truncated_bytes
-            );
-        }
-        if let Some(reason) = &r.snapshot_error {
-            let _ = writeln!(
-                err,
-                "urlseen: warning: namespace {:?}: snapshot not used ({reason}); rebuilt from \
-                 the log, nothing lost",
-                ns.name()
-            );
-        }
+        warn_recovery(&ns);
     }
     Ok(db)
+}
+
+/// Says on stderr what recovery had to cut or rebuild when namespace `ns` was loaded (it is in
+/// `urlseen stats`, INFO persistence and /metrics too).
+pub fn warn_recovery(ns: &urlseen_engine::Namespace) {
+    let mut err = std::io::stderr().lock();
+    let Some(r) = ns.recovery() else { return };
+    if r.truncated_bytes > 0 {
+        let _ = writeln!(
+            err,
+            "urlseen: warning: namespace {:?}: recovery cut {} bytes of a torn or damaged \
+                 log tail; URLs recorded in them are new again (none was acknowledged under \
+                 --fsync always; under everysec, about the last second's)",
+            ns.name(),
+            r.truncated_bytes
+        );
+    }
+    if let Some(reason) = &r.snapshot_error {
+        let _ = writeln!(
+            err,
+            "urlseen: warning: namespace {:?}: snapshot not used ({reason}); rebuilt from \
+                 the log, nothing lost",
+            ns.name()
+        );
+    }
 }
 
 /// Opens the data directory `dir` for reading only (see `Db::open_read_only`): nothing in it is

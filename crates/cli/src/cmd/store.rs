@@ -77,6 +77,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
         super::check_fits_in_ram(&options)?;
     }
     let ns = db.namespace_or_create(&args.ns, options)?;
+    super::warn_recovery(&ns);
     let total_bytes: u64 = args
         .files
         .iter()
@@ -452,8 +453,14 @@ pub fn check(args: CheckArgs) -> anyhow::Result<()> {
         }
     }
     // Opening does the rest: it cuts torn tails and replays the log where there is no snapshot.
+    // Each namespace is loaded (an open loads none) and checkpointed.
     let db = super::open_data_dir(&args.data, Fsync::Always, true)?;
-    db.checkpoint()?;
+    for name in db.namespace_names() {
+        if let Some(ns) = db.try_namespace(&name)? {
+            super::warn_recovery(&ns);
+            ns.checkpoint()?;
+        }
+    }
     db.close()?;
     writeln!(io::stdout().lock(), "repaired; checking again")?;
     let bad = report(&urlseen_engine::check_data_dir(&args.data)?)?;
