@@ -179,6 +179,14 @@ fn twenty_thousand_namespaces_under_ulimit_256_survive_a_restart() {
     assert_eq!(query(&stream, &["DBSIZE"]), format!(":{NAMESPACES}\r\n"));
     let fds = server.open_descriptors();
     assert!(fds < 256, "{fds} descriptors open");
+    let info = query(&stream, &["INFO", "persistence"]);
+    let field = |name: &str| -> usize {
+        let line = info.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{info}"));
+        line[name.len() + 1..].trim().parse().unwrap()
+    };
+    let (open, max) = (field("urlseen_namespace_files_open"), field("urlseen_namespace_files_max"));
+    assert_eq!(max, 64, "a quarter of ulimit -n 256");
+    assert!(open <= max, "{info}");
     eprintln!("{NAMESPACES} namespaces created in {create_secs:.1} s; {fds} descriptors open");
     drop(stream);
     server.stop();

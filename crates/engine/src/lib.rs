@@ -144,7 +144,10 @@ pub use options::{
     DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,
     MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
-pub use persist::{DbOptions, NamespaceCheck, RecoveryReport, check_data_dir, repair_namespace};
+pub use persist::{
+    DbOptions, NamespaceCheck, RecoveryReport, check_data_dir, default_max_open_files,
+    repair_namespace,
+};
 pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};
 pub use reserve::Reservation;
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};

@@ -574,6 +574,12 @@ impl Db {
         (map.loaded_len(), map.files())
     }
 
+    /// The bound on the descriptors the loaded namespaces' files hold
+    /// ([`DbOptions::max_open_files`]).
+    pub fn max_open_files(&self) -> usize {
+        self.inner.options.max_open_files
+    }
+
     /// The namespaces loaded now (in no particular order): what holds memory and files. The
     /// others are on disk only.
     pub fn loaded_namespaces(&self) -> Vec<Arc<Namespace>> {

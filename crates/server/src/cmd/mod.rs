@@ -104,8 +104,12 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
                     rebuilt += u64::from(r.snapshot_error.is_some());
                 }
             }
+            let (loaded, files) = db.loaded_counts();
             out.field("urlseen_storage", "data_directory")
                 .field("urlseen_data_dir", dir.display())
+                .field("urlseen_namespaces_loaded", loaded)
+                .field("urlseen_namespace_files_open", files)
+                .field("urlseen_namespace_files_max", db.max_open_files())
                 .field("urlseen_fsync", db.fsync().name())
                 .field("urlseen_recovery_truncated_bytes", truncated)
                 .field("urlseen_recovery_snapshots_unused", rebuilt)
