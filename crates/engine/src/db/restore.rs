@@ -173,6 +173,7 @@ impl Db {
             _ => ns,
         };
         let ns = Arc::new(ns);
+        ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
         map.insert(name.to_owned(), Arc::clone(&ns));
         restore.published = true;

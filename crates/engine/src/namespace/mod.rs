@@ -24,7 +24,10 @@ mod dump;
 mod forget;
 mod reserve;
 mod stats;
+mod usage;
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
+pub(crate) use usage::Ledger;
+pub use usage::Usage;
 
 /// What [`Namespace::seen_fingerprints_then`] calls with a batch's answers before committing.
 type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
@@ -45,6 +48,8 @@ pub struct Namespace {
     hosts: Arc<HostDict>,
     /// The canonical URLs recorded, for a forget by prefix ([`NamespaceOptions::keep_urls`]).
     urls: Option<Arc<UrlJournal>>,
+    /// Its part in the `Db`'s running totals of memory and disk.
+    share: usage::Share,
 }
 
 /// What decides "seen" in a namespace.
@@ -205,6 +210,7 @@ impl Namespace {
             in_flight: InFlight::default(),
             hosts,
             urls,
+            share: usage::Share::default(),
         })
     }
 
@@ -518,6 +524,12 @@ impl Namespace {
     /// # Errors
     /// [`Error::Io`], [`Error::Poisoned`], [`Error::Corrupt`].
     pub fn checkpoint(&self) -> Result<()> {
+        let done = self.checkpoint_unaccounted();
+        self.measure();
+        done
+    }
+
+    fn checkpoint_unaccounted(&self) -> Result<()> {
         if let Set::Recrawl(gens) = &self.set {
             return gens.namespaces().iter().try_for_each(|ns| ns.checkpoint());
         }

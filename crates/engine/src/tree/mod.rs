@@ -92,7 +92,7 @@ pub(crate) use snapshot::SNAPSHOT_FORMAT;
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
 use split::Frozen;
-pub use stats::{LeafStats, TreeStats};
+pub use stats::{LeafStats, TreeSizes, TreeStats};
 
 /// Index of a node in the tree.
 pub type NodeId = u32;
@@ -328,6 +328,11 @@ impl Dsbf {
     /// Distinct fingerprints recorded.
     pub fn len(&self) -> u64 {
         self.len.load(Ordering::Relaxed)
+    }
+
+    /// Splits begun plus splits ended: changes whenever a split allocates or frees filters.
+    pub fn split_epoch(&self) -> u64 {
+        self.splits_started.load(Ordering::Relaxed) + self.splits_done.load(Ordering::Relaxed)
     }
 
     /// Whether nothing was recorded yet.

@@ -72,11 +72,6 @@ pub struct App {
     generation: AtomicU64,
     /// Where the `URL.*` namespaces live: `db`, or Redis under `--redis`.
     keyspace: Keyspace,
-    /// RAM the namespaces held when last measured, and when (ms since `started`): measuring
-    /// walks every leaf, so writes read a figure at most [`USAGE_REFRESH`] old.
-    used_memory: AtomicU64,
-    used_measured_ms: AtomicU64,
-    started: std::time::Instant,
 }
 
 /// Where an [`App`]'s `URL.*` namespaces live. `BF.*` keys are always in the `Db`; under
@@ -89,9 +84,6 @@ pub enum Keyspace {
     /// In Redis or Redis Cluster, shared with every other process on the same servers.
     Redis(Remote),
 }
-
-/// How stale the RAM figure that `maxmemory` checks may be.
-const USAGE_REFRESH: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The namespace a connection used last (keyed by its name), so that a pipeline of commands on
 /// one namespace skips the `Db`'s lookup (a lock, a map search, a reference count). Kept in the
@@ -114,9 +106,6 @@ impl App {
             generation: AtomicU64::new(0),
             keyspace: Keyspace::Local,
             // Measured at the first write 100 ms after start (nothing is held before).
-            used_memory: AtomicU64::new(0),
-            used_measured_ms: AtomicU64::new(0),
-            started: std::time::Instant::now(),
         }
     }
 
