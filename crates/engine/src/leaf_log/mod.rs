@@ -231,9 +231,6 @@ impl LeafLog {
                 while done < run.len()
                     && let LeafLog::File { buffer, .. } = &mut *self
                 {
-                    if buffer.capacity() == 0 {
-                        buffer.reserve_exact(BUFFER_RECORDS);
-                    }
                     // Up to the buffer's bound (past it only if a failed flush left it full).
                     let take = BUFFER_RECORDS.saturating_sub(buffer.len()).max(1);
                     let end = (done + take).min(run.len());
@@ -262,9 +259,7 @@ impl LeafLog {
                 hosts.push(record.host);
             }
             LeafLog::File { buffer, .. } => {
-                if buffer.capacity() == 0 {
-                    buffer.reserve_exact(BUFFER_RECORDS);
-                }
+                // Grown by doubling up to its bound: a leaf of a few records holds a few.
                 buffer.push(record);
                 if buffer.len() >= BUFFER_RECORDS {
                     self.flush(store);
@@ -305,7 +300,10 @@ impl LeafLog {
         }
         let written = if *file_len == 0 {
             // A new leaf: whatever a file of this id held before is not ours.
-            files.storage.remove_file(&path).and_then(|()| files.storage.append_to(&path, &bytes))
+            files
+                .make_dir()
+                .and_then(|()| files.storage.remove_file(&path))
+                .and_then(|()| files.storage.append_to(&path, &bytes))
         } else {
             files.storage.append_to(&path, &bytes)
         };

@@ -63,6 +63,7 @@ impl LeafLog {
                     return Ok(dropped);
                 }
                 files.check()?;
+                files.make_dir().map_err(|e| Error::io("create directory", files.dir(), e))?;
                 let (mut records, mut file_len) = (0u64, 0u64);
                 let mut failed = None;
                 let old = &*self;

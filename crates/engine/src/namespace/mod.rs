@@ -234,12 +234,17 @@ impl Namespace {
         }
         match set {
             Set::Tree { tree, .. } => match tree.leaf_store() {
-                LeafStore::Files(files) => UrlJournal::open(
-                    files.storage(),
-                    &files.dir().with_file_name("urls"),
-                    false,
-                    true,
-                ),
+                LeafStore::Files(files) => {
+                    // Beside the leaves' directory, which is made with the first leaf file.
+                    let path = files.dir().with_file_name("urls");
+                    if let Some(dir) = path.parent() {
+                        files
+                            .storage()
+                            .create_dir_all(dir)
+                            .map_err(|e| Error::io("create directory", dir, e))?;
+                    }
+                    UrlJournal::open(files.storage(), &path, false, true)
+                }
                 LeafStore::Memory => Ok(UrlJournal::in_memory()),
             },
             _ => Ok(UrlJournal::in_memory()),

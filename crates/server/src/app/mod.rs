@@ -54,7 +54,7 @@ mod keys;
 mod memory;
 mod write;
 
-pub use keys::{AppConfig, BloomParams, KeyKind};
+pub use keys::{AppConfig, BloomParams, KeyKind, URL_START_CAPACITY};
 pub use memory::rss_bytes;
 use write::blocking_call;
 
