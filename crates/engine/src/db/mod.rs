@@ -367,7 +367,7 @@ impl Db {
                 Namespace::from_parts(
                     name.to_owned(),
                     options,
-                    Set::Recrawl(gens),
+                    Set::Recrawl(Box::new(gens)),
                     Backing::Volatile,
                 )?
             }

@@ -190,7 +190,7 @@ impl Namespace {
             Ok(())
         };
         let count =
-            self.forget_in_tree(tree, exact.as_ref(), "by host", &|r| r.host == h, &mut logged)?;
+            self.forget_in_tree(tree, exact.as_deref(), "by host", &|r| r.host == h, &mut logged)?;
         Ok(count.recorded)
     }
 
@@ -358,7 +358,7 @@ impl Namespace {
                     r.host == h && (r.kept || found.borrow().contains(&r.fp))
                 };
                 let count =
-                    self.forget_in_tree(tree, exact.as_ref(), "by prefix", &drop, &mut logged)?;
+                    self.forget_in_tree(tree, exact.as_deref(), "by prefix", &drop, &mut logged)?;
                 Ok(count.recorded)
             }
             Set::Counting(set) => {

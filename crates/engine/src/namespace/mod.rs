@@ -56,11 +56,11 @@ pub struct Namespace {
 #[derive(Debug)]
 pub(crate) enum Set {
     /// The DSBF; in exact mode its leaves index their fingerprints, behind an LRU.
-    Tree { tree: Arc<Dsbf>, exact: Option<TreeExact> },
+    Tree { tree: Arc<Dsbf>, exact: Option<Box<TreeExact>> },
     /// A counting namespace: seed 004's IMP-CB, which can forget.
-    Counting(CountingSet),
+    Counting(Box<CountingSet>),
     /// A recrawl window: generations of namespaces, each a DSBF (see [`crate::recrawl`]).
-    Recrawl(Generations),
+    Recrawl(Box<Generations>),
 }
 
 /// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
@@ -143,11 +143,11 @@ impl Namespace {
     ) -> Result<Self> {
         options.validate()?;
         let set = if options.counting {
-            Set::Counting(CountingSet::in_memory(counting_options(&options)?)?)
+            Set::Counting(Box::new(CountingSet::in_memory(counting_options(&options)?)?))
         } else {
             let tree = Dsbf::new(crate::tree::TreeParams::from(&options), workers, leaves);
             let exact = match options.is_exact() {
-                true => Some(TreeExact::enable(&tree, index_store(&tree)?)?),
+                true => Some(Box::new(TreeExact::enable(&tree, index_store(&tree)?)?)),
                 false => None,
             };
             Set::Tree { tree, exact }

@@ -243,7 +243,7 @@ pub struct Dsbf {
     /// the namespace, on for a bare tree.
     keep_positives: std::sync::atomic::AtomicBool,
     /// The checkpoint in progress, if one is.
-    capture: Mutex<Option<Capture>>,
+    capture: Mutex<Option<Box<Capture>>>,
     len: AtomicU64,
     splits_started: AtomicU64,
     splits_done: AtomicU64,
