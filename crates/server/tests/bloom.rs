@@ -650,6 +650,8 @@ async fn command_docs_of_bf_commands_are_redisbloom_s() {
         "bf.mexists",
         "bf.info",
         "bf.card",
+        "bf.scandump",
+        "bf.loadchunk",
     ];
     for name in names {
         let Frame::Map(docs) = c.call(&["COMMAND", "DOCS", name]).await else { panic!() };
