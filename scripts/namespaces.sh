@@ -5,7 +5,7 @@
 # AOF). For each: the creation rate every N/10 namespaces, RSS per namespace and open
 # descriptors as they grow (`urlseen bench namespaces`), peak RSS (`/usr/bin/time -v`), disk,
 # and for the persistent runs the restart time (until the server answers) and a check that
-# every URL is still seen after it.
+# every URL is still seen after it; then plots of RSS and rate against the namespaces made.
 #
 #   scripts/namespaces.sh [N] [OUT_DIR]          # N defaults to 1000000
 #
@@ -52,7 +52,7 @@ run() { # name, server command…, then bench flags after --
     wait_ready "$port" >/dev/null
     echo "== $name: ${args[*]}"
     "$BIN" bench namespaces --addr "127.0.0.1:$port" --server-pid "$pid" --namespaces "$N" \
-        --step "$STEP" "${flags[@]}" | tee "$OUT/$name.bench"
+        --step "$STEP" --json "${flags[@]}" | tee "$OUT/$name.jsonl"
     echo "$port" >"$OUT/$name.port"
     LAST_PORT=$port
     LAST_PID=$pid
@@ -89,4 +89,7 @@ run redis-aof redis-server --port PORT --save "" --appendonly yes --appendfsync 
 stop; echo "peak RSS $(peak "$OUT/redis-aof.time"), disk $(du -sh "$RDATA" | cut -f1)"
 restart redis-restart --redis
 stop
-echo "results in $OUT"
+"$BIN" bench namespaces --plot "$OUT" --series "urlseen=$OUT/urlseen-memory.jsonl" \
+    --series "urlseen --data=$OUT/urlseen-data.jsonl" --series "Redis SADD=$OUT/redis-memory.jsonl" \
+    --series "Redis SADD, AOF=$OUT/redis-aof.jsonl"
+echo "results and plots (namespaces-rss.svg, namespaces-rate.svg) in $OUT"

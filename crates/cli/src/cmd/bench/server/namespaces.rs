@@ -12,7 +12,9 @@
 //! connection. Every `--step` namespaces it prints the creation rate over the step, the
 //! server's resident memory (`/proc/PID/status`) per namespace made so far, and its open file
 //! descriptors (`/proc/PID/fd`). `--check` sends the same URLs again (`URL.CHECK`, `SMISMEMBER`)
-//! and fails unless every one is seen: what a restart must keep.
+//! and fails unless every one is seen: what a restart must keep. `--plot DIR --series
+//! name=run.jsonl …` draws runs saved with `--json` (RSS and rate against the namespaces made)
+//! and contacts no server.
 
 use std::time::Instant;
 
@@ -60,10 +62,16 @@ pub struct Args {
     /// Allow a server address that is not loopback.
     #[arg(long)]
     allow_remote: bool,
+    /// Only plot: write `namespaces-rss.svg` and `namespaces-rate.svg` here from `--series`.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<std::path::PathBuf>,
+    /// A run to plot: `name=file.jsonl`, a file of `--json` output.
+    #[arg(long, value_name = "NAME=FILE")]
+    series: Vec<String>,
 }
 
 /// One step's figures.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 struct Step {
     namespaces: u64,
     per_second: f64,
@@ -73,6 +81,9 @@ struct Step {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(dir) = &args.plot {
+        return plot(dir, &args.series);
+    }
     if args.namespaces == 0 || args.urls == 0 || args.pipeline == 0 || args.step == 0 {
         bail!("--namespaces, --urls, --pipeline and --step must be at least 1");
     }
@@ -186,4 +197,43 @@ async fn drive(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Draws the saved runs `series` (`name=file.jsonl`) into `dir`.
+fn plot(dir: &std::path::Path, series: &[String]) -> anyhow::Result<()> {
+    use crate::plot::{Series, line_chart};
+    let mut rss = Vec::new();
+    let mut rate = Vec::new();
+    for (i, spec) in series.iter().enumerate() {
+        let Some((name, file)) = spec.split_once('=') else {
+            bail!("--series {spec:?}: expected name=file.jsonl");
+        };
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
+        let steps: Vec<Step> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("parsing {file}"))?;
+        let mib =
+            |s: &Step| s.rss_bytes.map(|b| (s.namespaces as f64, b as f64 / (1 << 20) as f64));
+        rss.push(Series::line(name.to_owned(), i, steps.iter().filter_map(mib).collect()));
+        let per_second = steps.iter().map(|s| (s.namespaces as f64, s.per_second)).collect();
+        rate.push(Series::line(name.to_owned(), i, per_second));
+    }
+    std::fs::create_dir_all(dir)?;
+    line_chart(
+        &dir.join("namespaces-rss.svg"),
+        "Server RSS against namespaces (10 URLs each)",
+        "namespaces created",
+        "resident memory (MiB)",
+        &rss,
+    )?;
+    line_chart(
+        &dir.join("namespaces-rate.svg"),
+        "Namespaces created per second, per tenth of the run",
+        "namespaces created",
+        "namespaces per second",
+        &rate,
+    )
 }
