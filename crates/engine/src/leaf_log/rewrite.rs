@@ -44,7 +44,7 @@ impl LeafLog {
             return Ok(dropped);
         }
         match (&mut *self, store) {
-            (LeafLog::Memory { .. }, _) | (LeafLog::File { .. }, LeafStore::Memory) => {
+            (LeafLog::Memory(_), _) | (LeafLog::File { .. }, LeafStore::Memory) => {
                 let kept = all(self, stay)?;
                 let mut log = LeafLog::new(&LeafStore::Memory, 0, kept.len());
                 for r in kept {
