@@ -174,6 +174,7 @@ impl Db {
         };
         let ns = Arc::new(ns);
         let mut map = inner.namespaces.write();
+        inner.expiries.created(name)?;
         map.insert(name.to_owned(), Arc::clone(&ns));
         restore.published = true;
         Ok(ns)
