@@ -199,3 +199,38 @@ fn the_file_is_rewritten_when_mostly_superseded() {
     let db = Db::open_with(dir.path(), options(&clock, Fsync::No)).unwrap();
     assert_eq!(db.expiry("a"), Some(Expiry::At(T0 + 1)));
 }
+
+#[test]
+fn always_syncs_the_time_before_answering_and_a_failed_sync_refuses_later_changes() {
+    use urlseen_engine::storage::{FaultyStorage, FileOp};
+    let dir = tempfile::tempdir().unwrap();
+    let storage = FaultyStorage::new();
+    let clock = FakeClock::at(T0);
+    let options = DbOptions {
+        fsync: Fsync::Always,
+        storage: Arc::new(storage.clone()),
+        clock: Arc::clone(&clock) as _,
+        ..DbOptions::default()
+    };
+    let db = Db::open_with(dir.path(), options).unwrap();
+    db.create_namespace("a", small()).unwrap();
+    storage.keep_journal(true);
+    db.set_expiry("a", Expiry::At(T0 + 5_000)).unwrap();
+    let file = dir.path().join("expires");
+    let ops: Vec<FileOp> =
+        storage.journal().into_iter().filter(|(_, p)| *p == file).map(|(op, _)| op).collect();
+    assert_eq!(ops.last(), Some(&FileOp::Sync), "synced before set_expiry returned: {ops:?}");
+    storage.fail_syncs(true);
+    assert!(db.set_expiry("a", Expiry::At(T0 + 9_000)).is_err());
+    storage.fail_syncs(false);
+    // The file's tail is unknown after a failed sync: every later change is refused.
+    assert!(db.set_expiry("a", Expiry::Never).is_err());
+    drop(db);
+    let db =
+        Db::open_with(dir.path(), DbOptions { clock: clock as _, ..DbOptions::default() }).unwrap();
+    let at = db.expiry("a");
+    assert!(
+        at == Some(Expiry::At(T0 + 5_000)) || at == Some(Expiry::At(T0 + 9_000)),
+        "the acknowledged time, or the one whose sync failed: {at:?}"
+    );
+}

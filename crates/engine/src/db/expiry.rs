@@ -90,6 +90,8 @@ pub(super) struct Expiries {
     file: Option<Mutex<ExpiryFile>>,
     /// The active cycle's thread runs (started with the first time).
     cycling: AtomicBool,
+    /// `State::stale` is not empty: creates must look at it.
+    has_stale: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -262,6 +264,7 @@ impl Expiries {
             expired: AtomicU64::new(0),
             file: file.map(Mutex::new),
             cycling: AtomicBool::new(false),
+            has_stale: AtomicBool::new(false),
         }
     }
 
@@ -363,7 +366,7 @@ impl Expiries {
     /// Hook: namespace `name` is being created (the caller holds the map's write lock). A time
     /// left from an earlier namespace of that name is removed, in the file too.
     pub(super) fn created(&self, name: &str) -> Result<()> {
-        if self.file.is_none() && self.count.load(Ordering::Acquire) == 0 {
+        if self.count.load(Ordering::Acquire) == 0 && !self.has_stale.load(Ordering::Acquire) {
             return Ok(());
         }
         let mut state = self.state.write();
@@ -386,6 +389,7 @@ impl Expiries {
             state.set(name, None);
             if self.file.is_some() {
                 state.stale.insert(Arc::from(name));
+                self.has_stale.store(true, Ordering::Release);
             }
             self.count.store(state.at.len(), Ordering::Release);
             self.epoch.fetch_add(1, Ordering::AcqRel);
@@ -416,6 +420,7 @@ impl Expiries {
             && file.compact(&state.at).is_ok()
         {
             state.stale.clear();
+            self.has_stale.store(false, Ordering::Release);
         }
     }
 }
@@ -438,6 +443,9 @@ impl Db {
     /// When namespace `name` expires; `None` if there is no such namespace.
     pub fn expiry(&self, name: &str) -> Option<Expiry> {
         let map = self.inner.namespaces.read();
+        if self.inner.expiries.count.load(Ordering::Acquire) == 0 {
+            return map.contains_key(name).then_some(Expiry::Never);
+        }
         let state = self.inner.expiries.state.read();
         if !map.contains_key(name) {
             return None;
@@ -453,8 +461,10 @@ impl Db {
     /// not in the future drops it now. Returns whether it existed.
     ///
     /// # Errors
-    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`] from the expiry file (then
-    /// nothing changed); [`Error::ReadOnly`].
+    /// In a persistent `Db`, [`Error::Io`] or [`Error::Poisoned`] from the expiry file: a
+    /// failed write changes nothing; after a failed sync (`always`) the new time is in effect
+    /// but may not survive a power loss, and every later change is refused until the `Db` is
+    /// reopened. [`Error::ReadOnly`].
     pub fn set_expiry(&self, name: &str, expiry: Expiry) -> Result<bool> {
         Ok(self.update_expiry(name, |_| Some(expiry))? != ExpiryUpdate::Missing)
     }
@@ -489,23 +499,22 @@ impl Db {
             None => Expiry::Never,
         };
         let Some(new) = decide(current) else { return Ok(ExpiryUpdate::Kept) };
-        if let Expiry::At(at) = new
-            && at <= now
-        {
-            drop((state, map));
-            self.drop_namespace(name)?;
-            return Ok(ExpiryUpdate::Dropped);
-        }
         if new == current {
             return Ok(ExpiryUpdate::Changed);
         }
         let sync = inner.expiries.set_locked(&mut state, name, new.at())?;
         drop((state, map));
-        if new != Expiry::Never {
-            self.start_expiry_cycle();
-        }
         if sync {
             inner.expiries.sync()?;
+        }
+        if let Expiry::At(at) = new {
+            if at <= now {
+                // Recorded first, so a crash before the drop finishes drops it at open; and
+                // dropped only if still due, so a namespace made anew meanwhile stays.
+                inner.drop_published(name, Some(now))?;
+                return Ok(ExpiryUpdate::Dropped);
+            }
+            self.start_expiry_cycle();
         }
         Ok(ExpiryUpdate::Changed)
     }
@@ -562,7 +571,10 @@ impl Db {
     /// Hook of every lookup: whether `name` is past its time; if so it is dropped (unless the
     /// `Db` is read-only, where it is only hidden).
     pub(super) fn expired(&self, name: &str) -> bool {
-        if !self.inner.expiries.is_due_at(name, self.now()) {
+        // No clock read while no namespace has a time: this runs on every lookup.
+        if self.inner.expiries.count.load(Ordering::Acquire) == 0
+            || !self.inner.expiries.is_due_at(name, self.now())
+        {
             return false;
         }
         self.expire(name);
