@@ -44,6 +44,7 @@ fn an_expired_namespace_is_gone_for_every_call() {
     clock.set(T0 + 999);
     assert!(db.namespace("job").is_some(), "alive until its time");
     clock.set(T0 + 1_000);
+    assert!(!db.drop_namespace("job").unwrap(), "an expired namespace is not there to drop");
     assert_eq!(db.expiry("job"), None);
     assert!(db.namespace("job").is_none());
     assert_eq!(db.namespace_names(), vec!["other".to_owned()]);

@@ -225,6 +225,7 @@ async fn expired_keys_are_gone_for_every_command() {
     c.expect(&["TTL", "job"], b":-1\r\n").await;
     c.expect(&["EXISTS", "short"], b":0\r\n").await;
     c.expect(&["TYPE", "short"], b"+none\r\n").await;
+    c.expect(&["DEL", "short"], b":0\r\n").await;
     c.expect(&["KEYS", "*"], b"*2\r\n$2\r\nbf\r\n$3\r\njob\r\n").await;
     c.expect(&["DBSIZE"], b":2\r\n").await;
     let Frame::Bulk(info) = c.call(&["INFO", "keyspace"]).await else { panic!() };

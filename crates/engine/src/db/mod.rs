@@ -439,6 +439,10 @@ impl Db {
                 return Ok(true);
             }
         }
+        if self.expired(name) {
+            // Past its time, it was gone already (as Redis's `DEL` of an expired key: 0).
+            return Ok(false);
+        }
         self.inner.drop_published(name, None)
     }
 

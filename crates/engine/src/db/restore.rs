@@ -113,6 +113,7 @@ impl Db {
             });
         }
         validate_name(name)?;
+        self.expired(name);
         let inner = &self.inner;
         let map = inner.namespaces.write();
         if map.contains_key(name) {
