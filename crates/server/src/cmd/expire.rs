@@ -42,14 +42,19 @@ const CONDITION: ArgSpec = ArgSpec::one_of(
 )
 .optional();
 
-const fn spec(name: &'static str, args: &'static [ArgSpec], summary: &'static str) -> CommandSpec {
+const fn spec(
+    name: &'static str,
+    since: &'static str,
+    args: &'static [ArgSpec],
+    summary: &'static str,
+) -> CommandSpec {
     CommandSpec::new(name, -3)
         .flags(&["write", "fast"])
         .keys(1, 1, 1)
         .acl(&["@keyspace", "@write", "@fast"])
         .group("generic")
         .summary(summary)
-        .since(if name.len() == 6 { "1.0.0" } else { "2.6.0" })
+        .since(since)
         .args(args)
 }
 
@@ -64,16 +69,21 @@ const UNIX_MILLISECONDS: &[ArgSpec] = &args("unix-time-milliseconds");
 
 /// The spec of `EXPIRE`.
 pub const EXPIRE: CommandSpec =
-    spec("expire", SECONDS, "Sets the expiration time of a key in seconds.");
+    spec("expire", "1.0.0", SECONDS, "Sets the expiration time of a key in seconds.");
 /// The spec of `PEXPIRE`.
 pub const PEXPIRE: CommandSpec =
-    spec("pexpire", MILLISECONDS, "Sets the expiration time of a key in milliseconds.");
+    spec("pexpire", "2.6.0", MILLISECONDS, "Sets the expiration time of a key in milliseconds.");
 /// The spec of `EXPIREAT`.
-pub const EXPIREAT: CommandSpec =
-    spec("expireat", UNIX_SECONDS, "Sets the expiration time of a key to a Unix timestamp.");
+pub const EXPIREAT: CommandSpec = spec(
+    "expireat",
+    "1.2.0",
+    UNIX_SECONDS,
+    "Sets the expiration time of a key to a Unix timestamp.",
+);
 /// The spec of `PEXPIREAT`.
 pub const PEXPIREAT: CommandSpec = spec(
     "pexpireat",
+    "2.6.0",
     UNIX_MILLISECONDS,
     "Sets the expiration time of a key to a Unix milliseconds timestamp.",
 );
