@@ -133,7 +133,7 @@ pub mod tree;
 mod url_journal;
 
 pub use backend::{SeenSet, SeenThenError};
-pub use db::{DEFAULT_NAMESPACE, Db, LoadStep, MAX_NAME_LEN};
+pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
 pub use dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;

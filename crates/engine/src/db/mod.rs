@@ -1,8 +1,11 @@
 //! The `Db` facade: many namespaces, one set of background split workers, and (when opened on a
 //! directory) their persistence.
 
+mod expiry;
 mod restore;
 
+use expiry::Expiries;
+pub use expiry::{Expiry, ExpiryUpdate};
 pub use restore::LoadStep;
 use restore::{RESTORE_SUFFIX, Restore};
 
@@ -95,6 +98,8 @@ struct Inner {
     /// closed `Db` waits for that work, and the thread never holds the `Db` itself (which would
     /// keep the directory locked after the user dropped it).
     busy: Arc<Mutex<()>>,
+    /// When namespaces expire (see `expiry.rs`).
+    expiries: Expiries,
 }
 
 impl Db {
@@ -141,6 +146,7 @@ impl Db {
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
                 busy: Arc::new(Mutex::new(())),
+                expiries: Expiries::in_memory(),
             }),
         }
     }
@@ -196,6 +202,7 @@ impl Db {
                 namespaces.insert(r.name, Arc::new(ns));
             }
         }
+        let expiries = Expiries::open(&options.storage, &root, options.fsync, false)?;
         let inner = Arc::new(Inner {
             namespaces: RwLock::new(namespaces),
             restores: Mutex::default(),
@@ -207,10 +214,13 @@ impl Db {
             closed: AtomicBool::new(false),
             ledger: Arc::default(),
             busy: Arc::new(Mutex::new(())),
+            expiries,
         });
         inner.namespaces.read().values().for_each(|ns| ns.join_ledger(&inner.ledger));
         spawn_housekeeping(Arc::downgrade(&inner), Arc::clone(&inner.busy));
-        Ok(Db { inner })
+        let db = Db { inner };
+        db.open_expiries()?;
+        Ok(db)
     }
 
     /// Opens the data directory `dir` for reading only (`urlseen stats`): every namespace's
@@ -263,6 +273,7 @@ impl Db {
             }
         }
         // No housekeeping thread: there is nothing to sync or checkpoint.
+        let expiries = Expiries::open(&options.storage, &root, options.fsync, true)?;
         Ok(Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::new(namespaces),
@@ -275,6 +286,7 @@ impl Db {
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
                 busy: Arc::new(Mutex::new(())),
+                expiries,
             }),
         })
     }
@@ -327,6 +339,7 @@ impl Db {
         self.refuse_if_read_only()?;
         validate_name(name)?;
         options.validate()?;
+        self.expired(name);
         let inner = &self.inner;
         let mut map = inner.namespaces.write();
         if map.contains_key(name) {
@@ -335,6 +348,7 @@ impl Db {
         if inner.restores.lock().contains_key(name) {
             return Err(Error::Restoring(name.to_owned()));
         }
+        inner.expiries.created(name)?;
         let ns = Arc::new(self.build(name, options, None)?);
         ns.join_ledger(&inner.ledger);
         map.insert(name.to_owned(), Arc::clone(&ns));
@@ -416,6 +430,9 @@ impl Db {
 
     /// The namespace `name`, if it exists.
     pub fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        if self.expired(name) {
+            return None;
+        }
         self.inner.namespaces.read().get(name).cloned()
     }
 
@@ -436,26 +453,21 @@ impl Db {
                 return Ok(true);
             }
         }
-        let Some(ns) = self.inner.namespaces.write().remove(name) else { return Ok(false) };
-        if let Some(dir) = ns.data_dir() {
-            let storage = &self.inner.options.storage;
-            // Renamed aside first, in one step: a crash half-way through the removal leaves a
-            // `*.dropped.tmp` directory, which open finishes removing, never a namespace
-            // without its meta (which open refuses, since it cannot tell it from damage).
-            let aside = dropped_path(dir);
-            storage.rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
-            storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
-        } else if let Some(spill) = &self.inner.spill {
-            let dir = persist::namespace_dir(spill.path(), name);
-            let storage = &self.inner.options.storage;
-            storage.remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+        if self.expired(name) {
+            // Past its time, it was gone already (as Redis's `DEL` of an expired key: 0).
+            return Ok(false);
         }
-        Ok(true)
+        self.inner.drop_published(name, None)
     }
 
     /// Names of all namespaces, sorted.
     pub fn namespace_names(&self) -> Vec<String> {
-        self.inner.namespaces.read().keys().cloned().collect()
+        self.expire_due();
+        let names = self.inner.namespaces.read().keys().cloned().collect::<Vec<_>>();
+        match self.inner.read_only {
+            true => names.into_iter().filter(|n| !self.is_due(n)).collect(),
+            false => names,
+        }
     }
 
     /// [`Namespace::seen`] on the [`DEFAULT_NAMESPACE`], created with default options on first
@@ -492,6 +504,7 @@ impl Db {
     /// # Errors
     /// The first failure.
     pub fn sync(&self) -> Result<()> {
+        self.inner.expiries.sync()?;
         self.all().iter().try_for_each(|ns| ns.sync())
     }
 
@@ -500,6 +513,7 @@ impl Db {
     /// # Errors
     /// The first failure.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.expiries.sync()?;
         self.all().iter().try_for_each(|ns| ns.checkpoint())
     }
 
@@ -535,6 +549,41 @@ impl Db {
 
     fn all(&self) -> Vec<Arc<Namespace>> {
         self.inner.namespaces.read().values().cloned().collect()
+    }
+}
+
+impl Inner {
+    /// Removes namespace `name` from the map and its files (the part of
+    /// [`Db::drop_namespace`] a published namespace needs; the active expire cycle calls it
+    /// too). With `only_if_due`, only if its time is that or before. Returns whether it
+    /// existed.
+    fn drop_published(&self, name: &str, only_if_due: Option<u64>) -> Result<bool> {
+        let ns = {
+            let mut map = self.namespaces.write();
+            if only_if_due.is_some_and(|now| !self.expiries.is_due_at(name, now)) {
+                return Ok(false);
+            }
+            self.expiries.dropped(name);
+            map.remove(name)
+        };
+        let Some(ns) = ns else { return Ok(false) };
+        // Out of the totals now, not when the last holder of it lets go (a connection's cache
+        // may keep it until its next command).
+        ns.leave_ledger();
+        if let Some(dir) = ns.data_dir() {
+            let storage = &self.options.storage;
+            // Renamed aside first, in one step: a crash half-way through the removal leaves a
+            // `*.dropped.tmp` directory, which open finishes removing, never a namespace
+            // without its meta (which open refuses, since it cannot tell it from damage).
+            let aside = dropped_path(dir);
+            storage.rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
+            storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
+        } else if let Some(spill) = &self.spill {
+            let dir = persist::namespace_dir(spill.path(), name);
+            let storage = &self.options.storage;
+            storage.remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+        }
+        Ok(true)
     }
 }
 

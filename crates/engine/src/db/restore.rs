@@ -113,6 +113,7 @@ impl Db {
             });
         }
         validate_name(name)?;
+        self.expired(name);
         let inner = &self.inner;
         let map = inner.namespaces.write();
         if map.contains_key(name) {
@@ -175,6 +176,7 @@ impl Db {
         let ns = Arc::new(ns);
         ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
+        inner.expiries.created(name)?;
         map.insert(name.to_owned(), Arc::clone(&ns));
         restore.published = true;
         Ok(ns)

@@ -9,8 +9,8 @@
 //! recorded, even in a namespace reserved for billions with few URLs yet), after its first
 //! record (which allocates a filter and buffers), or once a split began or ended (a split allocates the children and frees the frozen filter). Between
 //! measures the totals lag by at most that growth: the check is Redis's kind of approximate,
-//! never an O(namespaces) walk. A dropped namespace takes its figure out when the last
-//! reference to it goes.
+//! never an O(namespaces) walk. A dropped namespace takes its figure out when it is dropped
+//! from its `Db` (or, one that was never dropped, when the last reference to it goes).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -82,6 +82,8 @@ pub(crate) struct Share {
     epoch: AtomicU64,
     /// The figure in the ledger; held while measuring, so two measures never interleave.
     reported: Mutex<Usage>,
+    /// Dropped from its `Db`: its figure left the totals, and it reports nothing more.
+    left: std::sync::atomic::AtomicBool,
 }
 
 /// At least this many URLs between two measures.
@@ -108,10 +110,23 @@ impl Namespace {
         }
     }
 
+    /// Takes the namespace's figure out of its `Db`'s totals for good (it was dropped).
+    pub(crate) fn leave_ledger(&self) {
+        let Some(ledger) = self.share.ledger.get() else { return };
+        let mut reported = self.share.reported.lock();
+        if !self.share.left.swap(true, Ordering::Relaxed) {
+            ledger.replace(*reported, Usage::default());
+            *reported = Usage::default();
+        }
+    }
+
     /// Measures the namespace and reports the change to the ledger.
     pub(crate) fn measure(&self) {
         let Some(ledger) = self.share.ledger.get() else { return };
         let mut reported = self.share.reported.lock();
+        if self.share.left.load(Ordering::Relaxed) {
+            return;
+        }
         let epoch = self.split_epoch();
         let len = self.len();
         let sizes = self.sizes();
@@ -126,9 +141,17 @@ impl Namespace {
         self.share.epoch.store(epoch, Ordering::Relaxed);
     }
 
-    /// The figure this namespace has in its `Db`'s totals (what `MEMORY USAGE` reads).
-    pub fn reported_usage(&self) -> Usage {
-        *self.share.reported.lock()
+    /// What this namespace holds, measured now (one pass over its own nodes); in a `Db`, its
+    /// share of [`Db::usage`](crate::Db::usage) is brought up to date with it, so that what
+    /// `MEMORY USAGE` answers is what `INFO`'s `used_memory` counts for it.
+    pub fn memory_usage(&self) -> Usage {
+        match self.share.ledger.get() {
+            Some(_) => {
+                self.measure();
+                *self.share.reported.lock()
+            }
+            None => self.sizes().usage,
+        }
     }
 
     /// Splits begun plus splits ended: changes whenever a split allocates or frees filters.
@@ -184,7 +207,9 @@ impl Namespace {
 impl Drop for Share {
     /// The namespace is gone: its figure leaves the totals.
     fn drop(&mut self) {
-        if let Some(ledger) = self.ledger.get() {
+        if let Some(ledger) = self.ledger.get()
+            && !*self.left.get_mut()
+        {
             ledger.replace(*self.reported.get_mut(), Usage::default());
         }
     }

@@ -51,10 +51,12 @@ use crate::remote::{NOT_WITH_REDIS, Remote};
 
 mod admin;
 mod keys;
+mod lifetime;
 mod memory;
 mod write;
 
 pub use keys::{AppConfig, BloomParams, KeyKind, URL_START_CAPACITY};
+pub use lifetime::ExpireIf;
 pub use memory::rss_bytes;
 use write::blocking_call;
 
@@ -91,7 +93,8 @@ pub enum Keyspace {
 /// was dropped since.
 #[derive(Debug, Default)]
 pub struct NamespaceCache {
-    entry: Option<(Bytes, u64, Arc<Namespace>)>,
+    /// The key, the generation it was found in, the namespace, and when it expires (ms).
+    entry: Option<(Bytes, u64, Arc<Namespace>, Option<u64>)>,
 }
 
 impl App {
@@ -238,12 +241,19 @@ impl App {
         key: &Bytes,
         lookup: impl FnOnce() -> Result<Option<Arc<Namespace>>, CommandError>,
     ) -> Result<Option<&'c Arc<Namespace>>, CommandError> {
-        let generation = self.generation.load(Ordering::Acquire);
-        let hit = matches!(&cache.entry, Some((k, g, _)) if *g == generation && k == key);
+        // Both counters only grow: their sum changes when either does (a drop, an expiry set,
+        // removed, or reached).
+        let generation =
+            self.generation.load(Ordering::Acquire).wrapping_add(self.db.expiry_epoch());
+        let hit = matches!(&cache.entry, Some((k, g, _, at)) if *g == generation && k == key
+            && at.is_none_or(|at| self.db.clock().now_millis() < at));
         if !hit {
-            cache.entry = lookup()?.map(|ns| (key.clone(), generation, ns));
+            cache.entry = lookup()?.map(|ns| {
+                let at = self.db.expiry(ns.name()).and_then(urlseen_engine::Expiry::at);
+                (key.clone(), generation, ns, at)
+            });
         }
-        Ok(cache.entry.as_ref().map(|(_, _, ns)| ns))
+        Ok(cache.entry.as_ref().map(|(_, _, ns, _)| ns))
     }
 
     /// Marks every [`NamespaceCache`] stale; called after a namespace is dropped (never before:
