@@ -27,6 +27,6 @@ pub fn command() -> Command<Arc<App>> {
 
 fn dbsize(ctx: Ctx<'_, Arc<App>>, args: Parse) -> CommandResult {
     args.finish()?;
-    let n = ctx.app.db().namespace_names().len();
+    let n = ctx.app.db().namespace_count();
     Ok(Frame::Integer(i64::try_from(n).unwrap_or(i64::MAX)))
 }

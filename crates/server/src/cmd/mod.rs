@@ -129,7 +129,7 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
 }
 
 fn keyspace(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
-    let keys = app.db().namespace_names().len();
+    let keys = app.db().namespace_count();
     if keys > 0 {
         let (expires, avg_ttl) = app.db().expiry_stats();
         out.field("db0", format_args!("keys={keys},expires={expires},avg_ttl={avg_ttl}"));
