@@ -178,7 +178,19 @@ impl Namespace {
                     nodes: t.nodes,
                 }
             }
-            Set::Counting(_) | Set::Recrawl(_) => {
+            Set::Counting(set) => {
+                // Not its stats: they scan every counter.
+                let (memory_bytes, filters) = set.memory_bytes();
+                Sizes {
+                    usage: Usage {
+                        memory_bytes,
+                        committed_bytes: memory_bytes.max(filters),
+                        disk_bytes: 0,
+                    },
+                    nodes: 1,
+                }
+            }
+            Set::Recrawl(_) => {
                 let s = self.stats();
                 return Sizes {
                     usage: Usage {
