@@ -136,6 +136,29 @@ impl PyClient {
             .map(|n| n > 0)
     }
 
+    /// Namespace `name` expires `seconds` from now (`PEXPIRE`; a time not in the future drops
+    /// it). Returns whether it exists.
+    fn expire(&self, py: Python<'_>, name: &str, seconds: f64) -> PyResult<bool> {
+        if !seconds.is_finite() {
+            return Err(InvalidOption::new_err(format!("seconds must be finite, got {seconds}")));
+        }
+        let ms = (seconds * 1000.0).round() as i64;
+        py.detach(|| self.remote.with(|c| redis::cmd("PEXPIRE").arg(name).arg(ms).query::<i64>(c)))
+            .map(|n| n > 0)
+    }
+
+    /// Removes the lifetime of namespace `name` (`PERSIST`); whether it had one.
+    fn persist(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        py.detach(|| self.remote.with(|c| redis::cmd("PERSIST").arg(name).query::<i64>(c)))
+            .map(|n| n > 0)
+    }
+
+    /// Seconds namespace `name` has left (`TTL`): -2 if there is no such namespace, -1 if it
+    /// has no lifetime.
+    fn ttl(&self, py: Python<'_>, name: &str) -> PyResult<i64> {
+        py.detach(|| self.remote.with(|c| redis::cmd("TTL").arg(name).query::<i64>(c)))
+    }
+
     /// Names of the namespaces on the server, sorted (`KEYS *`).
     fn names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let mut names = py

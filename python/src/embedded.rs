@@ -8,7 +8,8 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use urlseen_engine::{
-    CanonOptions, Db, DbOptions, Error as EngineError, Fsync, Namespace, NamespaceOptions, Profile,
+    CanonOptions, Db, DbOptions, Error as EngineError, Expiry, ExpiryUpdate, Fsync, Namespace,
+    NamespaceOptions, Profile,
 };
 
 use crate::errors::{self, InvalidOption};
@@ -114,8 +115,10 @@ impl PyDb {
     /// `safebrowsing`, `none`); `exact` confirms every Bloom positive against the stored
     /// fingerprints (no false positives beyond 64-bit fingerprint collisions); `counting`
     /// (implies `exact`) lets `forget()` work. `keep_urls` keeps every recorded URL in a
-    /// journal on disk, so that `forget_prefix()` works (docs/forget.md).
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false))]
+    /// journal on disk, so that `forget_prefix()` works (docs/forget.md). `ttl` (seconds)
+    /// gives a namespace created by this call a lifetime, as Redis's `EXPIRE` right after it;
+    /// an existing namespace keeps its own (`expire()` changes it).
+    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,
@@ -127,12 +130,29 @@ impl PyDb {
         exact: bool,
         counting: bool,
         keep_urls: bool,
+        ttl: Option<f64>,
     ) -> PyResult<PyNamespace> {
         let mut spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
         spec.keep_urls = keep_urls;
+        let ttl = ttl.map(ttl_millis).transpose()?;
         let handle = Arc::clone(&self.handle);
         let ns = py.detach(|| {
-            handle.with(|db| db.namespace_or_create(name, spec.options()).map_err(errors::engine))
+            handle.with(|db| {
+                let Some(ms) = ttl else {
+                    return db.namespace_or_create(name, spec.options()).map_err(errors::engine);
+                };
+                if let Some(ns) = db.namespace(name) {
+                    return Ok(ns);
+                }
+                let at = Expiry::At(db.clock().now_millis().saturating_add(ms));
+                match db.create_namespace_with_expiry(name, spec.options(), at) {
+                    // Made meanwhile by another thread: theirs, with its own lifetime.
+                    Err(EngineError::NamespaceExists(_)) => {
+                        db.namespace_or_create(name, spec.options()).map_err(errors::engine)
+                    }
+                    other => other.map_err(errors::engine),
+                }
+            })
         })?;
         Ok(PyNamespace { ns, handle: Arc::clone(&self.handle) })
     }
@@ -147,6 +167,26 @@ impl PyDb {
     fn drop(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
         let handle = Arc::clone(&self.handle);
         py.detach(|| handle.with(|db| db.drop_namespace(name).map_err(errors::engine)))
+    }
+
+    /// Gives namespace `name` a lifetime of `seconds` from now (Redis's `EXPIRE`; a time not in
+    /// the future drops it). Past it, the namespace is gone, and its memory and files are
+    /// freed in the background. Returns whether it existed.
+    fn expire(&self, py: Python<'_>, name: &str, seconds: f64) -> PyResult<bool> {
+        let handle = Arc::clone(&self.handle);
+        py.detach(|| handle.with(|db| expire(db, name, seconds)))
+    }
+
+    /// Removes the lifetime of namespace `name` (Redis's `PERSIST`); whether it had one.
+    fn persist(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let handle = Arc::clone(&self.handle);
+        py.detach(|| handle.with(|db| persist(db, name)))
+    }
+
+    /// Seconds namespace `name` has left, as Redis's `TTL` (rounded): -2 if there is no such
+    /// namespace, -1 if it has no lifetime.
+    fn ttl(&self, name: &str) -> PyResult<i64> {
+        self.handle.with(|db| Ok(ttl(db, name)))
     }
 
     /// Makes every record durable now (whatever the fsync policy).
@@ -366,7 +406,62 @@ impl PyNamespace {
         usize::try_from(self.ns.len()).unwrap_or(usize::MAX)
     }
 
+    /// `Db.expire` of this namespace.
+    fn expire(&self, py: Python<'_>, seconds: f64) -> PyResult<bool> {
+        py.detach(|| self.handle.with(|db| expire(db, self.ns.name(), seconds)))
+    }
+
+    /// `Db.persist` of this namespace.
+    fn persist(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.handle.with(|db| persist(db, self.ns.name())))
+    }
+
+    /// `Db.ttl` of this namespace.
+    fn ttl(&self) -> PyResult<i64> {
+        self.handle.with(|db| Ok(ttl(db, self.ns.name())))
+    }
+
     fn __repr__(&self) -> String {
         format!("urlseen.Namespace({:?})", self.ns.name())
+    }
+}
+
+/// A lifetime in seconds, in ms (a positive, finite number).
+fn ttl_millis(seconds: f64) -> PyResult<u64> {
+    if seconds.is_finite() && seconds > 0.0 && seconds < 1e15 {
+        Ok((seconds * 1000.0).round() as u64)
+    } else {
+        Err(InvalidOption::new_err(format!(
+            "ttl must be a positive number of seconds, got {seconds}"
+        )))
+    }
+}
+
+fn expire(db: &Db, name: &str, seconds: f64) -> PyResult<bool> {
+    if !seconds.is_finite() {
+        return Err(InvalidOption::new_err(format!("seconds must be finite, got {seconds}")));
+    }
+    let now = db.clock().now_millis();
+    let at = match seconds > 0.0 {
+        true => now.saturating_add((seconds * 1000.0).round() as u64),
+        false => 0,
+    };
+    db.set_expiry(name, Expiry::At(at)).map_err(errors::engine)
+}
+
+fn persist(db: &Db, name: &str) -> PyResult<bool> {
+    db.update_expiry(name, |cur| (cur != Expiry::Never).then_some(Expiry::Never))
+        .map(|u| u == ExpiryUpdate::Changed)
+        .map_err(errors::engine)
+}
+
+fn ttl(db: &Db, name: &str) -> i64 {
+    match db.expiry(name) {
+        None => -2,
+        Some(Expiry::Never) => -1,
+        Some(Expiry::At(at)) => {
+            let left = at.saturating_sub(db.clock().now_millis());
+            i64::try_from(left.saturating_add(500) / 1000).unwrap_or(i64::MAX)
+        }
     }
 }

@@ -122,3 +122,21 @@ def test_reconnects_after_a_restart(tmp_path):
         assert ns.seen("https://example.com/while-down") is False
     finally:
         assert second.stop() == 0
+
+
+def test_lifetimes_go_to_the_server(server):
+    import time
+
+    client = urlseen.Client(server.url)
+    ns = client.namespace("job")
+    assert ns.seen("https://a.example/") is False
+    assert client.ttl("job") == -1
+    assert client.ttl("nope") == -2
+    assert client.expire("nope", 10) is False
+    assert client.expire("job", 86400) is True
+    assert client.ttl("job") == 86400
+    assert client.persist("job") is True and client.ttl("job") == -1
+    assert client.expire("job", 0.2) is True
+    time.sleep(0.3)
+    assert "job" not in client.names()
+    assert ns.seen("https://a.example/") is False, "a new, empty namespace"

@@ -277,3 +277,38 @@ def test_one_seen_many_far_past_capacity_keeps_the_bound(tmp_path, home, capacit
     recorded = [u for u, seen in zip(urls, answers) if not seen]
     assert all(ns.contains_many(recorded)), "a URL answered new is not recorded"
     db.close()
+
+
+def test_namespaces_expire_as_redis_keys(tmp_path):
+    import time
+
+    db = urlseen.Db(tmp_path / "data", fsync="always")
+    job = db.namespace("job:42", ttl=86400)
+    assert db.ttl("job:42") == 86400
+    assert job.seen("https://a.example/") is False
+    # An existing namespace keeps its own lifetime.
+    db.namespace("job:42", ttl=5)
+    assert job.ttl() == 86400
+    assert db.ttl("nope") == -2
+    assert db.namespace("forever").ttl() == -1
+    assert db.expire("nope", 10) is False
+    assert job.persist() is True and job.ttl() == -1 and job.persist() is False
+    assert job.expire(0.2) is True
+    assert db.namespace("kept", ttl=3600).ttl() == 3600
+    time.sleep(0.3)
+    assert "job:42" not in db.names()
+    assert db.ttl("job:42") == -2
+    # Created anew: empty, without the old lifetime.
+    again = db.namespace("job:42")
+    assert again.contains("https://a.example/") is False and again.ttl() == -1
+    # A time not in the future drops the namespace, as Redis's EXPIRE.
+    assert db.expire("forever", -1) is True
+    assert db.ttl("forever") == -2
+    with pytest.raises(urlseen.InvalidOption):
+        db.namespace("bad", ttl=0)
+    db.close()
+    # Lifetimes survive a restart.
+    with urlseen.Db(tmp_path / "data") as db:
+        assert db.ttl("kept") in (3599, 3600)
+        assert db.ttl("job:42") == -1
+        assert sorted(db.names()) == ["job:42", "kept"]

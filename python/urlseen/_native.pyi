@@ -60,6 +60,12 @@ class Namespace:
     def forget_prefix(self, prefix: str) -> int:
         """Forget every URL under the prefix (namespaces created with keep_urls=True): how
         many were forgotten. Raises InvalidUrl, ForgetUnsupported."""
+    def expire(self, seconds: float) -> bool:
+        """`Db.expire` of this namespace."""
+    def persist(self) -> bool:
+        """`Db.persist` of this namespace."""
+    def ttl(self) -> int:
+        """`Db.ttl` of this namespace."""
     def stats(self) -> dict[str, Any]:
         """The namespace's statistics, with the keys of the server's URL.INFO."""
     def __len__(self) -> int: ...
@@ -96,10 +102,18 @@ class Db:
         exact: bool = False,
         counting: bool = False,
         keep_urls: bool = False,
+        ttl: Optional[float] = None,
     ) -> Namespace:
-        """The namespace `name`, created with these options if it does not exist."""
+        """The namespace `name`, created with these options if it does not exist; `ttl`
+        (seconds) gives a namespace this call creates a lifetime."""
     def names(self) -> list[str]: ...
     def drop(self, name: str) -> bool: ...
+    def expire(self, name: str, seconds: float) -> bool:
+        """Namespace `name` expires `seconds` from now (Redis's EXPIRE); whether it exists."""
+    def persist(self, name: str) -> bool:
+        """Removes the lifetime of `name` (Redis's PERSIST); whether it had one."""
+    def ttl(self, name: str) -> int:
+        """Seconds left, as Redis's TTL: -2 for no such namespace, -1 for no lifetime."""
     def sync(self) -> None: ...
     def close(self) -> None: ...
     @property
@@ -132,6 +146,12 @@ class Client:
     ) -> RemoteNamespace: ...
     def names(self) -> list[str]: ...
     def drop(self, name: str) -> bool: ...
+    def expire(self, name: str, seconds: float) -> bool:
+        """PEXPIRE on the server: `name` expires `seconds` from now; whether it exists."""
+    def persist(self, name: str) -> bool:
+        """PERSIST on the server; whether `name` had a lifetime."""
+    def ttl(self, name: str) -> int:
+        """TTL on the server: seconds left, -2 for no such namespace, -1 for no lifetime."""
     def close(self) -> None: ...
     def __enter__(self) -> Client: ...
     def __exit__(

@@ -137,6 +137,41 @@ impl RecrawlArgs {
     }
 }
 
+/// `--ttl`, for a new namespace.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct TtlArgs {
+    /// Lifetime of a new namespace (`24h`, `7d`): it expires this long after it is created,
+    /// as a Redis key given `EXPIRE`, and its files are removed. An existing namespace keeps
+    /// its own lifetime.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Option<std::time::Duration>,
+}
+
+impl TtlArgs {
+    /// The namespace `name` of `db`, created with `options` (and the lifetime) if it does not
+    /// exist.
+    ///
+    /// # Errors
+    /// As [`urlseen_engine::Db::create_namespace_with_expiry`].
+    pub fn namespace(
+        &self,
+        db: &urlseen_engine::Db,
+        name: &str,
+        options: urlseen_engine::NamespaceOptions,
+    ) -> urlseen_engine::Result<std::sync::Arc<urlseen_engine::Namespace>> {
+        let Some(ttl) = self.ttl else { return db.namespace_or_create(name, options) };
+        if let Some(ns) = db.namespace(name) {
+            return Ok(ns);
+        }
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let at = urlseen_engine::Expiry::At(db.clock().now_millis().saturating_add(ms));
+        match db.create_namespace_with_expiry(name, options.clone(), at) {
+            Err(urlseen_engine::Error::NamespaceExists(_)) => db.namespace_or_create(name, options),
+            other => other,
+        }
+    }
+}
+
 /// Parses a probability strictly between 0 and 1.
 pub fn parse_fpr(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

@@ -142,7 +142,8 @@ impl Known {
 
     fn insert(&mut self, full: u64) {
         if (self.len + 1) * 2 > self.slots.len() {
-            let size = (self.slots.len() * 2).max(1024);
+            // From 8 slots (64 bytes), doubling: a job that saw one host holds one cache line.
+            let size = (self.slots.len() * 2).max(8);
             let old = std::mem::replace(&mut self.slots, vec![0; size]);
             self.len = 0;
             for key in old.into_iter().filter(|&k| k != 0) {

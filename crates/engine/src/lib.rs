@@ -133,12 +133,12 @@ pub mod tree;
 mod url_journal;
 
 pub use backend::{SeenSet, SeenThenError};
-pub use db::{DEFAULT_NAMESPACE, Db, LoadStep, MAX_NAME_LEN};
+pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
 pub use dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;
 pub use namespace::{
-    CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats,
+    CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats, Usage,
 };
 pub use options::{
     DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,

@@ -12,8 +12,9 @@ pub const DEFAULT_SEED: u64 = 0x7572_6c73_6565_6e31; // "urlseen1"
 /// string of modest size and a split (re-hashing one leaf) short.
 pub const DEFAULT_MAX_LEAF_BITS: u64 = 1 << 23;
 
-/// Leaves never get smaller than this: below a few cache lines the per-leaf overhead dominates.
-pub const MIN_LEAF_BITS: u64 = 1 << 12;
+/// Leaves never get smaller than this: one 512-bit block of the blocked filter. A namespace
+/// made for a few items (RedisBloom's default key holds 100) is that small, and grows by splits.
+pub const MIN_LEAF_BITS: u64 = 1 << 9;
 
 /// How a namespace is built. Start from [`NamespaceOptions::default`] and override fields.
 ///

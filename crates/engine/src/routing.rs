@@ -57,8 +57,9 @@ pub(crate) fn range_hash(fp: u64, seed: u64) -> u64 {
     hash::mix64(fp ^ seed)
 }
 
-/// Levels whose location hash seed is computed once (deeper ones compute theirs per call).
-const SEEDED_LEVELS: usize = 64;
+/// Levels whose location hash seed is computed once (deeper ones compute theirs per call, a
+/// multiply and two shifts): few, since every namespace holds them.
+const SEEDED_LEVELS: usize = 8;
 
 /// The walk down a tree: its routing rule and its levels' seeds. The one definition of a
 /// fingerprint's path, for the tree in this process and the Redis backend alike.
@@ -402,12 +403,14 @@ impl Directory {
         a
     }
 
-    /// Rebuilds the buckets: at least 16 times as many as leaves (and 4,096, 16 KiB), so that
-    /// a leaf boundary falls in few of them: a lookup in a bucket that holds one is a search
-    /// whose branches the CPU cannot predict, which a profile of a grown tree's inserts put at
-    /// a third of their routing time with twice as many buckets as leaves.
+    /// Rebuilds the buckets: at least 16 times as many as leaves, so that a leaf boundary
+    /// falls in few of them: a lookup in a bucket that holds one is a search whose branches
+    /// the CPU cannot predict, which a profile of a grown tree's inserts put at a third of
+    /// their routing time with twice as many buckets as leaves. (No more: a namespace of one
+    /// leaf has 16 buckets, 64 bytes, where a floor of 4,096 made every small namespace 16
+    /// KiB.)
     fn index(&mut self) {
-        let bits = (self.starts.len() * 16).next_power_of_two().trailing_zeros().clamp(12, 30);
+        let bits = (self.starts.len() * 16).next_power_of_two().trailing_zeros().clamp(4, 30);
         self.shift = 64 - bits;
         let count = 1usize << bits;
         self.buckets.clear();

@@ -34,7 +34,8 @@ fn used_leaves(s: &NamespaceStats) -> u64 {
     s.leaves.iter().filter(|l| l.count > 0).count() as u64
 }
 
-/// A leaf file's write buffer, held in RAM by each leaf that recorded something.
+/// The most a leaf file's write buffer holds in RAM (1,024 records of 16 bytes): it grows to
+/// that as the leaf records.
 const BUFFER_BYTES: u64 = 1024 * 16;
 
 fn urls(from: u64, n: u64) -> Vec<String> {
@@ -71,7 +72,8 @@ fn a_large_reservation_holds_little_until_its_leaves_are_used() {
         let s = ns.stats();
         assert_eq!(used_leaves(&s), 1);
         let one = filter_bytes(s.leaf_bits);
-        assert_eq!(s.memory_bytes, one + BUFFER_BYTES, "{s:?}");
+        // Its buffer holds what the leaf recorded, not the bound it is flushed at.
+        assert!(s.memory_bytes > one && s.memory_bytes <= one + 4 * 16, "{s:?}");
 
         // A few more: each leaf they reach is allocated once.
         let answers = ns.seen_batch(&first).unwrap();
@@ -79,7 +81,8 @@ fn a_large_reservation_holds_little_until_its_leaves_are_used() {
         let s = ns.stats();
         let touched = used_leaves(&s);
         assert!((2..=5).contains(&touched), "{touched}");
-        assert_eq!(s.memory_bytes, used_and_reserved(&s).0 + touched * BUFFER_BYTES);
+        let used = used_and_reserved(&s).0;
+        assert!(s.memory_bytes > used && s.memory_bytes <= used + touched * BUFFER_BYTES);
         assert!(s.memory_bytes * 3 < s.filter_reserved_bytes, "{s:?}");
         db.close().unwrap();
     }
@@ -115,7 +118,7 @@ fn lazy_leaves_lose_nothing_through_splits_and_restarts() {
     // Small leaves, split inline: many leaves, most of them split while the test runs.
     let options = NamespaceOptions {
         capacity: 50_000,
-        leaf_bits: Some(MIN_LEAF_BITS),
+        leaf_bits: Some(MIN_LEAF_BITS.max(4096)),
         split: SplitPolicy { mode: SplitMode::Inline, ..Default::default() },
         ..Default::default()
     };
@@ -133,7 +136,8 @@ fn lazy_leaves_lose_nothing_through_splits_and_restarts() {
         let s = ns.stats();
         assert!(s.leaf_count > 100, "{}", s.leaf_count);
         assert!(used_leaves(&s) <= 3);
-        assert_eq!(s.memory_bytes, used_and_reserved(&s).0 + used_leaves(&s) * BUFFER_BYTES);
+        let used = used_and_reserved(&s).0;
+        assert!(s.memory_bytes <= used + used_leaves(&s) * BUFFER_BYTES, "{s:?}");
         db.close().unwrap();
     }
     {

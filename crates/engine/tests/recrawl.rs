@@ -465,6 +465,9 @@ fn rotation_keeps_g_generations_and_a_spill_window_lives_in_the_spill_directory(
     let t = tmp.create_namespace("t", window).unwrap();
     assert!(!t.seen("https://a.example/").unwrap());
     assert!(t.seen("https://a.example/").unwrap());
+    // Enough for a leaf to split: its records go to a file (a leaf of a few stays in RAM).
+    t.seen_batch(&urls("spill", 5_000)).unwrap();
+    t.complete_splits();
     let dirs = walk_dirs(tmp.spill_dir().unwrap());
     assert!(dirs.iter().any(|p| p.contains("/gen/") && p.ends_with("/leaves")), "{dirs:?}");
 }

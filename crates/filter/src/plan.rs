@@ -294,16 +294,22 @@ fn best_blocked(fpr: FprFn, m: u64, n: u64) -> (f64, u32) {
 /// the best for one item.
 #[must_use]
 pub fn blocked_capacity(m: u64, f_max: f64) -> (u64, u32) {
-    capacity_by(blocked_fpr, m, f_max)
+    capacity_by(memo::Formula::Blocked, m, f_max)
 }
 
 /// [`blocked_capacity`] for the sectorized probes: [`sectorized_fpr`] ≤ `f_max`.
 #[must_use]
 pub fn sectorized_capacity(m: u64, f_max: f64) -> (u64, u32) {
-    capacity_by(sectorized_fpr, m, f_max)
+    capacity_by(memo::Formula::Sectorized, m, f_max)
 }
 
-fn capacity_by(fpr: FprFn, m: u64, f_max: f64) -> (u64, u32) {
+fn capacity_by(formula: memo::Formula, m: u64, f_max: f64) -> (u64, u32) {
+    memo::sizing(memo::Search::Capacity, formula, m, f_max, || {
+        capacity_search(formula.fpr(), m, f_max)
+    })
+}
+
+fn capacity_search(fpr: FprFn, m: u64, f_max: f64) -> (u64, u32) {
     let fits = |n: u64| best_blocked(fpr, m, n).0 <= f_max;
     if !(f_max > 0.0 && f_max < 1.0 && fits(1)) {
         return (0, best_blocked(fpr, m, 1).1);
@@ -330,7 +336,7 @@ fn capacity_by(fpr: FprFn, m: u64, f_max: f64) -> (u64, u32) {
 /// Values of `p` outside `(0, 1)` are clamped into it ([`Plan::new`] validates).
 #[must_use]
 pub fn blocked_bits(n: u64, p: f64) -> (u64, u32) {
-    bits_by(blocked_fpr, n, p)
+    bits_by(memo::Formula::Blocked, n, p)
 }
 
 /// [`blocked_bits`] for the sectorized probes: the smallest m (a multiple of 512) and its best
@@ -338,10 +344,14 @@ pub fn blocked_bits(n: u64, p: f64) -> (u64, u32) {
 /// [`BlockedBloom::with_capacity`](crate::BlockedBloom::with_capacity) uses.
 #[must_use]
 pub fn sectorized_bits(n: u64, p: f64) -> (u64, u32) {
-    bits_by(sectorized_fpr, n, p)
+    bits_by(memo::Formula::Sectorized, n, p)
 }
 
-fn bits_by(fpr: FprFn, n: u64, p: f64) -> (u64, u32) {
+fn bits_by(formula: memo::Formula, n: u64, p: f64) -> (u64, u32) {
+    memo::sizing(memo::Search::Bits, formula, n, p, || bits_search(formula.fpr(), n, p))
+}
+
+fn bits_search(fpr: FprFn, n: u64, p: f64) -> (u64, u32) {
     if n == 0 {
         return (BLOCK_BITS, 1);
     }
@@ -371,6 +381,67 @@ fn bits_by(fpr: FprFn, n: u64, p: f64) -> (u64, u32) {
         if fits(mid) { hi = mid } else { lo = mid }
     }
     (hi * BLOCK_BITS, best(hi))
+}
+
+/// The answers of the two sizing searches, remembered: each takes some forty Poisson mixtures
+/// (about a millisecond), and every namespace created asks them again with the same few
+/// arguments (the server's defaults, the levels of a tree), so a server creating thousands of
+/// namespaces a second spent nine tenths of its time here.
+mod memo {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    use super::{FprFn, blocked_fpr, sectorized_fpr};
+
+    /// Which search.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    pub(super) enum Search {
+        Capacity,
+        Bits,
+    }
+
+    /// Which FPR formula it searches with.
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    pub(super) enum Formula {
+        Blocked,
+        Sectorized,
+    }
+
+    impl Formula {
+        pub(super) fn fpr(self) -> FprFn {
+            match self {
+                Formula::Blocked => blocked_fpr,
+                Formula::Sectorized => sectorized_fpr,
+            }
+        }
+    }
+
+    /// Most answers kept; past it the table starts over (a process asks for a handful).
+    const MAX_ENTRIES: usize = 4096;
+
+    type Key = (Search, Formula, u64, u64);
+
+    pub(super) fn sizing(
+        search: Search,
+        formula: Formula,
+        x: u64,
+        rate: f64,
+        compute: impl FnOnce() -> (u64, u32),
+    ) -> (u64, u32) {
+        static TABLE: OnceLock<Mutex<HashMap<Key, (u64, u32)>>> = OnceLock::new();
+        let key = (search, formula, x, rate.to_bits());
+        let table = TABLE.get_or_init(Mutex::default);
+        if let Some(&hit) = table.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return hit;
+        }
+        let found = compute();
+        let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+        if table.len() >= MAX_ENTRIES {
+            table.clear();
+        }
+        table.insert(key, found);
+        found
+    }
 }
 
 /// A complete sizing for `capacity` items at false-positive rate `fpr`: a single classic filter,

@@ -134,6 +134,8 @@ pub const URL_BAD_CAPACITY: &str = "ERR bad capacity: expected a positive intege
 pub const URL_BAD_ERROR_RATE: &str = "ERR bad error rate: expected a number between 0 and 1";
 /// `URL.RESERVE … RECRAWL x` with `x` not a positive integer.
 pub const URL_BAD_RECRAWL: &str = "ERR bad recrawl window: expected a positive number of seconds";
+/// `URL.RESERVE … TTL x` with `x` not a positive number of seconds.
+pub const URL_BAD_TTL: &str = "ERR bad TTL: expected a positive number of seconds";
 /// `URL.RESERVE … GENERATIONS x` with `x` not a positive integer.
 pub const URL_BAD_GENERATIONS: &str = "ERR bad generations: expected a positive integer";
 /// `URL.INFO` on a namespace that does not exist.
@@ -150,6 +152,31 @@ pub const SLOWLOG_BAD_COUNT: &str = "ERR count should be greater than or equal t
 /// `SLOWLOG GET` with more than one argument (Redis' `addReplySubcommandSyntaxError`).
 pub const SLOWLOG_GET_SYNTAX: &str =
     "ERR unknown subcommand or wrong number of arguments for 'GET'. Try SLOWLOG HELP.";
+/// `EXPIRE … NX` with another condition.
+pub const EXPIRE_NX_AND_OTHERS: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+/// `EXPIRE … GT LT`.
+pub const EXPIRE_GT_AND_LT: &str = "ERR GT and LT options at the same time are not compatible";
+/// `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME` of a key that does not exist.
+pub const TTL_NO_KEY: i64 = -2;
+/// `TTL` and its family of a key without a time.
+pub const TTL_NO_EXPIRY: i64 = -1;
+/// `MEMORY` subcommands that report on the allocator or the whole server.
+pub const MEMORY_UNSUPPORTED: &str = "ERR this MEMORY subcommand is not supported by urlseen: \
+     MEMORY USAGE <key> is; INFO memory reports the server";
+
+/// `EXPIRE` and its family with a time that overflows (Redis names the command, lowercase).
+pub fn invalid_expire_time(command: &str) -> CommandError {
+    CommandError::Custom(Cow::Owned(format!("ERR invalid expire time in '{command}' command")))
+}
+
+/// `EXPIRE … <option>` with an option that is none of `NX`, `XX`, `GT`, `LT` (echoed as
+/// Redis does, line breaks made spaces).
+pub fn unsupported_expire_option(option: &[u8]) -> CommandError {
+    let mut text = b"ERR Unsupported option ".to_vec();
+    text.extend(option.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+    CommandError::Raw(Bytes::from(text))
+}
 
 /// `EXEC` itself refused (wrong arity, not authenticated): Redis discards the transaction and
 /// answers `-EXECABORT Transaction discarded because of: <reason>`, the reason without the

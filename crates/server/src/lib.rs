@@ -83,7 +83,7 @@ pub mod server;
 pub mod slowlog;
 pub mod transaction;
 
-pub use app::{App, AppConfig, BloomParams, KeyKind, Keyspace, Lookup};
+pub use app::{App, AppConfig, BloomParams, ExpireIf, KeyKind, Keyspace, Lookup};
 pub use client::{ConnState, OnReply};
 pub use cmd::info::InfoSection;
 pub use config::{Config, Limits};

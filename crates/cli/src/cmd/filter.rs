@@ -96,6 +96,8 @@ pub struct Args {
     keep_urls: bool,
     #[command(flatten)]
     recrawl: crate::args::RecrawlArgs,
+    #[command(flatten)]
+    ttl: crate::args::TtlArgs,
 }
 
 fn parse_fsync(s: &str) -> Result<Fsync, String> {
@@ -129,6 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut options = options;
     args.recrawl.apply(&mut options);
     if let Some(urls) = &args.redis {
+        anyhow::ensure!(args.ttl.ttl.is_none(), "--ttl is not supported with --redis");
         return run_redis(&args, urls.clone(), options);
     }
     let db = match &args.data {
@@ -139,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if db.namespace(&args.ns).is_none() {
         super::check_fits_in_ram(&options)?;
     }
-    let ns = db.namespace_or_create(&args.ns, options)?;
+    let ns = args.ttl.namespace(&db, &args.ns, options)?;
     super::warn_recovery(&ns);
     let canon = Canonicalizer::new(ns.options().canon.clone());
 

@@ -59,6 +59,8 @@ pub struct ImportArgs {
     keep_urls: bool,
     #[command(flatten)]
     recrawl: crate::args::RecrawlArgs,
+    #[command(flatten)]
+    ttl: crate::args::TtlArgs,
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<()> {
@@ -76,7 +78,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<()> {
     if db.namespace(&args.ns).is_none() {
         super::check_fits_in_ram(&options)?;
     }
-    let ns = db.namespace_or_create(&args.ns, options)?;
+    let ns = args.ttl.namespace(&db, &args.ns, options)?;
     super::warn_recovery(&ns);
     let total_bytes: u64 = args
         .files

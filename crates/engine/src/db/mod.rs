@@ -2,9 +2,12 @@
 //! directory) their persistence.
 
 mod catalog;
+mod expiry;
 mod restore;
 
 use catalog::{Catalog, Evict, Found};
+use expiry::Expiries;
+pub use expiry::{Expiry, ExpiryUpdate};
 pub use restore::LoadStep;
 use restore::{RESTORE_SUFFIX, Restore};
 
@@ -21,7 +24,7 @@ use crate::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
-use crate::namespace::{Namespace, Set};
+use crate::namespace::{Ledger, Namespace, Set, Usage};
 use crate::options::NamespaceOptions;
 use crate::persist::{self, Access, DbOptions, DirLock};
 use crate::recrawl::{Generations, Home};
@@ -99,10 +102,14 @@ struct Inner {
     spill: Option<Arc<tempfile::TempDir>>,
     options: DbOptions,
     closed: AtomicBool,
+    /// Running totals of what the namespaces hold (see [`Db::usage`]).
+    ledger: Arc<Ledger>,
     /// Held by the housekeeping thread while it syncs or checkpoints, and by `close`/drop: so a
     /// closed `Db` waits for that work, and the thread never holds the `Db` itself (which would
     /// keep the directory locked after the user dropped it).
     busy: Arc<Mutex<()>>,
+    /// When namespaces expire (see `expiry.rs`).
+    expiries: Expiries,
 }
 
 impl Db {
@@ -149,7 +156,9 @@ impl Db {
                 spill,
                 options,
                 closed: AtomicBool::new(false),
+                ledger: Arc::default(),
                 busy: Arc::new(Mutex::new(())),
+                expiries: Expiries::in_memory(),
             }),
         }
     }
@@ -207,6 +216,7 @@ impl Db {
                 }
             }
         }
+        let expiries = Expiries::open(&options.storage, &root, options.fsync, false)?;
         let inner = Arc::new(Inner {
             namespaces: RwLock::new(catalog),
             loading: Mutex::default(),
@@ -218,10 +228,16 @@ impl Db {
             spill: None,
             options,
             closed: AtomicBool::new(false),
+            ledger: Arc::default(),
             busy: Arc::new(Mutex::new(())),
+            expiries,
         });
+        // Those opened already (a directory from before names were hex): counted now.
+        inner.namespaces.read().loaded().iter().for_each(|ns| ns.join_ledger(&inner.ledger));
         spawn_housekeeping(Arc::downgrade(&inner), Arc::clone(&inner.busy));
-        Ok(Db { inner })
+        let db = Db { inner };
+        db.open_expiries()?;
+        Ok(db)
     }
 
     /// Opens the data directory `dir` for reading only (`urlseen stats`): every namespace's
@@ -276,6 +292,7 @@ impl Db {
             }
         }
         // No housekeeping thread: there is nothing to sync or checkpoint.
+        let expiries = Expiries::open(&options.storage, &root, options.fsync, true)?;
         Ok(Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::new(catalog),
@@ -288,7 +305,9 @@ impl Db {
                 spill: None,
                 options,
                 closed: AtomicBool::new(false),
+                ledger: Arc::default(),
                 busy: Arc::new(Mutex::new(())),
+                expiries,
             }),
         })
     }
@@ -321,6 +340,13 @@ impl Db {
         self.path().is_some() && self.fsync().commit_syncs()
     }
 
+    /// What every namespace holds together: RAM, reservations and disk, kept up to date as
+    /// they are written (within a sixteenth of each namespace's growth) and as they are
+    /// created and dropped. O(1): what a server checks `maxmemory` against per command.
+    pub fn usage(&self) -> Usage {
+        self.inner.ledger.usage()
+    }
+
     /// Creates namespace `name`.
     ///
     /// # Errors
@@ -334,6 +360,7 @@ impl Db {
         self.refuse_if_read_only()?;
         validate_name(name)?;
         options.validate()?;
+        self.expired(name);
         let inner = &self.inner;
         let mut map = inner.namespaces.write();
         if map.contains(name) {
@@ -342,12 +369,14 @@ impl Db {
         if inner.restores.lock().contains_key(name) {
             return Err(Error::Restoring(name.to_owned()));
         }
+        inner.expiries.created(name)?;
         let ns = Arc::new(self.build(name, options, None)?);
+        ns.join_ledger(&inner.ledger);
         // Room is made after the files are made (a create that fails holds none): for a
         // moment the bound is passed by one namespace's.
         if let Err(e) = self.add_loaded(&mut map, name, &ns) {
             drop(ns);
-            let _ = self.remove_files(name, None);
+            let _ = self.inner.remove_files(name, None);
             return Err(e);
         }
         Ok(ns)
@@ -379,7 +408,7 @@ impl Db {
                 Namespace::from_parts(
                     name.to_owned(),
                     options,
-                    Set::Recrawl(gens),
+                    Set::Recrawl(Box::new(gens)),
                     Backing::Volatile,
                 )?
             }
@@ -444,6 +473,9 @@ impl Db {
     /// [`Error::CanonVersionMismatch`] (it stays unloaded, and the next call tries again);
     /// [`Error::TooManyOpenNamespaces`].
     pub fn try_namespace(&self, name: &str) -> Result<Option<Arc<Namespace>>> {
+        if self.expired(name) {
+            return Ok(None);
+        }
         let found = self.inner.namespaces.read().get(name);
         match found {
             Found::Loaded(ns) if ns.is_detached() => {}
@@ -493,6 +525,7 @@ impl Db {
                 &format!("names namespace {stored:?}, but its directory is {name:?}'s"),
             ));
         }
+        ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
         self.add_loaded(&mut map, name, &ns)?;
         Ok(Some(ns))
@@ -603,45 +636,32 @@ impl Db {
                 return Ok(true);
             }
         }
-        // No load of it may run while its files go.
-        let _one = self.inner.loading.lock();
-        let mut map = self.inner.namespaces.write();
-        if !map.contains(name) {
+        if self.expired(name) {
+            // Past its time, it was gone already (as Redis's `DEL` of an expired key: 0).
             return Ok(false);
         }
-        let ns = map.remove(name);
-        drop(map);
-        self.remove_files(name, ns.as_deref().and_then(Namespace::data_dir))?;
-        Ok(true)
+        self.inner.drop_published(name, None)
     }
 
-    /// Removes the files of namespace `name` (in `dir`, when it is loaded from elsewhere).
-    fn remove_files(&self, name: &str, dir: Option<&Path>) -> Result<()> {
-        let storage = &self.inner.options.storage;
-        if let Some((root, _)) = &self.inner.root {
-            let own = persist::namespace_dir(root, name);
-            let dir = dir.unwrap_or(&own);
-            // Renamed aside first, in one step: a crash half-way through the removal leaves a
-            // `*.dropped.tmp` directory, which open finishes removing, never a namespace
-            // without its meta (which open refuses, since it cannot tell it from damage).
-            let aside = dropped_path(dir);
-            storage.rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
-            storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
-        } else if let Some(spill) = &self.inner.spill {
-            let dir = persist::namespace_dir(spill.path(), name);
-            storage.remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+    /// How many namespaces there are (loaded or not): [`Self::namespace_names`]'s length,
+    /// without listing them (what `DBSIZE` and `INFO keyspace` answer, in O(1) plus the
+    /// expiries due).
+    pub fn namespace_count(&self) -> usize {
+        if self.inner.read_only {
+            return self.namespace_names().len();
         }
-        Ok(())
+        self.expire_due();
+        self.inner.namespaces.read().len()
     }
 
     /// Names of all namespaces (loaded or not), sorted.
     pub fn namespace_names(&self) -> Vec<String> {
-        self.inner.namespaces.read().names()
-    }
-
-    /// How many namespaces there are (loaded or not).
-    pub fn namespace_count(&self) -> usize {
-        self.inner.namespaces.read().len()
+        self.expire_due();
+        let names = self.inner.namespaces.read().names();
+        match self.inner.read_only {
+            true => names.into_iter().filter(|n| !self.is_due(n)).collect(),
+            false => names,
+        }
     }
 
     /// [`Namespace::seen`] on the [`DEFAULT_NAMESPACE`], created with default options on first
@@ -681,6 +701,7 @@ impl Db {
     /// # Errors
     /// The first failure.
     pub fn sync(&self) -> Result<()> {
+        self.inner.expiries.sync()?;
         for_each_loaded(&self.inner, |ns| ns.sync())?;
         self.sync_unloaded()
     }
@@ -697,6 +718,7 @@ impl Db {
     /// # Errors
     /// The first failure.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.expiries.sync()?;
         for_each_loaded(&self.inner, |ns| ns.checkpoint())
     }
 
@@ -729,6 +751,54 @@ impl Db {
             }),
             _ => Ok(()),
         }
+    }
+}
+
+impl Inner {
+    /// Removes namespace `name` from the map and its files (the part of
+    /// [`Db::drop_namespace`] a published namespace needs; the active expire cycle calls it
+    /// too). With `only_if_due`, only if its time is that or before. Returns whether it
+    /// existed.
+    fn drop_published(&self, name: &str, only_if_due: Option<u64>) -> Result<bool> {
+        // No load of it may run while its files go.
+        let _one = self.loading.lock();
+        let ns = {
+            let mut map = self.namespaces.write();
+            if only_if_due.is_some_and(|now| !self.expiries.is_due_at(name, now)) {
+                return Ok(false);
+            }
+            if !map.contains(name) {
+                return Ok(false);
+            }
+            self.expiries.dropped(name);
+            map.remove(name)
+        };
+        if let Some(ns) = &ns {
+            // Out of the totals now, not when the last holder of it lets go (a connection's
+            // cache may keep it until its next command).
+            ns.leave_ledger();
+        }
+        self.remove_files(name, ns.as_deref().and_then(Namespace::data_dir))?;
+        Ok(true)
+    }
+
+    /// Removes the files of namespace `name` (in `dir`, when it is loaded from elsewhere).
+    fn remove_files(&self, name: &str, dir: Option<&Path>) -> Result<()> {
+        let storage = &self.options.storage;
+        if let Some((root, _)) = &self.root {
+            let own = persist::namespace_dir(root, name);
+            let dir = dir.unwrap_or(&own);
+            // Renamed aside first, in one step: a crash half-way through the removal leaves a
+            // `*.dropped.tmp` directory, which open finishes removing, never a namespace
+            // without its meta (which open refuses, since it cannot tell it from damage).
+            let aside = dropped_path(dir);
+            storage.rename(dir, &aside).map_err(|e| Error::io("rename", dir, e))?;
+            storage.remove_dir_all(&aside).map_err(|e| Error::io("remove", &aside, e))?;
+        } else if let Some(spill) = &self.spill {
+            let dir = persist::namespace_dir(spill.path(), name);
+            storage.remove_dir_all(&dir).map_err(|e| Error::io("remove", &dir, e))?;
+        }
+        Ok(())
     }
 }
 

@@ -113,6 +113,7 @@ impl Db {
             });
         }
         validate_name(name)?;
+        self.expired(name);
         let inner = &self.inner;
         let map = inner.namespaces.write();
         if map.contains(name) {
@@ -173,7 +174,9 @@ impl Db {
             _ => ns,
         };
         let ns = Arc::new(ns);
+        ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
+        inner.expiries.created(name)?;
         if let Err(e) = self.add_loaded(&mut map, name, &ns) {
             // Its files are in place: it is there, to be loaded when there is room.
             drop(ns);

@@ -52,6 +52,9 @@ pub struct LeafFiles {
     /// When the first failure since the last recovery happened.
     pub(super) failed_at: Mutex<Option<std::time::Instant>>,
     pub(super) disk_bytes: AtomicU64,
+    /// Whether `dir` exists: it is made when the first leaf file is, so that a namespace
+    /// whose leaves never leave their buffers (a few URLs) costs no directory.
+    pub(super) dir_made: AtomicBool,
     /// `urlseen check` and read-only opens: adopting a leaf checks it and changes nothing, and
     /// a leaf's records stay in its buffer instead of going to its file.
     pub(super) read_only: bool,
@@ -61,7 +64,7 @@ pub struct LeafFiles {
 }
 
 impl LeafFiles {
-    /// The leaf files in `dir` (created if missing). `keep_retired`: whether the files of
+    /// The leaf files in `dir` (created with the first file). `keep_retired`: whether the files of
     /// retired leaves must wait for the next checkpoint (a data directory, whose snapshot on disk
     /// may still name them) or may go at once (a spill directory).
     ///
@@ -82,8 +85,11 @@ impl LeafFiles {
         keep_retired: bool,
         keep_alive: Option<Arc<dyn std::any::Any + Send + Sync>>,
     ) -> Result<Arc<Self>> {
-        storage.create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        Ok(Self::with(storage, dir, keep_retired, keep_alive, false))
+        let files = Self::with(storage, dir, keep_retired, keep_alive, false);
+        if files.storage.file_len(&files.dir).is_ok_and(|len| len.is_some()) {
+            files.dir_made.store(true, Ordering::Release);
+        }
+        Ok(files)
     }
 
     /// The leaf files of a namespace in a data directory: [`Self::open`], but `dir` is made by
@@ -116,6 +122,7 @@ impl LeafFiles {
             failed_for_good: AtomicBool::new(false),
             failed_at: Mutex::new(None),
             disk_bytes: AtomicU64::new(0),
+            dir_made: AtomicBool::new(false),
             read_only,
             _keep_alive: keep_alive,
         })
@@ -134,6 +141,16 @@ impl LeafFiles {
     /// The file of leaf `id`.
     pub fn path(&self, id: NodeId) -> PathBuf {
         self.dir.join(format!("{id}.leaf"))
+    }
+
+    /// Makes the directory before the first leaf file is created in it (durably, in a data
+    /// directory: the storage syncs its parent).
+    pub(super) fn make_dir(&self) -> std::io::Result<()> {
+        if !self.dir_made.load(Ordering::Acquire) {
+            self.storage.create_dir_all(&self.dir)?;
+            self.dir_made.store(true, Ordering::Release);
+        }
+        Ok(())
     }
 
     pub(super) fn check(&self) -> Result<()> {

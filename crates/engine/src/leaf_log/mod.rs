@@ -131,7 +131,9 @@ pub(crate) enum LeafLog {
     /// Every fingerprint, on the heap: the recorded ones, then the kept ones (the order of the
     /// two kinds does not matter to a split), each with its host hash (12 bytes a URL), in
     /// chunks (see [`Chunked`]).
-    Memory { fps: Chunked<u64>, hosts: Chunked<u32>, kept: Chunked<u64>, kept_hosts: Chunked<u32> },
+    /// Boxed: a leaf of a file-backed tree (every leaf of a server's namespace) is then the
+    /// size of the file variant.
+    Memory(Box<MemoryLog>),
     /// A file of blocks and the buffered tail not yet appended to it.
     File {
         id: NodeId,
@@ -142,6 +144,15 @@ pub(crate) enum LeafLog {
         /// Records not yet in the file.
         buffer: Vec<LeafRecord>,
     },
+}
+
+/// An in-memory leaf log's lists (see [`LeafLog::Memory`]).
+#[derive(Debug, Default)]
+pub(crate) struct MemoryLog {
+    fps: Chunked<u64>,
+    hosts: Chunked<u32>,
+    kept: Chunked<u64>,
+    kept_hosts: Chunked<u32>,
 }
 
 /// Where a split's reader is in a frozen leaf: records read, and the file offset they end at.
@@ -155,12 +166,12 @@ impl LeafLog {
     /// An empty log for new leaf `id`.
     pub fn new(store: &LeafStore, id: NodeId, reserve: usize) -> Self {
         match store {
-            LeafStore::Memory => LeafLog::Memory {
+            LeafStore::Memory => LeafLog::Memory(Box::new(MemoryLog {
                 fps: Chunked::with_capacity(reserve),
                 hosts: Chunked::with_capacity(reserve),
                 kept: Chunked::default(),
                 kept_hosts: Chunked::default(),
-            },
+            })),
             LeafStore::Files(_) => {
                 LeafLog::File { id, on_disk: 0, file_len: 0, buffer: Vec::new() }
             }
@@ -176,7 +187,7 @@ impl LeafLog {
     /// Records held, kept ones included.
     pub fn len(&self) -> u64 {
         match self {
-            LeafLog::Memory { fps, kept, .. } => (fps.len() + kept.len()) as u64,
+            LeafLog::Memory(m) => (m.fps.len() + m.kept.len()) as u64,
             LeafLog::File { on_disk, buffer, .. } => on_disk + buffer.len() as u64,
         }
     }
@@ -184,7 +195,8 @@ impl LeafLog {
     /// Heap bytes: all of it in memory, the buffer for a file.
     pub fn memory_bytes(&self) -> u64 {
         match self {
-            LeafLog::Memory { fps, hosts, kept, kept_hosts } => {
+            LeafLog::Memory(m) => {
+                let MemoryLog { fps, hosts, kept, kept_hosts } = &**m;
                 (fps.heap_bytes()
                     + hosts.heap_bytes()
                     + kept.heap_bytes()
@@ -197,7 +209,7 @@ impl LeafLog {
     /// Bytes of the leaf's file (0 in memory or before the first block).
     pub fn file_len(&self) -> u64 {
         match self {
-            LeafLog::Memory { .. } => 0,
+            LeafLog::Memory(_) => 0,
             LeafLog::File { file_len, .. } => *file_len,
         }
     }
@@ -219,7 +231,8 @@ impl LeafLog {
             assert_eq!(hosts.len(), run.len(), "extend_recorded: one host per fingerprint");
         }
         match self {
-            LeafLog::Memory { fps, hosts: fp_hosts, .. } => {
+            LeafLog::Memory(m) => {
+                let MemoryLog { fps, hosts: fp_hosts, .. } = &mut **m;
                 fps.extend_from_slice(run);
                 match hosts {
                     Some(hosts) => fp_hosts.extend_from_slice(hosts),
@@ -231,9 +244,6 @@ impl LeafLog {
                 while done < run.len()
                     && let LeafLog::File { buffer, .. } = &mut *self
                 {
-                    if buffer.capacity() == 0 {
-                        buffer.reserve_exact(BUFFER_RECORDS);
-                    }
                     // Up to the buffer's bound (past it only if a failed flush left it full).
                     let take = BUFFER_RECORDS.saturating_sub(buffer.len()).max(1);
                     let end = (done + take).min(run.len());
@@ -253,18 +263,16 @@ impl LeafLog {
     /// Appends one record; a full buffer goes to the file (see the module docs on errors).
     pub fn push(&mut self, store: &LeafStore, record: LeafRecord) {
         match self {
-            LeafLog::Memory { kept, kept_hosts, .. } if record.kept => {
-                kept.push(record.fp);
-                kept_hosts.push(record.host);
+            LeafLog::Memory(m) if record.kept => {
+                m.kept.push(record.fp);
+                m.kept_hosts.push(record.host);
             }
-            LeafLog::Memory { fps, hosts, .. } => {
-                fps.push(record.fp);
-                hosts.push(record.host);
+            LeafLog::Memory(m) => {
+                m.fps.push(record.fp);
+                m.hosts.push(record.host);
             }
             LeafLog::File { buffer, .. } => {
-                if buffer.capacity() == 0 {
-                    buffer.reserve_exact(BUFFER_RECORDS);
-                }
+                // Grown by doubling up to its bound: a leaf of a few records holds a few.
                 buffer.push(record);
                 if buffer.len() >= BUFFER_RECORDS {
                     self.flush(store);
@@ -303,21 +311,14 @@ impl LeafLog {
         for block in buffer.chunks(BUFFER_RECORDS) {
             encode_block(&mut bytes, block);
         }
-        let append = || match *file_len {
+        let written = if *file_len == 0 {
             // A new leaf: whatever a file of this id held before is not ours.
-            0 => files
-                .storage
-                .remove_file(&path)
-                .and_then(|()| files.storage.append_to(&path, &bytes)),
-            _ => files.storage.append_to(&path, &bytes),
-        };
-        let written = match append() {
-            // The directory is made by the first leaf file (most namespaces never write one
-            // before their first checkpoint).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                files.storage.create_dir_all(files.dir()).and_then(|()| append())
-            }
-            other => other,
+            files
+                .make_dir()
+                .and_then(|()| files.storage.remove_file(&path))
+                .and_then(|()| files.storage.append_to(&path, &bytes))
+        } else {
+            files.storage.append_to(&path, &bytes)
         };
         match written {
             Ok(()) => {
@@ -409,7 +410,8 @@ impl LeafLog {
     ) -> Result<ReadPos> {
         out.clear();
         match (self, store) {
-            (LeafLog::Memory { fps, hosts, kept, kept_hosts }, _) => {
+            (LeafLog::Memory(m), _) => {
+                let MemoryLog { fps, hosts, kept, kept_hosts } = &**m;
                 let all = fps.len() + kept.len();
                 let start = pos.records.min(all as u64) as usize;
                 let end = start.saturating_add(want).min(all);

@@ -44,7 +44,7 @@ impl LeafLog {
             return Ok(dropped);
         }
         match (&mut *self, store) {
-            (LeafLog::Memory { .. }, _) | (LeafLog::File { .. }, LeafStore::Memory) => {
+            (LeafLog::Memory(_), _) | (LeafLog::File { .. }, LeafStore::Memory) => {
                 let kept = all(self, stay)?;
                 let mut log = LeafLog::new(&LeafStore::Memory, 0, kept.len());
                 for r in kept {
@@ -63,11 +63,7 @@ impl LeafLog {
                     return Ok(dropped);
                 }
                 files.check()?;
-                // Made by the first leaf file (see `LeafFiles::open_lazily`).
-                files
-                    .storage
-                    .create_dir_all(files.dir())
-                    .map_err(|e| crate::error::Error::io("create directory", files.dir(), e))?;
+                files.make_dir().map_err(|e| Error::io("create directory", files.dir(), e))?;
                 let (mut records, mut file_len) = (0u64, 0u64);
                 let mut failed = None;
                 let old = &*self;

@@ -11,8 +11,9 @@ impl Namespace {
     /// As [`Self::seen_fingerprints`].
     pub fn seen_fingerprint(&self, fp: u64) -> Result<bool> {
         if let (Set::Tree { tree, exact: None }, Backing::Volatile) = (&self.set, &self.backing) {
-            let in_flight = self.in_flight.read();
-            return Ok(in_flight.contains(&fp) || tree.insert(fp));
+            let seen = self.in_flight.read().contains(&fp) || tree.insert(fp);
+            self.account();
+            return Ok(seen);
         }
         let mut out = [false];
         self.seen_fingerprints(&[fp], &mut out)?;
@@ -113,8 +114,20 @@ impl Namespace {
 
     /// A check-and-insert that answers "seen" for the fingerprints in flight and records the
     /// rest, holding the set in flight shared until they are in the tree (see
-    /// [`crate::reserve`]).
-    pub(super) fn seen_outside_flight(
+    /// [`crate::reserve`]); then the `Db`'s totals learn what it took.
+    fn seen_outside_flight(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        then: Option<&mut HandOn<'_>>,
+    ) -> Result<()> {
+        let done = self.seen_outside_flight_unaccounted(fps, hosts, out, then);
+        self.account();
+        done
+    }
+
+    fn seen_outside_flight_unaccounted(
         &self,
         fps: &[u64],
         hosts: &[u32],

@@ -47,7 +47,9 @@ impl Namespace {
             return Err(Error::ForgetUnsupported(self.name.clone()));
         };
         self.backing.check()?;
-        set.forget_many(fps, out)?;
+        let forgot = set.forget_many(fps, out);
+        self.measure();
+        forgot?;
         if self.backing.commit_syncs() {
             set.sync()?;
         }
@@ -153,6 +155,12 @@ impl Namespace {
         h: u32,
         check: &dyn Fn() -> Result<()>,
     ) -> Result<u64> {
+        let forgot = self.forget_host_records(h, check);
+        self.measure();
+        forgot
+    }
+
+    fn forget_host_records(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
         let (tree, exact) = match &self.set {
             Set::Tree { tree, exact } => (tree, exact),
             // Each live generation, in turn.
@@ -182,7 +190,7 @@ impl Namespace {
             Ok(())
         };
         let count =
-            self.forget_in_tree(tree, exact.as_ref(), "by host", &|r| r.host == h, &mut logged)?;
+            self.forget_in_tree(tree, exact.as_deref(), "by host", &|r| r.host == h, &mut logged)?;
         Ok(count.recorded)
     }
 
@@ -280,6 +288,12 @@ impl Namespace {
     /// the namespace does not keep its URLs; [`Error::ForgetHostUnknown`]; then as
     /// [`Self::forget_host`].
     pub fn forget_prefix(&self, prefix: &str) -> Result<u64> {
+        let forgot = self.forget_prefix_records(prefix);
+        self.measure();
+        forgot
+    }
+
+    fn forget_prefix_records(&self, prefix: &str) -> Result<u64> {
         let invalid = |reason: &str| Error::InvalidPrefix {
             prefix: prefix.to_owned(),
             reason: reason.to_owned(),
@@ -344,7 +358,7 @@ impl Namespace {
                     r.host == h && (r.kept || found.borrow().contains(&r.fp))
                 };
                 let count =
-                    self.forget_in_tree(tree, exact.as_ref(), "by prefix", &drop, &mut logged)?;
+                    self.forget_in_tree(tree, exact.as_deref(), "by prefix", &drop, &mut logged)?;
                 Ok(count.recorded)
             }
             Set::Counting(set) => {

@@ -25,7 +25,10 @@ mod forget;
 mod reserve;
 mod stats;
 mod unload;
+mod usage;
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
+pub(crate) use usage::Ledger;
+pub use usage::Usage;
 
 /// What [`Namespace::seen_fingerprints_then`] calls with a batch's answers before committing.
 type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
@@ -46,17 +49,19 @@ pub struct Namespace {
     hosts: Arc<HostDict>,
     /// The canonical URLs recorded, for a forget by prefix ([`NamespaceOptions::keep_urls`]).
     urls: Option<Arc<UrlJournal>>,
+    /// Its part in the `Db`'s running totals of memory and disk.
+    share: usage::Share,
 }
 
 /// What decides "seen" in a namespace.
 #[derive(Debug)]
 pub(crate) enum Set {
     /// The DSBF; in exact mode its leaves index their fingerprints, behind an LRU.
-    Tree { tree: Arc<Dsbf>, exact: Option<TreeExact> },
+    Tree { tree: Arc<Dsbf>, exact: Option<Box<TreeExact>> },
     /// A counting namespace: seed 004's IMP-CB, which can forget.
-    Counting(CountingSet),
+    Counting(Box<CountingSet>),
     /// A recrawl window: generations of namespaces, each a DSBF (see [`crate::recrawl`]).
-    Recrawl(Generations),
+    Recrawl(Box<Generations>),
 }
 
 /// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
@@ -139,11 +144,11 @@ impl Namespace {
     ) -> Result<Self> {
         options.validate()?;
         let set = if options.counting {
-            Set::Counting(CountingSet::in_memory(counting_options(&options)?)?)
+            Set::Counting(Box::new(CountingSet::in_memory(counting_options(&options)?)?))
         } else {
             let tree = Dsbf::new(crate::tree::TreeParams::from(&options), workers, leaves);
             let exact = match options.is_exact() {
-                true => Some(TreeExact::enable(&tree, index_store(&tree)?)?),
+                true => Some(Box::new(TreeExact::enable(&tree, index_store(&tree)?)?)),
                 false => None,
             };
             Set::Tree { tree, exact }
@@ -206,6 +211,7 @@ impl Namespace {
             in_flight: InFlight::default(),
             hosts,
             urls,
+            share: usage::Share::default(),
         })
     }
 
@@ -229,12 +235,17 @@ impl Namespace {
         }
         match set {
             Set::Tree { tree, .. } => match tree.leaf_store() {
-                LeafStore::Files(files) => UrlJournal::open(
-                    files.storage(),
-                    &files.dir().with_file_name("urls"),
-                    false,
-                    true,
-                ),
+                LeafStore::Files(files) => {
+                    // Beside the leaves' directory, which is made with the first leaf file.
+                    let path = files.dir().with_file_name("urls");
+                    if let Some(dir) = path.parent() {
+                        files
+                            .storage()
+                            .create_dir_all(dir)
+                            .map_err(|e| Error::io("create directory", dir, e))?;
+                    }
+                    UrlJournal::open(files.storage(), &path, false, true)
+                }
                 LeafStore::Memory => Ok(UrlJournal::in_memory()),
             },
             _ => Ok(UrlJournal::in_memory()),
@@ -519,6 +530,12 @@ impl Namespace {
     /// # Errors
     /// [`Error::Io`], [`Error::Poisoned`], [`Error::Corrupt`].
     pub fn checkpoint(&self) -> Result<()> {
+        let done = self.checkpoint_unaccounted();
+        self.measure();
+        done
+    }
+
+    fn checkpoint_unaccounted(&self) -> Result<()> {
         if let Set::Recrawl(gens) = &self.set {
             return gens.namespaces().iter().try_for_each(|ns| ns.checkpoint());
         }

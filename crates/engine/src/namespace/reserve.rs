@@ -105,6 +105,7 @@ impl Namespace {
     ) -> Result<()> {
         let mut out = vec![false; taken.len()];
         self.seen_fingerprints_inner(taken, hosts, &mut out, None, Mode::Record)?;
+        self.account();
         if any_seen {
             self.backing.commit(self.backing.end())?;
         }

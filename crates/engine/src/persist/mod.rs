@@ -199,7 +199,7 @@ pub(crate) fn create_at(
         storage
             .write_atomic(&meta, &encode_meta(name, options))
             .map_err(|e| Error::io("write", &meta, e))?;
-        return Ok((Backing::Volatile, Set::Recrawl(gens)));
+        return Ok((Backing::Volatile, Set::Recrawl(Box::new(gens))));
     }
     let log = FingerprintLog::create(storage, &dir.join("log"), db.fsync)?;
     let leaves = LeafStore::Files(leaf_files(&dir, db)?);
@@ -255,7 +255,7 @@ fn open_set(
         } else {
             CountingSet::open_existing_with(&store_dir, store, counting)?
         };
-        return Ok(Set::Counting(set));
+        return Ok(Set::Counting(Box::new(set)));
     }
     if !options.is_exact() {
         return Ok(Set::Tree { tree, exact: None });
@@ -267,7 +267,7 @@ fn open_set(
     storage
         .remove_dir_all(&store_dir)
         .map_err(|e| Error::io("remove the old fingerprint store", &store_dir, e))?;
-    Ok(Set::Tree { tree, exact: Some(exact) })
+    Ok(Set::Tree { tree, exact: Some(Box::new(exact)) })
 }
 
 /// Replays one log record after the snapshot into `tree`.
@@ -392,7 +392,7 @@ pub(crate) fn recover(
     }
     if options.recrawl_after.is_some() {
         let gens = Generations::recover(&name, &options, dir, db, workers, access)?;
-        let set = Set::Recrawl(gens);
+        let set = Set::Recrawl(Box::new(gens));
         return Ok(Opened::Namespace(Box::new(Recovered {
             name,
             options,

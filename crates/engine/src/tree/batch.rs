@@ -442,7 +442,10 @@ impl Dsbf {
         minute: u32,
         kept: &mut KeptList<'_>,
     ) {
-        let slot = &self.kept_cache[(hash::mix64(fp) as usize) & (self.kept_cache.len() - 1)];
+        let table = self
+            .kept_cache
+            .get_or_init(|| (0..self.kept_slots).map(|_| AtomicU64::new(0)).collect());
+        let slot = &table[(hash::mix64(fp) as usize) & (table.len() - 1)];
         // 0 marks an empty slot, so fingerprint 0 is always logged.
         if fp != 0 && slot.load(Ordering::Relaxed) == fp {
             return;

@@ -98,7 +98,7 @@ impl Dsbf {
         }
         // A slot of the table of fingerprints kept lately says "its leaf logs it": not true
         // of a forgotten one any more.
-        for slot in self.kept_cache.iter() {
+        for slot in self.kept_cache.get().into_iter().flatten() {
             slot.store(0, Ordering::Relaxed);
         }
         Ok(count)

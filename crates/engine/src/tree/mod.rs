@@ -92,7 +92,7 @@ pub(crate) use snapshot::SNAPSHOT_FORMAT;
 use snapshot::{Capture, Retained};
 pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
 use split::Frozen;
-pub use stats::{LeafStats, TreeStats};
+pub use stats::{LeafStats, TreeSizes, TreeStats};
 
 /// Index of a node in the tree.
 pub type NodeId = u32;
@@ -234,12 +234,16 @@ pub struct Dsbf {
     leaves: LeafStore,
     /// Fingerprints kept lately, direct-mapped (see the module docs): one found here has a kept
     /// (or recorded) log entry in its leaf already. Read and written under that leaf's lock.
-    kept_cache: Box<[AtomicU64]>,
+    /// Allocated by the first kept record, so a tree that keeps none (a URL namespace, a key
+    /// never asked twice) holds no table.
+    kept_cache: OnceLock<Box<[AtomicU64]>>,
+    /// Slots the table gets when it is allocated.
+    kept_slots: usize,
     /// Whether a check-and-insert's positive is logged as kept (see the module docs): set by
     /// the namespace, on for a bare tree.
     keep_positives: std::sync::atomic::AtomicBool,
     /// The checkpoint in progress, if one is.
-    capture: Mutex<Option<Capture>>,
+    capture: Mutex<Option<Box<Capture>>>,
     len: AtomicU64,
     splits_started: AtomicU64,
     splits_done: AtomicU64,
@@ -286,8 +290,7 @@ impl Dsbf {
     ) -> Arc<Self> {
         // About one slot per 32 URLs of capacity: a small namespace's table stays small.
         let capacity = params.leaf_capacity.saturating_mul(u64::from(params.initial_leaves));
-        let slots = (capacity / 32).clamp(256, KEPT_CACHE_MAX).next_power_of_two();
-        let kept_cache = (0..slots).map(|_| AtomicU64::new(0)).collect();
+        let kept_slots = (capacity / 32).clamp(256, KEPT_CACHE_MAX).next_power_of_two() as usize;
         Arc::new_cyclic(|this| Dsbf {
             params,
             paths: Paths::new(routing, params.seed),
@@ -295,7 +298,8 @@ impl Dsbf {
             migrator: Mutex::new(()),
             index: OnceLock::new(),
             leaves,
-            kept_cache,
+            kept_cache: OnceLock::new(),
+            kept_slots,
             keep_positives: std::sync::atomic::AtomicBool::new(true),
             capture: Mutex::new(None),
             len: AtomicU64::new(0),
@@ -335,6 +339,11 @@ impl Dsbf {
     pub fn is_idle(&self) -> bool {
         self.splits_started.load(Ordering::Acquire) == self.splits_done.load(Ordering::Acquire)
             && self.capture.try_lock().is_some_and(|c| c.is_none())
+    }
+
+    /// Splits begun plus splits ended: changes whenever a split allocates or frees filters.
+    pub fn split_epoch(&self) -> u64 {
+        self.splits_started.load(Ordering::Relaxed) + self.splits_done.load(Ordering::Relaxed)
     }
 
     /// Whether nothing was recorded yet.
@@ -550,10 +559,11 @@ fn new_leaf(
     id: NodeId,
     level: Level,
 ) -> Leaf {
-    // In memory the log fills to `split_at` before the leaf splits: its first chunk is
-    // reserved for that many records, up to a chunk (see `leaf_log::chunked`); a larger log
-    // grows by whole chunks, never by copies.
-    let reserve = level.split_at.min(1 << 24) as usize;
+    // In memory the log's first chunk grows by doubling from a few records, so a leaf holds
+    // what it recorded, not what it may record (a namespace of ten URLs is a few hundred
+    // bytes); past a chunk it grows by whole chunks, never by copies (see
+    // `leaf_log::chunked`).
+    let reserve = level.split_at.min(4) as usize;
     Leaf {
         filter: BlockedBloom::new(level.bits, level.hashes, params.probe_seed()),
         log: LeafLog::new(leaves, id, reserve),

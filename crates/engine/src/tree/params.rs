@@ -6,7 +6,8 @@ use urlseen_filter::{hash, plan};
 
 use crate::options::{NamespaceOptions, SplitMode, SplitPolicy};
 
-pub(super) const PRECOMPUTED_LEVELS: usize = 64;
+/// Depths past this one have its size (as the table of sizes this replaced had 64 entries).
+const MAX_SIZED_DEPTH: u32 = 64;
 /// The largest share by which a split's child is smaller than its depth's size (see
 /// [`TreeParams::split_level`]). A child starts at most `1/fanout` of its parent's split
 /// point full; with children at least `1 - SPLIT_SPREAD` of the largest, none starts more
@@ -37,7 +38,9 @@ pub struct TreeParams {
     /// The largest leaf growth makes, in bits.
     pub max_leaf_bits: u64,
     /// The leaves' sizes by depth (index: depth − 1), after growth.
-    levels: [Level; PRECOMPUTED_LEVELS],
+    /// The size of depth 1 (the first leaves); deeper ones are computed when asked (see
+    /// [`Self::level`]). A table of every depth's was 2 KiB in every namespace.
+    first: Level,
 }
 
 /// The size of the leaves at one depth of a tree.
@@ -78,7 +81,6 @@ impl TreeParams {
         let split_at = if split.mode == SplitMode::Never { u64::MAX } else { split_point };
         let max_leaf_bits =
             leaf_bits.max(crate::options::DEFAULT_MAX_LEAF_BITS).div_ceil(512) * 512;
-        let levels = [Level::default(); PRECOMPUTED_LEVELS];
         let mut params = TreeParams {
             leaf_bits,
             leaf_hashes,
@@ -89,31 +91,24 @@ impl TreeParams {
             seed,
             split,
             max_leaf_bits,
-            levels,
+            first: Level::default(),
         };
-        params.size_levels();
+        params.first = params.sized(leaf_bits);
         params
     }
 
-    /// Fills in `levels`: depth 1 has the first leaves' size, each deeper one `growth` times
-    /// its parent's bits, up to `max_leaf_bits`.
-    fn size_levels(&mut self) {
+    /// The bits of a leaf at `depth`: depth 1 has the first leaves' size, each deeper one
+    /// `growth` times its parent's bits (in whole blocks), up to `max_leaf_bits`.
+    fn level_bits(&self, depth: u32) -> u64 {
+        let growth = u64::from(self.split.growth.max(1));
         let mut bits = self.leaf_bits;
-        let mut prev: Option<Level> = None;
-        for i in 0..PRECOMPUTED_LEVELS {
-            if i > 0 {
-                bits = bits
-                    .saturating_mul(u64::from(self.split.growth.max(1)))
-                    .min(self.max_leaf_bits);
-                bits = bits.div_ceil(512) * 512;
+        for _ in 1..depth.clamp(1, MAX_SIZED_DEPTH) {
+            if bits >= self.max_leaf_bits {
+                break;
             }
-            let level = match prev {
-                Some(p) if p.bits == bits => p,
-                _ => self.sized(bits),
-            };
-            self.levels[i] = level;
-            prev = Some(level);
+            bits = (bits.saturating_mul(growth).min(self.max_leaf_bits)).div_ceil(512) * 512;
         }
+        bits
     }
 
     /// A leaf of `bits` bits (a multiple of 512): formula 4 for blocked filters gives its
@@ -159,8 +154,11 @@ impl TreeParams {
 
     /// The size of the leaves at `depth` (the root's children are at depth 1).
     pub fn level(&self, depth: u32) -> Level {
-        let i = (depth.max(1) as usize - 1).min(PRECOMPUTED_LEVELS - 1);
-        self.levels[i]
+        match self.level_bits(depth) {
+            bits if bits == self.first.bits => self.first,
+            // Formula 4's search is remembered (`plan`), so this is a table lookup.
+            bits => self.sized(bits),
+        }
     }
 
     pub(super) fn probe_seed(&self) -> u64 {

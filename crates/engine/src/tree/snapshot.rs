@@ -229,7 +229,7 @@ impl Dsbf {
                 })
                 .collect();
             let pending = shape.iter().map(|(_, children)| children.is_none()).collect();
-            *self.capture.lock() = Some(Capture { pending, retained: HashMap::new() });
+            *self.capture.lock() = Some(Box::new(Capture { pending, retained: HashMap::new() }));
             let info = SnapshotInfo {
                 log_offset: log_end(),
                 leaves: Vec::new(),

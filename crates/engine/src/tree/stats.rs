@@ -58,7 +58,57 @@ pub struct LeafStats {
     pub estimated_fpr: f64,
 }
 
+/// What a tree holds, without the per-leaf detail of [`TreeStats`]: what the namespaces'
+/// running totals are made of (see `crate::db::Usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeSizes {
+    /// As [`TreeStats::memory_bytes`].
+    pub memory_bytes: u64,
+    /// As [`TreeStats::filter_reserved_bytes`].
+    pub filter_reserved_bytes: u64,
+    /// As [`TreeStats::disk_bytes`].
+    pub disk_bytes: u64,
+    /// Nodes visited to find these: what measuring them again costs.
+    pub nodes: u64,
+}
+
+/// RAM and filter reservation of one leaf or frozen filter.
+fn leaf_sizes(filter: &BlockedBloom, log: &LeafLog, index: Option<&LeafIndex>) -> (u64, u64) {
+    let memory = filter.memory_bytes() as u64
+        + log.memory_bytes()
+        + index.map_or(0, LeafIndex::tail_memory_bytes);
+    (memory, filter.reserved_bytes() as u64)
+}
+
 impl Dsbf {
+    /// RAM, filter reservation and disk, summed over the nodes: [`Self::stats`] without its
+    /// per-leaf FPR formulas (a Poisson mixture each), so cheap enough to keep running totals.
+    pub fn sizes(&self) -> TreeSizes {
+        let topo = self.topo.read();
+        let (mut memory, mut reserved) = (0u64, 0u64);
+        for node in &topo.nodes {
+            let (m, r) = match node {
+                Node::Inner { .. } => (0, 0),
+                Node::Splitting { frozen, .. } => {
+                    leaf_sizes(&frozen.filter, &frozen.log, frozen.index.as_ref())
+                }
+                Node::Leaf { leaf, .. } => {
+                    let leaf = leaf.read();
+                    leaf_sizes(&leaf.filter, &leaf.log, leaf.index.as_ref())
+                }
+            };
+            memory += m;
+            reserved += r;
+        }
+        let index = self.index_stats();
+        TreeSizes {
+            memory_bytes: memory + index.run_memory_bytes,
+            filter_reserved_bytes: reserved,
+            disk_bytes: self.leaves.disk_bytes() + index.disk_bytes,
+            nodes: topo.nodes.len() as u64,
+        }
+    }
+
     /// A consistent snapshot of the tree's shape and every leaf's fill.
     pub fn stats(&self) -> TreeStats {
         let topo = self.topo.read();
@@ -75,18 +125,18 @@ impl Dsbf {
                 Node::Splitting { depth, frozen, .. } => {
                     splitting += 1;
                     kept += frozen.kept;
-                    memory += frozen.filter.memory_bytes() as u64 + frozen.log.memory_bytes();
-                    reserved += frozen.filter.reserved_bytes() as u64;
-                    memory += frozen.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
+                    let (m, r) = leaf_sizes(&frozen.filter, &frozen.log, frozen.index.as_ref());
+                    memory += m;
+                    reserved += r;
                     height = height.max(*depth);
                 }
                 Node::Leaf { depth, leaf } => {
                     let leaf = leaf.read();
                     let count = leaf.fill();
                     kept += leaf.kept;
-                    memory += leaf.filter.memory_bytes() as u64 + leaf.log.memory_bytes();
-                    reserved += leaf.filter.reserved_bytes() as u64;
-                    memory += leaf.index.as_ref().map_or(0, LeafIndex::tail_memory_bytes);
+                    let (m, r) = leaf_sizes(&leaf.filter, &leaf.log, leaf.index.as_ref());
+                    memory += m;
+                    reserved += r;
                     height = height.max(*depth);
                     leaves.push(LeafStats {
                         id: id as NodeId,

@@ -106,10 +106,19 @@ pub struct AppConfig {
     pub dump_chunk_bytes: usize,
 }
 
+/// What a URL namespace is made for when nothing says otherwise (`URL.SEEN` on a new name,
+/// `URL.RESERVE` without `CAPACITY`, no `[defaults] capacity`): RedisBloom's `BF.ADD` default.
+/// It grows by splits, each level's leaves larger than their parent (the split growth), so a
+/// job of ten URLs costs a 64-byte filter and a crawl of millions is a shallow tree.
+pub const URL_START_CAPACITY: u64 = 100;
+
 impl Default for AppConfig {
     fn default() -> Self {
         AppConfig {
-            url_defaults: NamespaceOptions::default(),
+            url_defaults: NamespaceOptions {
+                capacity: URL_START_CAPACITY,
+                ..NamespaceOptions::default()
+            },
             bloom_defaults: BloomParams::default(),
             max_namespace_bytes: 4 << 30,
             maxmemory: 0,

@@ -12,24 +12,13 @@ impl App {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
         let budget = self.config.maxmemory;
-        if budget > 0 && self.committed_memory().saturating_add(bytes) > budget {
+        if budget > 0 && self.db.usage().committed_bytes.saturating_add(bytes) > budget {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
         if !can_allocate(bytes) {
             return Err(CommandError::custom(INSUFFICIENT_MEMORY));
         }
         Ok(())
-    }
-
-    /// What the namespaces hold, or what they will hold once every leaf is used, whichever is
-    /// more, summed: the reservations a new one is added to. (Filters are allocated as leaves
-    /// are first used, so what they hold now could admit reservations that, filled, would not
-    /// fit together.)
-    fn committed_memory(&self) -> u64 {
-        self.namespaces()
-            .map(|ns| ns.stats())
-            .map(|s| s.memory_bytes.max(s.filter_reserved_bytes))
-            .sum()
     }
 
     /// Every loaded namespace of the `Db`: those that hold RAM (the others are on disk only,
@@ -49,37 +38,23 @@ impl App {
     }
 
     /// `-OOM …` when the namespaces hold more RAM than `maxmemory` (as Redis under
-    /// `noeviction`: writes are refused, reads go on). The figure is at most
-    /// [`USAGE_REFRESH`] old.
+    /// `noeviction`: writes are refused, reads go on). The figure is the `Db`'s running
+    /// total ([`Db::usage`](urlseen_engine::Db::usage)): O(1), however many namespaces there
+    /// are and however many leaves they have.
     pub(super) fn check_memory(&self) -> Result<(), CommandError> {
         let budget = self.config.maxmemory;
-        if budget == 0 {
-            return Ok(());
+        if budget > 0 && self.db.usage().memory_bytes > budget {
+            return Err(CommandError::custom(OOM));
         }
-        let now = self.started.elapsed().as_millis() as u64;
-        let measured = self.used_measured_ms.load(Ordering::Relaxed);
-        let used = if now.saturating_sub(measured) >= USAGE_REFRESH.as_millis() as u64
-            && self
-                .used_measured_ms
-                .compare_exchange(measured, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            let used = self.usage().0;
-            self.used_memory.store(used, Ordering::Relaxed);
-            used
-        } else {
-            self.used_memory.load(Ordering::Relaxed)
-        };
-        if used > budget { Err(CommandError::custom(OOM)) } else { Ok(()) }
+        Ok(())
     }
 
-    /// RAM and disk held over every namespace, in bytes. (What the filters' arena keeps idle
-    /// for reuse belongs to no namespace and is not in it: `INFO` reports it apart, and the
-    /// next filter made takes it.)
+    /// RAM and disk held over every namespace, in bytes (the `Db`'s running totals). (What
+    /// the filters' arena keeps idle for reuse belongs to no namespace and is not in it:
+    /// `INFO` reports it apart, and the next filter made takes it.)
     pub fn usage(&self) -> (u64, u64) {
-        self.namespaces()
-            .map(|ns| ns.stats())
-            .fold((0, 0), |(m, d), s| (m + s.memory_bytes, d + s.disk_bytes))
+        let usage = self.db.usage();
+        (usage.memory_bytes, usage.disk_bytes)
     }
 
     /// Appends the per-namespace gauges to `out`, in the Prometheus text format.

@@ -51,10 +51,12 @@ use crate::remote::{NOT_WITH_REDIS, Remote};
 
 mod admin;
 mod keys;
+mod lifetime;
 mod memory;
 mod write;
 
-pub use keys::{AppConfig, BloomParams, KeyKind};
+pub use keys::{AppConfig, BloomParams, KeyKind, URL_START_CAPACITY};
+pub use lifetime::ExpireIf;
 pub use memory::rss_bytes;
 use write::blocking_call;
 
@@ -72,11 +74,6 @@ pub struct App {
     generation: AtomicU64,
     /// Where the `URL.*` namespaces live: `db`, or Redis under `--redis`.
     keyspace: Keyspace,
-    /// RAM the namespaces held when last measured, and when (ms since `started`): measuring
-    /// walks every leaf, so writes read a figure at most [`USAGE_REFRESH`] old.
-    used_memory: AtomicU64,
-    used_measured_ms: AtomicU64,
-    started: std::time::Instant,
 }
 
 /// Where an [`App`]'s `URL.*` namespaces live. `BF.*` keys are always in the `Db`; under
@@ -90,16 +87,14 @@ pub enum Keyspace {
     Redis(Remote),
 }
 
-/// How stale the RAM figure that `maxmemory` checks may be.
-const USAGE_REFRESH: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// The namespace a connection used last (keyed by its name), so that a pipeline of commands on
 /// one namespace skips the `Db`'s lookup (a lock, a map search, a reference count). Kept in the
 /// connection's [`ConnState::extension`](crate::ConnState::extension); valid while no namespace
 /// was dropped since.
 #[derive(Debug, Default)]
 pub struct NamespaceCache {
-    entry: Option<(Bytes, u64, Arc<Namespace>)>,
+    /// The key, the generation it was found in, the namespace, and when it expires (ms).
+    entry: Option<(Bytes, u64, Arc<Namespace>, Option<u64>)>,
 }
 
 impl App {
@@ -114,9 +109,6 @@ impl App {
             generation: AtomicU64::new(0),
             keyspace: Keyspace::Local,
             // Measured at the first write 100 ms after start (nothing is held before).
-            used_memory: AtomicU64::new(0),
-            used_measured_ms: AtomicU64::new(0),
-            started: std::time::Instant::now(),
         }
     }
 
@@ -260,12 +252,19 @@ impl App {
         key: &Bytes,
         lookup: impl FnOnce() -> Result<Option<Arc<Namespace>>, CommandError>,
     ) -> Result<Option<&'c Arc<Namespace>>, CommandError> {
-        let generation = self.generation.load(Ordering::Acquire);
-        let hit = matches!(&cache.entry, Some((k, g, _)) if *g == generation && k == key);
+        // Both counters only grow: their sum changes when either does (a drop, an expiry set,
+        // removed, or reached).
+        let generation =
+            self.generation.load(Ordering::Acquire).wrapping_add(self.db.expiry_epoch());
+        let hit = matches!(&cache.entry, Some((k, g, _, at)) if *g == generation && k == key
+            && at.is_none_or(|at| self.db.clock().now_millis() < at));
         if !hit {
-            cache.entry = lookup()?.map(|ns| (key.clone(), generation, ns));
+            cache.entry = lookup()?.map(|ns| {
+                let at = self.db.expiry(ns.name()).and_then(urlseen_engine::Expiry::at);
+                (key.clone(), generation, ns, at)
+            });
         }
-        Ok(cache.entry.as_ref().map(|(_, _, ns)| ns))
+        Ok(cache.entry.as_ref().map(|(_, _, ns, _)| ns))
     }
 
     /// Marks every [`NamespaceCache`] stale; called after a namespace is dropped (never before:

@@ -102,7 +102,10 @@ impl BloomInfo {
         };
         BloomInfo {
             capacity,
-            size: s.memory_bytes,
+            // What it holds, or once its filters exist what they take: RedisBloom allocates a
+            // filter at `BF.RESERVE` and reports it, where a leaf here is allocated by its first
+            // item.
+            size: s.memory_bytes.max(s.filter_reserved_bytes),
             // As RedisBloom counts sub-filters: those that exist, so a fresh key has one. A
             // leaf's filter exists from its first item.
             filters: (s.leaves.iter().filter(|l| l.allocated).count() as u64).max(1),

@@ -35,7 +35,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.loadchunk", 4)
     .flags(&["write", "denyoom"])
     .keys(1, 1, 1)
     .acl(&["@write", "@bloom"])
-    .group("bf")
+    .module("bf")
     .summary("Restores a filter previously saved using SCANDUMP")
     .since("1.0.0")
     .args(&[

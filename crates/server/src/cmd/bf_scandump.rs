@@ -45,7 +45,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("bf.scandump", 3)
     .flags(&["readonly"])
     .keys(1, 1, 1)
     .acl(&["@read", "@bloom"])
-    .group("bf")
+    .module("bf")
     .summary("Begins an incremental save of the bloom filter")
     .since("1.0.0")
     .args(&[ArgSpec::new("key", ArgKind::Key), ArgSpec::new("iterator", ArgKind::Integer)]);

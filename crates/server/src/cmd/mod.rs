@@ -26,17 +26,21 @@ pub mod discard;
 pub mod echo;
 pub mod exec;
 pub mod exists;
+pub mod expire;
 pub mod flushall;
 pub mod hello;
 pub mod info;
 pub mod key_type;
 pub mod keys;
+pub mod memory;
 pub mod multi;
+pub mod persist;
 pub mod ping;
 pub mod quit;
 pub mod scan;
 pub mod select;
 pub mod slowlog;
+pub mod ttl;
 pub mod unwatch;
 pub mod url_check;
 pub mod url_forget;
@@ -69,6 +73,17 @@ pub fn register_engine(d: &mut Dispatch<Arc<App>>) {
         .register(url_forget::command())
         .register(url_info::command())
         .register(del::command())
+        .register(del::unlink())
+        .register(expire::expire())
+        .register(expire::pexpire())
+        .register(expire::expireat())
+        .register(expire::pexpireat())
+        .register(ttl::ttl())
+        .register(ttl::pttl())
+        .register(ttl::expiretime())
+        .register(ttl::pexpiretime())
+        .register(persist::command())
+        .register(memory::command())
         .register(exists::command())
         .register(keys::command())
         .register(scan::command())
@@ -121,7 +136,8 @@ fn persistence(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
 fn keyspace(app: &Arc<App>, _s: &ServerState, out: &mut info::InfoSection) {
     let keys = app.db().namespace_count();
     if keys > 0 {
-        out.field("db0", format_args!("keys={keys},expires=0,avg_ttl=0"));
+        let (expires, avg_ttl) = app.db().expiry_stats();
+        out.field("db0", format_args!("keys={keys},expires={expires},avg_ttl={avg_ttl}"));
     }
 }
 

@@ -1,10 +1,12 @@
 //! `URL.RESERVE ns [CAPACITY n] [ERROR p] [PROFILE name] [EXACT] [COUNTING] [RECRAWL seconds
-//! [GENERATIONS g]] [KEEPURLS]`: creates a URL namespace.
+//! [GENERATIONS g]] [KEEPURLS] [TTL seconds]`: creates a URL namespace.
 //!
 //! ```text
 //! > URL.RESERVE jobs CAPACITY 10000000 ERROR 0.001 PROFILE w3lib
 //! +OK
 //! > URL.RESERVE news RECRAWL 2592000
+//! +OK
+//! > URL.RESERVE job:42 TTL 86400
 //! +OK
 //! > URL.RESERVE jobs
 //! -ERR item exists
@@ -25,21 +27,24 @@
 //! `seconds / g` (`GENERATIONS g`, default 8; see docs/recrawl.md). `CAPACITY` is then the
 //! URLs expected per window. `KEEPURLS` keeps every recorded URL in a journal on disk (about
 //! the URL's length plus 14 bytes each), so that `URL.FORGET ns PREFIX p` works (see
-//! docs/forget.md); not with `RECRAWL`.
+//! docs/forget.md); not with `RECRAWL`. `TTL seconds` gives the namespace a lifetime, as
+//! `EXPIRE` would right after the create (a per-job namespace that ends by itself); not with
+//! `--redis`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use urlseen_engine::Profile;
 
-use crate::app::{App, Keyspace};
+use crate::app::{App, ExpireIf, Keyspace};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{
     CommandError, UNKNOWN_PROFILE, URL_BAD_CAPACITY, URL_BAD_ERROR_RATE, URL_BAD_GENERATIONS,
-    URL_BAD_RECRAWL,
+    URL_BAD_RECRAWL, URL_BAD_TTL,
 };
 use crate::frame::Frame;
 use crate::parse::Parse;
+use crate::remote::NOT_WITH_REDIS;
 
 /// The spec of `URL.RESERVE`.
 pub const SPEC: CommandSpec = CommandSpec::new("url.reserve", -2)
@@ -59,6 +64,7 @@ pub const SPEC: CommandSpec = CommandSpec::new("url.reserve", -2)
         ArgSpec::new("recrawl", ArgKind::Integer).token("RECRAWL").optional(),
         ArgSpec::new("generations", ArgKind::Integer).token("GENERATIONS").optional(),
         ArgSpec::new("keepurls", ArgKind::PureToken).token("KEEPURLS").optional(),
+        ArgSpec::new("ttl", ArgKind::Integer).token("TTL").optional(),
     ]);
 
 /// The `URL.RESERVE` command.
@@ -69,6 +75,7 @@ pub fn command() -> Command<Arc<App>> {
 fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
     let key = args.next_bytes()?;
     let mut options = ctx.app.config().url_defaults.clone();
+    let mut ttl = None;
     while let Some(arg) = args.next() {
         let is = |kw: &str| arg.eq_ignore_ascii_case(kw.as_bytes());
         if is("CAPACITY") {
@@ -105,14 +112,23 @@ fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
                 .ok()
                 .filter(|&g| g > 0)
                 .ok_or(CommandError::custom(URL_BAD_GENERATIONS))?;
+        } else if is("TTL") {
+            let secs = args.next_int().map_err(|_| CommandError::custom(URL_BAD_TTL))?;
+            let ms = secs.checked_mul(1000).filter(|&ms| ms > 0 && ms <= i64::MAX / 2);
+            ttl = Some(ms.ok_or(CommandError::custom(URL_BAD_TTL))?);
         } else {
             return Err(CommandError::Syntax);
         }
     }
     match ctx.app.keyspace() {
+        Keyspace::Redis(_) if ttl.is_some() => return Err(CommandError::custom(NOT_WITH_REDIS)),
         Keyspace::Redis(_) => ctx.app.remote_reserve(&key, &options)?,
         Keyspace::Local => {
             ctx.app.create(&key, options)?;
+            if let Some(ms) = ttl {
+                let at = ctx.app.now_ms().saturating_add(ms);
+                ctx.app.expire_at(&key, at, ExpireIf::default())?;
+            }
         }
     }
     Ok(Frame::ok())

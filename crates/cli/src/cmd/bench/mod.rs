@@ -24,6 +24,9 @@ pub enum Command {
     /// Load-test `urlseen serve` with URL.SEEN (and Redis with scrapy-redis' SADD, for the
     /// ratio), or soak it with many connections.
     Server(server::Args),
+    /// Create many small namespaces (a million crawl jobs of 10 URLs) through `urlseen serve`,
+    /// or as Redis sets: creation rate, memory per namespace and descriptors as they grow.
+    Namespaces(server::namespaces::Args),
     /// Seed 000, Fig. 9: URLs/s of a DSBF with H=1, c=3, one leaf on each of three Redis
     /// servers, a multithreaded crawler, 1 million URLs; with the measured round trip.
     Redis(redis::Args),
@@ -36,6 +39,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::ImpCb(args) => imp_cb::run(args),
         Command::Bitmap(args) => bitmap::run(args),
         Command::Server(args) => server::run(args),
+        Command::Namespaces(args) => server::namespaces::run(args),
         Command::Redis(args) => redis::run(args),
     }
 }

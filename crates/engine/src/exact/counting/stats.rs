@@ -55,6 +55,14 @@ pub struct CountingStats {
 }
 
 impl CountingSet {
+    /// RAM held (the filters and the LRU) and the filters' share, without scanning a counter:
+    /// [`Self::stats`]'s `memory_bytes` and `filter_memory_bytes`, in O(generations).
+    #[must_use]
+    pub fn memory_bytes(&self) -> (u64, u64) {
+        let filters: u64 = self.generations.lock().iter().map(|f| f.memory_bytes() as u64).sum();
+        (filters + self.exact.stats().lru_memory_bytes, filters)
+    }
+
     /// Generations, counts, saturated counters and memory (scans the counters: O(m)).
     #[must_use]
     pub fn stats(&self) -> CountingStats {

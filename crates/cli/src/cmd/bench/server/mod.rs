@@ -40,6 +40,7 @@ use urlseen_server::{Frame, FrameError};
 
 use crate::args::parse_count;
 
+pub mod namespaces;
 mod soak;
 
 use soak::soak;
@@ -203,6 +204,30 @@ impl Conn {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         Ok(())
+    }
+
+    /// Reads `n` replies, arrays of integers (`URL.CHECK`, `SMISMEMBER`); returns how many of
+    /// their integers are 0. An error reply is an error.
+    async fn count_zeros(&mut self, n: usize) -> std::io::Result<u64> {
+        let mut zeros = 0;
+        for _ in 0..n {
+            let frame = loop {
+                let mut cur = Cursor::new(&self.input[self.start..]);
+                match Frame::parse(&mut cur) {
+                    Ok(frame) => {
+                        self.start += cur.position() as usize;
+                        break frame;
+                    }
+                    Err(FrameError::Incomplete) => self.fill().await?,
+                    Err(e) => return Err(std::io::Error::other(format!("bad reply: {e}"))),
+                }
+            };
+            let Frame::Array(items) = frame else {
+                return Err(std::io::Error::other(format!("not an array: {frame:?}")));
+            };
+            zeros += items.iter().filter(|f| integer(f) == Some(0)).count() as u64;
+        }
+        Ok(zeros)
     }
 
     /// Reads `n` replies; returns how many were (or held) errors.

@@ -1,0 +1,239 @@
+//! `urlseen bench namespaces`: many small namespaces in one server, as a crawl platform makes
+//! them (one per crawl job), and the same load on Redis as Firecrawl does it (one set per job).
+//!
+//! ```text
+//! urlseen bench namespaces --addr 127.0.0.1:6380 --server-pid 4242 --namespaces 1e6
+//! urlseen bench namespaces --addr 127.0.0.1:6390 --server-pid 4343 --redis
+//! urlseen bench namespaces --addr 127.0.0.1:6380 --check     # after a restart
+//! ```
+//!
+//! Namespace `job:i` gets `--urls` URLs in one command (`URL.SEEN job:i u1 … u10`; against
+//! Redis, `SADD crawl:i:visited u1 … u10`), `--pipeline` commands at a time over one
+//! connection. Every `--step` namespaces it prints the creation rate over the step, the
+//! server's resident memory (`/proc/PID/status`) per namespace made so far, and its open file
+//! descriptors (`/proc/PID/fd`). `--check` sends the same URLs again (`URL.CHECK`, `SMISMEMBER`)
+//! and fails unless every one is seen: what a restart must keep. `--plot DIR --series
+//! name=run.jsonl …` draws runs saved with `--json` (RSS and rate against the namespaces made)
+//! and contacts no server.
+
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+
+use crate::args::parse_count;
+
+use super::{Conn, encode, machine, resolve};
+
+/// Create many small namespaces through `urlseen serve` (or Redis sets) and report the rate,
+/// memory and descriptors as their number grows.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The server (urlseen, or Redis with --redis).
+    #[arg(long, default_value = "127.0.0.1:6380")]
+    addr: String,
+    /// Namespaces to create.
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    namespaces: u64,
+    /// URLs per namespace, sent in one command.
+    #[arg(long, default_value_t = 10)]
+    urls: usize,
+    /// Commands in flight at a time.
+    #[arg(long, default_value_t = 512)]
+    pipeline: usize,
+    /// Report every this many namespaces.
+    #[arg(long, default_value = "100000", value_parser = parse_count)]
+    step: u64,
+    /// The server's process id: its memory and descriptors are read from /proc.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// The server is Redis: one set per namespace (`SADD crawl:i:visited …`).
+    #[arg(long)]
+    redis: bool,
+    /// Only check: every URL of every namespace is seen (after a restart).
+    #[arg(long)]
+    check: bool,
+    /// AUTH password.
+    #[arg(long)]
+    password: Option<String>,
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Allow a server address that is not loopback.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Only plot: write `namespaces-rss.svg` and `namespaces-rate.svg` here from `--series`.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<std::path::PathBuf>,
+    /// A run to plot: `name=file.jsonl`, a file of `--json` output.
+    #[arg(long, value_name = "NAME=FILE")]
+    series: Vec<String>,
+}
+
+/// One step's figures.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct Step {
+    namespaces: u64,
+    per_second: f64,
+    rss_bytes: Option<u64>,
+    rss_per_namespace: Option<f64>,
+    open_fds: Option<usize>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(dir) = &args.plot {
+        return plot(dir, &args.series);
+    }
+    if args.namespaces == 0 || args.urls == 0 || args.pipeline == 0 || args.step == 0 {
+        bail!("--namespaces, --urls, --pipeline and --step must be at least 1");
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(drive(&args))
+}
+
+/// The command for namespace `i`: a write, or with `check` a lookup.
+fn command(out: &mut Vec<u8>, args: &Args, i: u64, check: bool) {
+    let key = if args.redis { format!("crawl:{i}:visited") } else { format!("job:{i}") };
+    let urls: Vec<String> = (0..args.urls)
+        .map(|j| format!("https://h{}.example/crawl/{i}/page-{j}", i % 1000))
+        .collect();
+    let verb: &[u8] = match (args.redis, check) {
+        (false, false) => b"URL.SEEN",
+        (false, true) => b"URL.CHECK",
+        (true, false) => b"SADD",
+        (true, true) => b"SMISMEMBER",
+    };
+    let mut parts: Vec<&[u8]> = vec![verb, key.as_bytes()];
+    parts.extend(urls.iter().map(String::as_bytes));
+    encode(out, &parts);
+}
+
+/// Resident memory and open descriptors of `pid`.
+fn process(pid: Option<u32>) -> (Option<u64>, Option<usize>) {
+    let Some(pid) = pid else { return (None, None) };
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status")).ok().and_then(|s| {
+        let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+        Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+    });
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok().map(Iterator::count);
+    (rss, fds)
+}
+
+async fn drive(args: &Args) -> anyhow::Result<()> {
+    let addr = resolve(&args.addr, args.allow_remote).await?;
+    let mut conn = Conn::connect(addr, args.password.as_deref())
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    if !args.json {
+        println!("# {}; {} URLs per namespace", machine(), args.urls);
+    }
+    let (base_rss, _) = process(args.server_pid);
+    let started = Instant::now();
+    let mut step_started = Instant::now();
+    let mut out = Vec::with_capacity(args.pipeline * 64 * (args.urls + 1));
+    let mut done = 0u64;
+    let mut not_seen = 0u64;
+    while done < args.namespaces {
+        let n = (args.pipeline as u64).min(args.namespaces - done);
+        out.clear();
+        for i in done..done + n {
+            command(&mut out, args, i, args.check);
+        }
+        use tokio::io::AsyncWriteExt as _;
+        conn.stream.write_all(&out).await?;
+        if args.check {
+            not_seen += conn.count_zeros(n as usize).await?;
+        } else {
+            let errors = conn.replies(n as usize).await?;
+            if errors > 0 {
+                bail!("{errors} of the commands for namespaces {done}..{} failed", done + n);
+            }
+        }
+        let before = done;
+        done += n;
+        if done / args.step != before / args.step || done == args.namespaces {
+            let elapsed = step_started.elapsed().as_secs_f64();
+            let made = done - (before / args.step) * args.step;
+            let (rss, fds) = process(args.server_pid);
+            let step = Step {
+                namespaces: done,
+                per_second: made as f64 / elapsed.max(1e-9),
+                rss_bytes: rss,
+                rss_per_namespace: rss
+                    .zip(base_rss)
+                    .map(|(r, b)| r.saturating_sub(b) as f64 / done as f64),
+                open_fds: fds,
+            };
+            if args.json {
+                println!("{}", serde_json::to_string(&step)?);
+            } else {
+                println!(
+                    "{:>10} namespaces  {:>9.0}/s  RSS {:>8.1} MiB  {:>7} B/namespace  {:>6} fds",
+                    step.namespaces,
+                    step.per_second,
+                    step.rss_bytes.map_or(f64::NAN, |r| r as f64 / (1 << 20) as f64),
+                    step.rss_per_namespace.map_or("-".into(), |b| format!("{b:.0}")),
+                    step.open_fds.map_or("-".into(), |f| f.to_string()),
+                );
+            }
+            step_started = Instant::now();
+        }
+    }
+    let total = started.elapsed().as_secs_f64();
+    if args.check {
+        println!(
+            "checked {} namespaces ({} URLs) in {total:.1} s: {not_seen} not seen",
+            args.namespaces,
+            args.namespaces * args.urls as u64
+        );
+        if not_seen > 0 {
+            bail!("{not_seen} recorded URLs answered not seen");
+        }
+    } else if !args.json {
+        println!(
+            "created {} namespaces in {total:.1} s ({:.0}/s)",
+            args.namespaces,
+            args.namespaces as f64 / total
+        );
+    }
+    Ok(())
+}
+
+/// Draws the saved runs `series` (`name=file.jsonl`) into `dir`.
+fn plot(dir: &std::path::Path, series: &[String]) -> anyhow::Result<()> {
+    use crate::plot::{Series, line_chart};
+    let mut rss = Vec::new();
+    let mut rate = Vec::new();
+    for (i, spec) in series.iter().enumerate() {
+        let Some((name, file)) = spec.split_once('=') else {
+            bail!("--series {spec:?}: expected name=file.jsonl");
+        };
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
+        let steps: Vec<Step> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(serde_json::from_str)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("parsing {file}"))?;
+        let mib =
+            |s: &Step| s.rss_bytes.map(|b| (s.namespaces as f64, b as f64 / (1 << 20) as f64));
+        rss.push(Series::line(name.to_owned(), i, steps.iter().filter_map(mib).collect()));
+        let per_second = steps.iter().map(|s| (s.namespaces as f64, s.per_second)).collect();
+        rate.push(Series::line(name.to_owned(), i, per_second));
+    }
+    std::fs::create_dir_all(dir)?;
+    line_chart(
+        &dir.join("namespaces-rss.svg"),
+        "Server RSS against namespaces (10 URLs each)",
+        "namespaces created",
+        "resident memory (MiB)",
+        &rss,
+    )?;
+    line_chart(
+        &dir.join("namespaces-rate.svg"),
+        "Namespaces created per second, per tenth of the run",
+        "namespaces created",
+        "namespaces per second",
+        &rate,
+    )
+}
