@@ -162,8 +162,9 @@ impl Namespace {
         }
     }
 
-    /// RAM, reservation and disk of this namespace, without the FPR formulas of
-    /// [`Namespace::stats`] for a tree (a counting set and a recrawl window take their stats).
+    /// RAM, reservation and disk of this namespace: [`Namespace::stats`]'s figures without its
+    /// FPR formulas (a tree) or its scan of every counter (a counting set); a recrawl window
+    /// takes its generations' stats.
     pub(crate) fn sizes(&self) -> Sizes {
         let mut sizes = match &self.set {
             Set::Tree { tree, .. } => {
