@@ -8,62 +8,13 @@
 
 mod common;
 
-use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Client, TestServer, WAIT, show};
-use tokio::net::TcpStream;
+use common::{Client, Redis, TestServer, WAIT, show};
 use urlseen_engine::Db;
 use urlseen_server::{App, AppConfig, Config, Frame};
-
-/// A `redis-server` on a free port, killed when dropped.
-struct Redis {
-    port: u16,
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Redis {
-    async fn start() -> Redis {
-        let port = StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = std::env::temp_dir().join(format!("urlseen-ttl-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "no", "--dir"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "redis-server is needed to compare replies ({e}): apt-get install \
-                     redis-server (scripts/check.sh installs it)"
-                )
-            });
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        Redis { port, child, dir }
-    }
-
-    async fn connect(&self) -> Client {
-        Client::from_stream(TcpStream::connect(("127.0.0.1", self.port)).await.unwrap())
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// 2100-01-01T00:00:00Z, in ms: far enough that the replies do not depend on the clock.
 const FAR: &str = "4102444800000";

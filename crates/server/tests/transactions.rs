@@ -6,11 +6,9 @@
 
 mod common;
 
-use std::net::TcpListener as StdListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Client, TestServer, WAIT, resp};
+use common::{Redis, TestServer, WAIT, resp};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use urlseen_server::{Config, Frame};
@@ -268,53 +266,6 @@ async fn command_lists_the_transaction_commands() {
     assert!(got.starts_with(prefix), "{}", common::show(&got));
     let Frame::Array(docs) = c.call(&["COMMAND", "DOCS", "exec"]).await else { panic!() };
     assert_eq!(docs.first(), Some(&Frame::bulk("exec")));
-}
-
-/// A `redis-server` on a free port, killed when dropped.
-struct Redis {
-    port: u16,
-    child: Child,
-    dir: std::path::PathBuf,
-}
-
-impl Redis {
-    async fn start() -> Redis {
-        let port = StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let dir = std::env::temp_dir().join(format!("urlseen-tx-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "no", "--dir"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "redis-server is needed to compare replies ({e}): apt-get install \
-                     redis-server (scripts/check.sh installs it)"
-                )
-            });
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        Redis { port, child, dir }
-    }
-
-    async fn connect(&self) -> Client {
-        let stream = TcpStream::connect(("127.0.0.1", self.port)).await.unwrap();
-        Client::from_stream(stream)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// The transaction error cases, sent to urlseen and to Redis: the same bytes back.

@@ -259,3 +259,50 @@ impl Client {
         }
     }
 }
+
+/// A `redis-server` on a free port (and a scratch directory), killed when dropped: the peer
+/// that compatibility tests compare replies with.
+pub struct Redis {
+    port: u16,
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl Redis {
+    pub async fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("urlseen-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no", "--dir"])
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "redis-server is needed to compare replies ({e}): apt-get install \
+                     redis-server (scripts/check.sh installs it)"
+                )
+            });
+        let deadline = std::time::Instant::now() + WAIT;
+        while TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            assert!(std::time::Instant::now() < deadline, "redis-server did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Redis { port, child, dir }
+    }
+
+    pub async fn connect(&self) -> Client {
+        Client::from_stream(TcpStream::connect(("127.0.0.1", self.port)).await.unwrap())
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
