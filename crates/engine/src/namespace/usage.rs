@@ -103,7 +103,7 @@ impl Namespace {
         if self.share.ledger.get().is_none() {
             return;
         }
-        if self.len() >= self.share.next_len.load(Ordering::Relaxed)
+        if self.recorded_len() >= self.share.next_len.load(Ordering::Relaxed)
             || self.split_epoch() != self.share.epoch.load(Ordering::Relaxed)
         {
             self.measure();
@@ -128,7 +128,7 @@ impl Namespace {
             return;
         }
         let epoch = self.split_epoch();
-        let len = self.len();
+        let len = self.recorded_len();
         let sizes = self.sizes();
         ledger.replace(*reported, sizes.usage);
         *reported = sizes.usage;
@@ -151,6 +151,16 @@ impl Namespace {
                 *self.share.reported.lock()
             }
             None => self.sizes().usage,
+        }
+    }
+
+    /// What the set holds, without [`Namespace::len`]'s answers in flight (a lock each time):
+    /// read after every write, so an atomic load for a tree or a counting set.
+    fn recorded_len(&self) -> u64 {
+        match &self.set {
+            Set::Tree { tree, .. } => tree.len(),
+            Set::Counting(set) => set.len(),
+            Set::Recrawl(gens) => gens.len(),
         }
     }
 
