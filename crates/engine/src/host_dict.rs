@@ -98,7 +98,74 @@ impl std::hash::Hasher for SpreadHasher {
     }
 }
 
-type Map = HashMap<u32, Names, Spread>;
+/// The names listed under each hash: a short sorted list while a namespace has met few hosts
+/// (a crawl job of one site holds one entry, 40 bytes, where a map's smallest table takes
+/// four times that), a map from [`FEW_HOSTS`] on.
+#[derive(Debug)]
+enum Map {
+    Few(Vec<(u32, Names)>),
+    Many(HashMap<u32, Names, Spread>),
+}
+
+/// Hashes the list holds before it becomes a map.
+const FEW_HOSTS: usize = 8;
+
+impl Default for Map {
+    fn default() -> Self {
+        Map::Few(Vec::new())
+    }
+}
+
+impl Map {
+    fn get(&self, hash: &u32) -> Option<&Names> {
+        match self {
+            Map::Few(list) => {
+                list.binary_search_by_key(hash, |(h, _)| *h).ok().map(|at| &list[at].1)
+            }
+            Map::Many(map) => map.get(hash),
+        }
+    }
+
+    fn get_mut(&mut self, hash: &u32) -> Option<&mut Names> {
+        match self {
+            Map::Few(list) => match list.binary_search_by_key(hash, |(h, _)| *h) {
+                Ok(at) => Some(&mut list[at].1),
+                Err(_) => None,
+            },
+            Map::Many(map) => map.get_mut(hash),
+        }
+    }
+
+    /// Lists `names` under `hash`, which has none yet.
+    fn insert(&mut self, hash: u32, names: Names) {
+        match self {
+            Map::Few(list) if list.len() < FEW_HOSTS => {
+                if let Err(at) = list.binary_search_by_key(&hash, |(h, _)| *h) {
+                    list.reserve_exact(1);
+                    list.insert(at, (hash, names));
+                }
+            }
+            Map::Few(list) => {
+                let mut map: HashMap<u32, Names, Spread> =
+                    HashMap::with_capacity_and_hasher(FEW_HOSTS * 2, Spread);
+                map.extend(list.drain(..));
+                map.insert(hash, names);
+                *self = Map::Many(map);
+            }
+            Map::Many(map) => {
+                map.insert(hash, names);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn values(&self) -> Box<dyn Iterator<Item = &Names> + '_> {
+        match self {
+            Map::Few(list) => Box::new(list.iter().map(|(_, n)| n)),
+            Map::Many(map) => Box::new(map.values()),
+        }
+    }
+}
 
 /// The 64-bit hashes of the hosts listed, in an open-addressed table: what
 /// [`HostDict::note`] looks at for every URL. One probe touches one cache line, where the map
@@ -142,8 +209,9 @@ impl Known {
 
     fn insert(&mut self, full: u64) {
         if (self.len + 1) * 2 > self.slots.len() {
-            // From 8 slots (64 bytes), doubling: a job that saw one host holds one cache line.
-            let size = (self.slots.len() * 2).max(8);
+            // From 4 slots (32 bytes), doubling: a job that saw a host or two holds half a
+            // cache line.
+            let size = (self.slots.len() * 2).max(4);
             let old = std::mem::replace(&mut self.slots, vec![0; size]);
             self.len = 0;
             for key in old.into_iter().filter(|&k| k != 0) {

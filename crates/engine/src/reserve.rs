@@ -97,6 +97,11 @@ impl InFlight {
         for fp in fps {
             set.remove(fp);
         }
+        if set.is_empty() && set.capacity() > 0 {
+            // Nothing in flight: the table goes too, so that each of a million namespaces
+            // written once does not keep one (the next reservation makes one again).
+            *set = HashSet::default();
+        }
     }
 
     /// Fingerprints in flight.

@@ -51,11 +51,12 @@ struct Loaded {
 /// See the [module docs](self).
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
-    loaded: HashMap<String, Loaded>,
+    /// Keyed by the namespace's own name (one allocation for the name, shared).
+    loaded: HashMap<Arc<str>, Loaded>,
     /// Names in the data directory that are not loaded (disjoint from `loaded`).
     on_disk: HashSet<String>,
     /// The loaded names, in the order the hand visits them.
-    ring: Vec<String>,
+    ring: Vec<Arc<str>>,
     hand: usize,
     /// Descriptors held by the loaded namespaces' files.
     files: usize,
@@ -79,7 +80,8 @@ impl Catalog {
 
     /// Every name, sorted.
     pub(super) fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.loaded.keys().chain(&self.on_disk).cloned().collect();
+        let mut names: Vec<String> =
+            self.loaded.keys().map(|k| k.to_string()).chain(self.on_disk.iter().cloned()).collect();
         names.sort_unstable();
         names
     }
@@ -95,7 +97,7 @@ impl Catalog {
 
     /// The loaded namespaces' names.
     pub(super) fn loaded_names(&self) -> Vec<String> {
-        self.ring.clone()
+        self.ring.iter().map(|name| name.to_string()).collect()
     }
 
     /// Loaded namespace `name`, without marking it used (a housekeeping pass).
@@ -117,11 +119,12 @@ impl Catalog {
         self.on_disk.insert(name);
     }
 
-    /// Adds (or moves from disk) `name`, loaded, holding `files` descriptors.
-    pub(super) fn add_loaded(&mut self, name: String, ns: Arc<Namespace>, files: usize) {
+    /// Adds (or moves from disk) `ns`, loaded, holding `files` descriptors.
+    pub(super) fn add_loaded(&mut self, ns: Arc<Namespace>, files: usize) {
+        let name = ns.shared_name();
         self.remove(&name);
         let slot = self.ring.len();
-        self.ring.push(name.clone());
+        self.ring.push(Arc::clone(&name));
         self.files += files;
         let referenced = AtomicBool::new(true);
         self.loaded.insert(name, Loaded { ns, slot, files, referenced });
@@ -182,7 +185,7 @@ impl Catalog {
                 continue;
             }
             if let Some(evict) = choose(&l.ns, l.files > 0) {
-                return Some((name.clone(), Arc::clone(&l.ns), evict));
+                return Some((name.to_string(), Arc::clone(&l.ns), evict));
             }
         }
         None

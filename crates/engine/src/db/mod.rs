@@ -208,10 +208,9 @@ impl Db {
                 Some(name) => catalog.add_on_disk(name),
                 // Not a name's hex (made by hand?): recovered now, under the name in its meta.
                 None => {
-                    if let Some((name, ns)) = load_dir(&dir, &options, &workers, Access::ReadWrite)?
-                    {
+                    if let Some((_, ns)) = load_dir(&dir, &options, &workers, Access::ReadWrite)? {
                         let files = ns.open_files();
-                        catalog.add_loaded(name, ns, files);
+                        catalog.add_loaded(ns, files);
                     }
                 }
             }
@@ -284,9 +283,8 @@ impl Db {
                 Some(name) => catalog.add_on_disk(name),
                 None => {
                     let dir = ns_root.join(entry);
-                    if let Some((name, ns)) = load_dir(&dir, &options, &workers, Access::ReadOnly)?
-                    {
-                        catalog.add_loaded(name, ns, 0);
+                    if let Some((_, ns)) = load_dir(&dir, &options, &workers, Access::ReadOnly)? {
+                        catalog.add_loaded(ns, 0);
                     }
                 }
             }
@@ -374,7 +372,7 @@ impl Db {
         ns.join_ledger(&inner.ledger);
         // Room is made after the files are made (a create that fails holds none): for a
         // moment the bound is passed by one namespace's.
-        if let Err(e) = self.add_loaded(&mut map, name, &ns) {
+        if let Err(e) = self.add_loaded(&mut map, &ns) {
             drop(ns);
             let _ = self.inner.remove_files(name, None);
             return Err(e);
@@ -527,7 +525,7 @@ impl Db {
         }
         ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
-        self.add_loaded(&mut map, name, &ns)?;
+        self.add_loaded(&mut map, &ns)?;
         Ok(Some(ns))
     }
 
@@ -536,13 +534,13 @@ impl Db {
     ///
     /// # Errors
     /// [`Error::TooManyOpenNamespaces`] if there is no room and it cannot be detached.
-    fn add_loaded(&self, map: &mut Catalog, name: &str, ns: &Arc<Namespace>) -> Result<()> {
+    fn add_loaded(&self, map: &mut Catalog, ns: &Arc<Namespace>) -> Result<()> {
         let files = ns.open_files();
         match self.make_room(map, files) {
-            Ok(()) => map.add_loaded(name.to_owned(), Arc::clone(ns), files),
+            Ok(()) => map.add_loaded(Arc::clone(ns), files),
             Err(_) if ns.can_detach() => {
                 ns.set_detached(true);
-                map.add_loaded(name.to_owned(), Arc::clone(ns), 0);
+                map.add_loaded(Arc::clone(ns), 0);
             }
             Err(e) => return Err(e),
         }

@@ -177,7 +177,7 @@ impl Db {
         ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
         inner.expiries.created(name)?;
-        if let Err(e) = self.add_loaded(&mut map, name, &ns) {
+        if let Err(e) = self.add_loaded(&mut map, &ns) {
             // Its files are in place: it is there, to be loaded when there is room.
             drop(ns);
             map.add_on_disk(name.to_owned());

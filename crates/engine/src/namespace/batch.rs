@@ -10,7 +10,7 @@ impl Namespace {
     /// # Errors
     /// As [`Self::seen_fingerprints`].
     pub fn seen_fingerprint(&self, fp: u64) -> Result<bool> {
-        if let (Set::Tree { tree, exact: None }, Backing::Volatile) = (&self.set, &self.backing) {
+        if let (Set::Tree { tree, exact: None }, Backing::Volatile) = (self.set(), &self.backing) {
             let seen = self.in_flight.read().contains(&fp) || tree.insert(fp);
             self.account();
             return Ok(seen);
@@ -134,7 +134,7 @@ impl Namespace {
         out: &mut [bool],
         then: Option<&mut HandOn<'_>>,
     ) -> Result<()> {
-        if let Set::Recrawl(gens) = &self.set {
+        if let Set::Recrawl(gens) = self.set() {
             return gens.seen(fps, hosts, out, then);
         }
         let in_flight = self.in_flight.read();
@@ -200,7 +200,20 @@ impl Namespace {
             path: "-".into(),
             source: e,
         };
-        let tree = match &self.set {
+        if let Set::Small(small) = self.set() {
+            self.check_writable(None)?;
+            if let Some(done) = small.insert(fps, hosts, out, &self.options) {
+                done?;
+                // On the heap, recorded once answered: a caller that fails to hand the answers
+                // on leaves them recorded, as a tree on the heap does.
+                return match then {
+                    Some(then) => then(out).map_err(handed_on),
+                    None => Ok(()),
+                };
+            }
+            // A tree by now (another writer's batch outgrew the list): asked below.
+        }
+        let tree = match self.set() {
             Set::Counting(set) => {
                 // A store failure can leave the batch half-recorded (bits set, some
                 // fingerprints stored) with no acknowledgement given. Otherwise a retry could
@@ -227,6 +240,7 @@ impl Namespace {
             }
             Set::Recrawl(gens) => return gens.seen(fps, hosts, out, then),
             Set::Tree { tree, .. } => tree,
+            Set::Small(_) => unreachable!("a small set refuses a batch only once it is a tree"),
         };
         self.check_writable(Some(tree))?;
         // Nothing of this batch reaches the log file before `then` has seen the answers. (Only
@@ -238,7 +252,7 @@ impl Namespace {
             lsn = lsn.max(end);
             Ok(end.0)
         };
-        match &self.set {
+        match self.set() {
             Set::Tree { exact: Some(exact), .. } if mode == Mode::CheckAndInsert => {
                 let mut hooks = ExactHooks {
                     cached: &mut |fp| exact.recent.touch(fp),
@@ -299,9 +313,15 @@ impl Namespace {
 
     /// [`Self::contains_fingerprints`] without the fingerprints in flight.
     pub(super) fn contains_in_tree(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        match &self.set {
+        match self.set() {
             Set::Counting(set) => set.contains_many(fps, out)?,
             Set::Recrawl(gens) => gens.contains(fps, out)?,
+            Set::Small(small) => {
+                if small.contains(fps, out).is_none() {
+                    // A tree by now: asked as one.
+                    return self.contains_in_tree(fps, out);
+                }
+            }
             Set::Tree { tree, exact } => {
                 if exact.is_none()
                     && self.options.is_exact()

@@ -24,15 +24,16 @@ impl Namespace {
     /// finished.
     pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
         use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
-        if let Set::Recrawl(_) = &self.set {
+        if let Set::Recrawl(_) = self.set() {
             return Err(Error::DumpUnsupported {
-                name: self.name.clone(),
+                name: self.name.to_string(),
                 reason: "a recrawl window's generations have no dump format yet",
             });
         }
-        let Set::Tree { tree, .. } = &self.set else {
+        // A small list is dumped as the tree it becomes (the format is a tree's).
+        let Set::Tree { tree, .. } = self.tree_set()? else {
             return Err(Error::DumpUnsupported {
-                name: self.name.clone(),
+                name: self.name.to_string(),
                 reason: "a counting namespace keeps its fingerprints in its store, which has no                          dump yet",
             });
         };
@@ -74,9 +75,9 @@ impl Namespace {
     /// # Errors
     /// As [`Self::seen_fingerprints`]; [`Error::DumpUnsupported`] for a counting namespace.
     pub(crate) fn restore_records(&self, recorded: &[u64], kept: &[u64]) -> Result<()> {
-        let Set::Tree { tree, .. } = &self.set else {
+        let Set::Tree { tree, .. } = self.tree_set()? else {
             return Err(Error::DumpUnsupported {
-                name: self.name.clone(),
+                name: self.name.to_string(),
                 reason: "a counting namespace cannot be restored from a dump",
             });
         };

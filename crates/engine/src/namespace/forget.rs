@@ -43,8 +43,8 @@ impl Namespace {
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn forget_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        let Set::Counting(set) = &self.set else {
-            return Err(Error::ForgetUnsupported(self.name.clone()));
+        let Set::Counting(set) = self.set() else {
+            return Err(Error::ForgetUnsupported(self.name.to_string()));
         };
         self.backing.check()?;
         let forgot = set.forget_many(fps, out);
@@ -101,7 +101,7 @@ impl Namespace {
         let host = self.canonical_host(host)?;
         let h = crate::host::host_hash(&host, self.options.seed);
         let shared = |hosts| Error::HostHashShared {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             host: host.clone(),
             hash: h,
             hosts,
@@ -113,7 +113,7 @@ impl Namespace {
                 0 => {}
                 records => {
                     return Err(Error::HostHashUnlisted {
-                        name: self.name.clone(),
+                        name: self.name.to_string(),
                         host: host.clone(),
                         hash: h,
                         records,
@@ -133,10 +133,12 @@ impl Namespace {
 
     /// Records that carry host hash `h` (0: records whose host is unknown).
     pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
-        match &self.set {
+        // A small list is forgotten from as the tree it becomes (a forget is rare).
+        match self.tree_set()? {
             Set::Tree { tree, .. } => tree.count_records(&|r| r.host == h),
             Set::Counting(set) => Ok(set.count_host(h)?),
             Set::Recrawl(gens) => gens.count_host_records(h),
+            Set::Small(_) => unreachable!("tree_set grows a small list"),
         }
     }
 
@@ -161,10 +163,11 @@ impl Namespace {
     }
 
     fn forget_host_records(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
-        let (tree, exact) = match &self.set {
+        let (tree, exact) = match self.tree_set()? {
             Set::Tree { tree, exact } => (tree, exact),
             // Each live generation, in turn.
             Set::Recrawl(gens) => return gens.forget_host(h, check),
+            Set::Small(_) => unreachable!("tree_set grows a small list"),
             Set::Counting(set) => {
                 self.backing.check()?;
                 // The store is the source of truth, and each fingerprint leaves it before its
@@ -176,7 +179,7 @@ impl Namespace {
                 }
                 self.sync_store(set)?;
                 return outcome.map_err(|records| Error::ForgetHostUnknown {
-                    name: self.name.clone(),
+                    name: self.name.to_string(),
                     records,
                 });
             }
@@ -228,7 +231,7 @@ impl Namespace {
         let one = self.backing.hold_checkpoints();
         let unknown = tree.count_records(&|r| r.host == 0)?;
         if unknown > 0 {
-            return Err(Error::ForgetHostUnknown { name: self.name.clone(), records: unknown });
+            return Err(Error::ForgetHostUnknown { name: self.name.to_string(), records: unknown });
         }
         if let Some(d) = self.backing.durable() {
             // Without a snapshot, recovery replays the whole log into new leaf files, the
@@ -326,7 +329,7 @@ impl Namespace {
         let h = crate::host::host_hash(host, self.options.seed);
         let Some(urls) = &self.urls else {
             return Err(Error::ForgetByUnsupported {
-                name: self.name.clone(),
+                name: self.name.to_string(),
                 what: "by prefix",
                 reason: "it does not keep its URLs, and records keep a hash of their host, not \
                          their path; create the namespace with --keep-urls (URL.RESERVE … \
@@ -344,7 +347,7 @@ impl Namespace {
         };
         let scanned = urls.end()?;
         scan(0, scanned)?;
-        match &self.set {
+        match self.tree_set()? {
             Set::Tree { tree, exact } => {
                 let mut logged = || -> Result<()> {
                     // Nothing is recorded from here until the forget is done: what was
@@ -367,7 +370,7 @@ impl Namespace {
                 let unknown = set.count_host(0)?;
                 if unknown > 0 {
                     return Err(Error::ForgetHostUnknown {
-                        name: self.name.clone(),
+                        name: self.name.to_string(),
                         records: unknown,
                     });
                 }
@@ -380,10 +383,11 @@ impl Namespace {
                 Ok(out.iter().filter(|&&forgotten| forgotten).count() as u64)
             }
             Set::Recrawl(_) => Err(Error::ForgetByUnsupported {
-                name: self.name.clone(),
+                name: self.name.to_string(),
                 what: "by prefix",
                 reason: "it has a recrawl window, whose URLs are not kept",
             }),
+            Set::Small(_) => unreachable!("tree_set grows a small list"),
         }
     }
 }

@@ -23,6 +23,7 @@ mod batch;
 mod dump;
 mod forget;
 mod reserve;
+mod small;
 mod stats;
 mod unload;
 mod usage;
@@ -36,10 +37,14 @@ type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 /// One crawl job's URL-seen set. Cheap to share (`Arc`), `Send + Sync`.
 #[derive(Debug)]
 pub struct Namespace {
-    name: String,
-    options: NamespaceOptions,
+    /// Shared with its `Db`'s catalog.
+    name: Arc<str>,
+    /// Shared by every namespace made with equal options (see [`crate::options::shared`]).
+    options: Arc<NamespaceOptions>,
     fingerprinter: Fingerprinter,
-    set: Set,
+    /// What decides "seen": read through [`Self::set`], which finds the tree a small list grew
+    /// into.
+    held: Set,
     /// Where its answers rest: the process, or a data directory.
     backing: Backing,
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
@@ -62,6 +67,9 @@ pub(crate) enum Set {
     Counting(Box<CountingSet>),
     /// A recrawl window: generations of namespaces, each a DSBF (see [`crate::recrawl`]).
     Recrawl(Box<Generations>),
+    /// A namespace of few items: a sorted list, then the tree it grows into (see
+    /// [`small`]). Read through [`Namespace::set`], never matched as the tree.
+    Small(Box<small::SmallSet>),
 }
 
 /// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
@@ -145,6 +153,8 @@ impl Namespace {
         options.validate()?;
         let set = if options.counting {
             Set::Counting(Box::new(CountingSet::in_memory(counting_options(&options)?)?))
+        } else if small::starts_small(&options, &leaves) {
+            Set::Small(Box::new(small::SmallSet::new(workers)))
         } else {
             let tree = Dsbf::new(crate::tree::TreeParams::from(&options), workers, leaves);
             let exact = match options.is_exact() {
@@ -203,10 +213,10 @@ impl Namespace {
         }
         let fingerprinter = Fingerprinter::new(&options);
         Ok(Namespace {
-            name,
-            options,
+            name: name.into(),
+            options: crate::options::shared(options),
             fingerprinter,
-            set,
+            held: set,
             backing,
             in_flight: InFlight::default(),
             hosts,
@@ -224,7 +234,7 @@ impl Namespace {
             let empty = match set {
                 Set::Tree { tree, .. } => tree.is_empty(),
                 Set::Counting(set) => set.is_empty(),
-                Set::Recrawl(_) => true,
+                Set::Recrawl(_) | Set::Small(_) => true,
             };
             return UrlJournal::open(
                 &d.storage,
@@ -249,6 +259,26 @@ impl Namespace {
                 LeafStore::Memory => Ok(UrlJournal::in_memory()),
             },
             _ => Ok(UrlJournal::in_memory()),
+        }
+    }
+
+    /// What decides "seen" now: the tree a small list grew into, once it did.
+    pub(crate) fn set(&self) -> &Set {
+        match &self.held {
+            Set::Small(small) => small.grown().unwrap_or(&self.held),
+            held => held,
+        }
+    }
+
+    /// [`Self::set`], with a small list made a tree first: for what only a tree does (a
+    /// dump, a forget by host or prefix).
+    ///
+    /// # Errors
+    /// The tree's, when the list's items cannot be recorded in it.
+    pub(crate) fn tree_set(&self) -> Result<&Set> {
+        match &self.held {
+            Set::Small(small) => small.grow(&self.options),
+            held => Ok(held),
         }
     }
 
@@ -293,6 +323,11 @@ impl Namespace {
         &self.name
     }
 
+    /// The name, shared (what its `Db`'s catalog keys it by).
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        Arc::clone(&self.name)
+    }
+
     /// The options it was created with.
     pub fn options(&self) -> &NamespaceOptions {
         &self.options
@@ -300,7 +335,7 @@ impl Namespace {
 
     /// Whether [`Self::forget`] works here (counting namespaces).
     pub fn can_forget(&self) -> bool {
-        matches!(self.set, Set::Counting(_))
+        matches!(self.held, Set::Counting(_))
     }
 
     /// Canonicalizes `url` with the namespace's profile and hashes it with the namespace's seed:
@@ -470,13 +505,9 @@ impl Namespace {
 
     /// Distinct URLs recorded.
     pub fn len(&self) -> u64 {
-        (match &self.set {
-            // Those answered "new" and not committed yet count: a `BF.CARD` pipelined after a
-            // `BF.ADD` sees it.
-            Set::Tree { tree, .. } => tree.len(),
-            Set::Counting(set) => set.len(),
-            Set::Recrawl(gens) => gens.len(),
-        }) + self.in_flight.len() as u64
+        // Those answered "new" and not committed yet count: a `BF.CARD` pipelined after a
+        // `BF.ADD` sees it.
+        self.recorded_len() + self.in_flight.len() as u64
     }
 
     /// Whether nothing was recorded yet.
@@ -486,17 +517,17 @@ impl Namespace {
 
     /// Finishes every split in progress on the calling thread.
     pub fn complete_splits(&self) {
-        match &self.set {
+        match self.set() {
             Set::Tree { tree, .. } => tree.complete_splits(),
             Set::Recrawl(gens) => gens.namespaces().iter().for_each(|ns| ns.complete_splits()),
-            Set::Counting(_) => {}
+            Set::Counting(_) | Set::Small(_) => {}
         }
     }
 
     /// The namespaces that hold this one's data: itself, or a recrawl window's live
     /// generations (expired ones dropped first, so that memory is freed without a write).
     pub(crate) fn parts(self: &Arc<Self>) -> Vec<Arc<Namespace>> {
-        match &self.set {
+        match self.set() {
             Set::Recrawl(gens) => {
                 // A failure to delete an expired generation's files leaves them for the next
                 // write (which reports it) or the next open.
@@ -509,7 +540,7 @@ impl Namespace {
 
     /// The directory of this namespace, in a data directory.
     pub(crate) fn data_dir(&self) -> Option<&std::path::Path> {
-        match &self.set {
+        match self.set() {
             Set::Recrawl(gens) => gens.dir(),
             _ => self.backing.dir(),
         }
@@ -517,7 +548,7 @@ impl Namespace {
 
     /// The recrawl window (`recrawl_after`) and its generations, if the namespace has one.
     pub fn recrawl(&self) -> Option<RecrawlReport> {
-        match &self.set {
+        match self.set() {
             Set::Recrawl(gens) => Some(gens.report().0),
             _ => None,
         }
@@ -536,16 +567,17 @@ impl Namespace {
     }
 
     fn checkpoint_unaccounted(&self) -> Result<()> {
-        if let Set::Recrawl(gens) = &self.set {
+        if let Set::Recrawl(gens) = self.set() {
             return gens.namespaces().iter().try_for_each(|ns| ns.checkpoint());
         }
-        match &self.set {
+        match self.set() {
             Set::Tree { tree, .. } => self.backing.checkpoint(tree),
             Set::Counting(set) if self.backing.durable().is_some() => {
                 self.backing.flush_first(true)?;
                 Ok(set.sync()?)
             }
-            Set::Counting(_) | Set::Recrawl(_) => Ok(()),
+            // A small list is on the heap only: nothing to write.
+            Set::Counting(_) | Set::Recrawl(_) | Set::Small(_) => Ok(()),
         }
     }
 
@@ -554,14 +586,14 @@ impl Namespace {
     /// # Errors
     /// [`Error::Io`], [`Error::Poisoned`], [`Error::Corrupt`].
     pub fn sync(&self) -> Result<()> {
-        if let Set::Recrawl(gens) = &self.set {
+        if let Set::Recrawl(gens) = self.set() {
             return gens.namespaces().iter().try_for_each(|ns| ns.sync());
         }
         if self.backing.durable().is_none() {
             return Ok(());
         }
         self.backing.sync()?;
-        if let Set::Counting(set) = &self.set {
+        if let Set::Counting(set) = self.set() {
             self.backing.flush_first(true)?;
             set.sync()?;
         }

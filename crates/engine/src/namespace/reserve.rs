@@ -39,10 +39,10 @@ impl Namespace {
     ) -> Result<Reservation> {
         assert_eq!(fps.len(), out.len(), "reserve_fingerprints: output length must match input");
         assert!(hosts.is_empty() || hosts.len() == fps.len(), "one host per fingerprint");
-        if let Set::Recrawl(gens) = &self.set {
+        if let Set::Recrawl(gens) = self.set() {
             return gens.reserve(fps, hosts, out);
         }
-        match &self.set {
+        match self.set() {
             Set::Tree { tree, .. } => self.check_writable(Some(tree))?,
             _ => self.check_writable(None)?,
         }
@@ -67,7 +67,8 @@ impl Namespace {
     /// once in a namespace that keeps them (see [`crate::tree`]): a split before the commit would rebuild the filters without
     /// a false one. Their durability is waited for by the commit.
     pub(super) fn keep_positives(&self, fps: &[u64], hosts: &[u32], out: &[bool]) -> Result<()> {
-        let Set::Tree { tree, exact: None } = &self.set else { return Ok(()) };
+        // A small list's positives are true ones (it answers exactly): nothing to keep.
+        let Set::Tree { tree, exact: None } = self.set() else { return Ok(()) };
         if !tree.keeps_positives() {
             return Ok(());
         }

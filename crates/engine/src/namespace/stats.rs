@@ -6,7 +6,8 @@ use super::*;
 impl Namespace {
     /// Counts, memory, FPR and the shape of the tree (or of the counting filters).
     pub fn stats(&self) -> NamespaceStats {
-        let mut stats = match &self.set {
+        let mut stats = match self.set() {
+            Set::Small(small) => self.small_stats(small),
             Set::Tree { tree, exact } => {
                 let mut s = self.tree_stats(tree);
                 s.exact = match exact {
@@ -49,12 +50,54 @@ impl Namespace {
     }
 
     fn mode(&self) -> &'static str {
-        match (&self.set, self.options.is_exact()) {
+        match (self.set(), self.options.is_exact()) {
             (Set::Counting(_), _) => "counting",
+            (Set::Small(_), _) => "bloom",
             (Set::Recrawl(_), true) => "exact",
             (Set::Recrawl(_), false) => "bloom",
             (Set::Tree { .. }, true) => "exact",
             (Set::Tree { .. }, false) => "bloom",
+        }
+    }
+
+    /// A small list's: one "leaf" that is the list, whose false positives are fingerprint
+    /// collisions (counted as none). A list that became a tree meanwhile reports the tree.
+    fn small_stats(&self, small: &small::SmallSet) -> NamespaceStats {
+        let (Some(count), Some(memory_bytes)) = (small.len(), small.memory_bytes()) else {
+            return self.stats();
+        };
+        let p = crate::tree::TreeParams::from(&*self.options);
+        NamespaceStats {
+            name: self.name.to_string(),
+            mode: self.mode(),
+            count,
+            kept: 0,
+            memory_bytes,
+            filter_reserved_bytes: 0,
+            disk_bytes: 0,
+            kept_urls: None,
+            fpr_bound: p.fpr,
+            worst_leaf_fpr: 0.0,
+            mean_leaf_fpr: 0.0,
+            profile: self.options.canon.profile.name(),
+            seed: self.options.seed,
+            leaf_bits: p.leaf_bits,
+            leaf_hashes: p.leaf_hashes,
+            leaf_capacity: p.leaf_capacity,
+            split_fanout: p.split.fanout,
+            initial_leaves: p.initial_leaves,
+            height: 0,
+            leaf_count: 1,
+            inner_nodes: 0,
+            splitting_nodes: 0,
+            splits_started: 0,
+            splits_done: 0,
+            leaves_per_depth: vec![1],
+            leaves: Vec::new(),
+            exact: None,
+            counting: None,
+            recrawl: None,
+            persistence: None,
         }
     }
 
@@ -68,7 +111,7 @@ impl Namespace {
             }
         }
         NamespaceStats {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             mode: self.mode(),
             count: t.count,
             kept: t.kept,
@@ -125,7 +168,7 @@ impl Namespace {
         }
         let sum = |f: &dyn Fn(&NamespaceStats) -> u64| parts.iter().map(f).sum::<u64>();
         NamespaceStats {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             mode: self.mode(),
             count: sum(&|s| s.count),
             kept: sum(&|s| s.kept),
@@ -162,7 +205,7 @@ impl Namespace {
         let c = set.stats();
         let active = c.generations.last();
         NamespaceStats {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             mode: self.mode(),
             count: c.len,
             kept: 0,

@@ -19,7 +19,7 @@ impl Namespace {
     /// at open and closed).
     pub(crate) fn open_files(&self) -> usize {
         let Some(d) = self.backing.durable() else {
-            return match &self.set {
+            return match self.set() {
                 Set::Recrawl(gens) => gens.namespaces().iter().map(|ns| ns.open_files()).sum(),
                 _ => 0,
             };
@@ -29,7 +29,7 @@ impl Namespace {
         }
         let hosts = usize::from(!keeps_positives(&self.options));
         let urls = usize::from(self.urls.is_some());
-        let store = match &self.set {
+        let store = match self.set() {
             Set::Counting(_) => 16,
             Set::Tree { exact: Some(_), .. } => 4,
             _ => 0,
@@ -47,7 +47,7 @@ impl Namespace {
             return false;
         }
         let Some(d) = this.backing.durable() else { return false };
-        let Set::Tree { tree, exact: None } = &this.set else { return false };
+        let Set::Tree { tree, exact: None } = this.set() else { return false };
         let snapshot = d.snapshot_bytes.load(std::sync::atomic::Ordering::Acquire);
         this.backing.check().is_ok()
             && tree.check().is_ok()
@@ -62,7 +62,7 @@ impl Namespace {
     /// store, a recrawl window's generations and a URL journal keep files of their own open).
     pub(crate) fn can_detach(&self) -> bool {
         let Some(d) = self.backing.durable() else { return false };
-        matches!(&self.set, Set::Tree { exact: None, .. })
+        matches!(self.set(), Set::Tree { exact: None, .. })
             && self.urls.is_none()
             && !d.log.is_read_only()
             && !d.log.is_detached()

@@ -156,19 +156,22 @@ impl Namespace {
 
     /// What the set holds, without [`Namespace::len`]'s answers in flight (a lock each time):
     /// read after every write, so an atomic load for a tree or a counting set.
-    fn recorded_len(&self) -> u64 {
-        match &self.set {
+    pub(super) fn recorded_len(&self) -> u64 {
+        match self.set() {
             Set::Tree { tree, .. } => tree.len(),
             Set::Counting(set) => set.len(),
             Set::Recrawl(gens) => gens.len(),
+            // Grown meanwhile: the tree's.
+            Set::Small(small) => small.len().unwrap_or_else(|| self.recorded_len()),
         }
     }
 
     /// Splits begun plus splits ended: changes whenever a split allocates or frees filters.
     fn split_epoch(&self) -> u64 {
-        match &self.set {
+        match self.set() {
             Set::Tree { tree, .. } => tree.split_epoch(),
-            Set::Counting(_) | Set::Recrawl(_) => 0,
+            // A list that becomes a tree changes what `set` finds: the tree's epoch from then.
+            Set::Counting(_) | Set::Recrawl(_) | Set::Small(_) => 0,
         }
     }
 
@@ -176,7 +179,13 @@ impl Namespace {
     /// FPR formulas (a tree) or its scan of every counter (a counting set); a recrawl window
     /// takes its generations' stats.
     pub(crate) fn sizes(&self) -> Sizes {
-        let mut sizes = match &self.set {
+        let mut sizes = match self.set() {
+            Set::Small(small) if let Some(memory_bytes) = small.memory_bytes() => Sizes {
+                usage: Usage { memory_bytes, committed_bytes: memory_bytes, disk_bytes: 0 },
+                nodes: 1,
+            },
+            // Grown meanwhile: the tree's.
+            Set::Small(_) => return self.sizes(),
             Set::Tree { tree, .. } => {
                 // As `stats` counts it (the exact LRU is reported apart).
                 let t = tree.sizes();

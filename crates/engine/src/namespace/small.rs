@@ -1,0 +1,257 @@
+//! A namespace that holds few items: their fingerprints in one sorted list, as Redis keeps a
+//! small set in a listpack, until it outgrows the list and becomes a tree.
+//!
+//! A crawl platform's server holds thousands to millions of namespaces, most of them a few
+//! dozen URLs (docs/benchmarks.md, "Many namespaces in one server"). A tree costs a few
+//! kilobytes before its first URL (its nodes, a leaf, its filter, its routing); the list costs
+//! 12 bytes per item and nothing before. So a namespace kept on the heap and made for a small
+//! capacity ([`SMALL_CAPACITY`]) starts as a list; past [`SMALL_MAX`] items it is replayed
+//! into a tree sized from its options, which splits as any tree does from then on.
+//!
+//! The list answers exactly (a false positive is a 64-bit fingerprint collision), so no
+//! promise of the tree is weakened while a namespace is small: a recorded item is found in
+//! the list, then in the tree, which records every item of the list before it is used.
+//!
+//! Only a namespace of a process's heap ([`crate::Backing::Volatile`] with its leaves in
+//! memory) starts small: a data directory's namespaces are loaded on first use and cost a
+//! few hundred bytes unloaded (docs/durability.md, "Many namespaces").
+
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::{Set, keeps_positives};
+use crate::error::{Error, Result};
+use crate::leaf_log::LeafStore;
+use crate::options::{NamespaceOptions, SplitMode};
+use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
+
+/// Items a list holds before it becomes a tree: a 1.5 KiB list, about the fixed cost of a
+/// small tree, and short enough that keeping it sorted (a move of at most that much per new
+/// item) costs less than a tree's insert.
+pub(crate) const SMALL_MAX: usize = 128;
+
+/// Namespaces made for at most this many items start as a list (every namespace made
+/// implicitly, by `URL.SEEN` or `BF.ADD`, is made for 100); one reserved for more is a tree
+/// from the start, sized as it was asked.
+pub(crate) const SMALL_CAPACITY: u64 = 1024;
+
+/// Whether a namespace made with `options`, with its leaves in `leaves`, starts as a list.
+/// Exact, counting and recrawl namespaces keep structures of their own, and a non-scaling
+/// one counts its room in a tree's terms: they start as trees.
+pub(crate) fn starts_small(options: &NamespaceOptions, leaves: &LeafStore) -> bool {
+    matches!(leaves, LeafStore::Memory)
+        && options.capacity <= SMALL_CAPACITY
+        && !options.is_exact()
+        && !options.counting
+        && options.recrawl_after.is_none()
+        && options.split.mode != SplitMode::Never
+}
+
+/// One item: its fingerprint (two halves, so that the list packs 12 bytes an item) and the
+/// hash of its URL's host (0 for none), which the tree's record keeps for a forget by host.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    fp: [u32; 2],
+    host: u32,
+}
+
+impl Entry {
+    fn new(fp: u64, host: u32) -> Self {
+        Entry { fp: [(fp >> 32) as u32, fp as u32], host }
+    }
+
+    fn fp(&self) -> u64 {
+        (u64::from(self.fp[0]) << 32) | u64::from(self.fp[1])
+    }
+}
+
+/// A small namespace's set: the list while it lasts, then the tree it grew into.
+#[derive(Debug)]
+pub(crate) struct SmallSet {
+    /// Sorted by fingerprint, without repeats; `None` once the tree took over (set first).
+    list: Mutex<Option<Vec<Entry>>>,
+    /// The tree, once the list outgrew [`SMALL_MAX`] or something only a tree does was asked.
+    grown: OnceLock<Set>,
+    /// Where the tree's splits will run.
+    workers: Arc<SplitWorkers>,
+}
+
+impl SmallSet {
+    pub(crate) fn new(workers: Arc<SplitWorkers>) -> Self {
+        SmallSet { list: Mutex::new(Some(Vec::new())), grown: OnceLock::new(), workers }
+    }
+
+    /// The tree, if the list became one.
+    pub(crate) fn grown(&self) -> Option<&Set> {
+        self.grown.get()
+    }
+
+    /// The tree, made now from the list if it is still one.
+    ///
+    /// # Errors
+    /// The tree's, when the list's items cannot be recorded in it.
+    pub(crate) fn grow(&self, options: &NamespaceOptions) -> Result<&Set> {
+        if let Some(set) = self.grown.get() {
+            return Ok(set);
+        }
+        let mut list = self.list.lock();
+        if let Some(entries) = list.as_ref() {
+            let set = self.tree_of(entries, options)?;
+            // Set before the list goes: whoever finds no list finds the tree.
+            let _ = self.grown.set(set);
+            *list = None;
+        }
+        drop(list);
+        Ok(self.grown.get().expect("the list gives way only to a tree set before"))
+    }
+
+    /// A tree holding `entries`, as a namespace made with `options` would have made it.
+    fn tree_of(&self, entries: &[Entry], options: &NamespaceOptions) -> Result<Set> {
+        let tree =
+            Dsbf::new(TreeParams::from(options), Arc::clone(&self.workers), LeafStore::Memory);
+        tree.set_keep_positives(keeps_positives(options));
+        let fps: Vec<u64> = entries.iter().map(Entry::fp).collect();
+        let hosts: Vec<u32> = entries.iter().map(|e| e.host).collect();
+        let mut recorded = vec![false; fps.len()];
+        // Distinct and new: recorded as they are (a false positive of the new filters among
+        // them is recorded too, so no item of the list is lost).
+        tree.insert_batch_with(&fps, &hosts, &mut recorded, Mode::Record, &mut |_| {
+            Ok::<u64, Error>(0)
+        })?;
+        tree.check()?;
+        Ok(Set::Tree { tree, exact: None })
+    }
+
+    /// Check-and-insert of `fps` with their `hosts` (empty for none) into the list: `out[i]`
+    /// is whether `fps[i]` was there already (earlier in the batch included). `None` when the
+    /// tree is to be asked instead: the list is a tree by now, or becomes one here because
+    /// the batch could take it past [`SMALL_MAX`] (so a batch of any size costs a tree's
+    /// inserts, never a list's moves).
+    pub(crate) fn insert(
+        &self,
+        fps: &[u64],
+        hosts: &[u32],
+        out: &mut [bool],
+        options: &NamespaceOptions,
+    ) -> Option<Result<()>> {
+        let mut list = self.list.lock();
+        let entries = list.as_mut()?;
+        if entries.len() + fps.len() > SMALL_MAX {
+            return match self.tree_of(entries, options) {
+                Ok(set) => {
+                    // Set before the list goes: whoever finds no list finds the tree.
+                    let _ = self.grown.set(set);
+                    *list = None;
+                    None
+                }
+                Err(e) => Some(Err(e)),
+            };
+        }
+        for (i, &fp) in fps.iter().enumerate() {
+            match entries.binary_search_by_key(&fp, Entry::fp) {
+                Ok(_) => out[i] = true,
+                Err(at) => {
+                    if entries.len() == entries.capacity() {
+                        // Grown a quarter at a time: a list of few items wastes few bytes.
+                        entries.reserve_exact((fps.len() - i).max(entries.len() / 4).max(1));
+                    }
+                    entries.insert(at, Entry::new(fp, hosts.get(i).copied().unwrap_or(0)));
+                    out[i] = false;
+                }
+            }
+        }
+        Some(Ok(()))
+    }
+
+    /// Read-only lookup: `out[i]` is whether `fps[i]` is in the list. `None` if the list is
+    /// a tree by now: ask the tree.
+    pub(crate) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Option<()> {
+        let list = self.list.lock();
+        let entries = list.as_ref()?;
+        for (fp, hit) in fps.iter().zip(out.iter_mut()) {
+            *hit = entries.binary_search_by_key(fp, Entry::fp).is_ok();
+        }
+        Some(())
+    }
+
+    /// Items in the list (`None` once it is a tree).
+    pub(crate) fn len(&self) -> Option<u64> {
+        self.list.lock().as_ref().map(|entries| entries.len() as u64)
+    }
+
+    /// Bytes of the heap the list takes: itself and its items (`None` once it is a tree).
+    pub(crate) fn memory_bytes(&self) -> Option<u64> {
+        let list = self.list.lock();
+        let entries = list.as_ref()?;
+        Some(
+            (std::mem::size_of::<Self>() + entries.capacity() * std::mem::size_of::<Entry>())
+                as u64,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> NamespaceOptions {
+        NamespaceOptions { capacity: 100, ..NamespaceOptions::default() }
+    }
+
+    #[test]
+    fn a_list_answers_as_a_set_and_grows_into_a_tree_that_holds_every_item() {
+        let options = options();
+        let small = SmallSet::new(SplitWorkers::new(1));
+        let fps: Vec<u64> =
+            (0..SMALL_MAX as u64 * 3).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        // A repeat inside a batch is seen by its second copy.
+        let mut out = [false; 2];
+        small.insert(&[fps[0], fps[0]], &[7, 7], &mut out, &options).unwrap().unwrap();
+        assert_eq!(out, [false, true]);
+        for chunk in fps[1..SMALL_MAX].chunks(10) {
+            let mut out = vec![true; chunk.len()];
+            small.insert(chunk, &[], &mut out, &options).unwrap().unwrap();
+            assert!(out.iter().all(|&seen| !seen), "new items answered new");
+        }
+        assert_eq!(small.len(), Some(SMALL_MAX as u64));
+        assert!(small.grown().is_none());
+        // One past the list's room: a tree now, which holds every item, and is to be asked.
+        assert!(small.insert(&fps[SMALL_MAX..=SMALL_MAX], &[], &mut [true], &options).is_none());
+        let Some(Set::Tree { tree, .. }) = small.grown() else { panic!("not grown") };
+        assert_eq!(small.len(), None);
+        assert!(small.insert(&fps[..1], &[], &mut [false], &options).is_none());
+        assert_eq!(tree.len(), SMALL_MAX as u64);
+        let mut seen = vec![false; SMALL_MAX];
+        tree.contains_batch(&fps[..SMALL_MAX], &mut seen);
+        assert!(seen.iter().all(|&s| s), "no item of the list is lost in the tree");
+        assert_eq!(tree.count_records(&|r| r.host == 7).unwrap(), 1, "hosts kept");
+    }
+
+    #[test]
+    fn grow_on_demand_keeps_the_items() {
+        let options = options();
+        let small = SmallSet::new(SplitWorkers::new(1));
+        let mut out = [false; 3];
+        small.insert(&[3, 1, 2], &[], &mut out, &options).unwrap().unwrap();
+        let mut hit = [false; 4];
+        small.contains(&[1, 2, 3, 4], &mut hit).unwrap();
+        assert_eq!(hit, [true, true, true, false]);
+        let Set::Tree { tree, .. } = small.grow(&options).unwrap() else { panic!("no tree") };
+        tree.contains_batch(&[1, 2, 3], &mut hit[..3]);
+        assert_eq!(hit[..3], [true, true, true]);
+        assert!(small.contains(&[1], &mut [false]).is_none());
+    }
+
+    #[test]
+    fn only_heap_namespaces_for_few_items_start_small() {
+        let o = options();
+        assert!(starts_small(&o, &LeafStore::Memory));
+        let big = NamespaceOptions { capacity: SMALL_CAPACITY + 1, ..o.clone() };
+        assert!(!starts_small(&big, &LeafStore::Memory));
+        let counting = NamespaceOptions { counting: true, ..o.clone() };
+        assert!(!starts_small(&counting, &LeafStore::Memory));
+        let exact = NamespaceOptions { exact: true, ..o };
+        assert!(!starts_small(&exact, &LeafStore::Memory));
+    }
+}
