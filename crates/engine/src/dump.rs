@@ -312,7 +312,7 @@ impl ChunkOrder {
     ///
     /// # Errors
     /// [`Error::BadChunk`], [`Error::UnsupportedVersion`], [`Error::ChunkMismatch`],
-    /// [`Error::ChunkOutOfOrder`].
+    /// [`Error::ChunkIteratorMismatch`], [`Error::ChunkOutOfOrder`].
     pub fn check(&self, iter: i64, chunk: &[u8]) -> Result<Data> {
         let data = Data::decode(chunk)?;
         if data.identity != self.identity {
@@ -322,12 +322,7 @@ impl ChunkOrder {
             });
         }
         if data.next != iter {
-            return Err(Error::ChunkMismatch {
-                reason: format!(
-                    "it was returned with iterator {}, but given with {iter}",
-                    data.next
-                ),
-            });
+            return Err(Error::ChunkIteratorMismatch { returned: data.next, given: iter });
         }
         if data.from != self.expected {
             return Err(Error::ChunkOutOfOrder { expected: self.expected, got: data.from });

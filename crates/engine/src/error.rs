@@ -209,12 +209,23 @@ pub enum Error {
         got: i64,
     },
     /// A dump chunk does not belong here: it was dumped from a namespace with other options
-    /// (a wrong key), or the iterator given with it is not the one `BF.SCANDUMP` returned with
-    /// it. Nothing of it was loaded.
+    /// (a wrong key). Nothing of it was loaded.
     #[error("dump chunk does not match: {reason}")]
     ChunkMismatch {
         /// What does not match.
         reason: String,
+    },
+    /// A dump chunk given with another iterator than the one `BF.SCANDUMP` returned with it
+    /// (kept apart from [`Error::ChunkMismatch`]: RedisBloom answers a bad position and bad
+    /// data in other words). Nothing of it was loaded.
+    #[error(
+        "dump chunk given with the wrong iterator: it was returned with {returned}, but given with {given}"
+    )]
+    ChunkIteratorMismatch {
+        /// The iterator `BF.SCANDUMP` returned with the chunk.
+        returned: i64,
+        /// The iterator it was given with.
+        given: i64,
     },
     /// A `BF.SCANDUMP` iterator that no dump returned (negative, or not at a chunk boundary).
     #[error("invalid dump iterator {0}")]

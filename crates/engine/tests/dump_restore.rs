@@ -194,7 +194,10 @@ fn bad_chunks_are_typed_errors_that_load_nothing() {
         db.load_chunk("k", foreign[1].0, &foreign[1].1),
         Err(Error::ChunkMismatch { .. })
     ));
-    assert!(matches!(db.load_chunk("k", iter1 + 1, data1), Err(Error::ChunkMismatch { .. })));
+    assert!(matches!(
+        db.load_chunk("k", iter1 + 1, data1),
+        Err(Error::ChunkIteratorMismatch { given, .. }) if given == iter1 + 1
+    ));
     // A header again.
     assert!(matches!(db.load_chunk("k", ITER_HEADER, &chunks[0].1), Err(Error::BadChunk { .. })));
     // After all that, the right chunks finish the restore, with nothing extra loaded.
@@ -203,11 +206,13 @@ fn bad_chunks_are_typed_errors_that_load_nothing() {
     for &i in &recorded {
         assert!(copy.contains(&item(i)).unwrap());
     }
-    // A header for an existing key.
+    // A header, or a data chunk, for an existing key: nothing is merged or overwritten.
     assert!(matches!(
         db.load_chunk("k", ITER_HEADER, &chunks[0].1),
         Err(Error::NamespaceExists(_))
     ));
+    assert!(matches!(db.load_chunk("k", *iter1, data1), Err(Error::NamespaceExists(_))));
+    assert_eq!(db.namespace("k").unwrap().len(), ns.len());
     // SCANDUMP iterators that no dump returned.
     assert!(matches!(ns.dump_chunk(-5, MIN_CHUNK_BYTES), Err(Error::InvalidIterator(-5))));
     assert!(ns.dump_chunk(1, 100).is_err(), "a chunk size below the minimum");

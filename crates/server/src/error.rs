@@ -74,8 +74,14 @@ pub const BF_ITEM_EXISTS: &str = "ERR item exists";
 /// `BF.INFO`, `BF.INSERT … NOCREATE` on a key that does not exist.
 pub const BF_NOT_FOUND: &str = "ERR not found";
 
-/// `BF.LOADCHUNK` of a damaged chunk (RedisBloom's words).
+/// `BF.LOADCHUNK` of a damaged chunk, a header where a data chunk is due, a chunk of another
+/// key's dump, or a chunk whose iterator is below its length for an existing key (RedisBloom's
+/// words for all: `SB_NewChainFromHeader`, `SBChain_LoadEncodedChunk`).
 pub const BAD_CHUNK: &str = "ERR received bad data";
+/// `BF.LOADCHUNK` of a chunk whose iterator names no place it can go: out of order, given with
+/// another iterator than its own, or any other chunk for an existing key (RedisBloom's words for
+/// an offset past the filter's last link).
+pub const LOADCHUNK_BAD_OFFSET: &str = "ERR invalid offset - no link found";
 
 /// `BF.SCANDUMP` with an iterator that is not an integer (RedisBloom's words, without `ERR`).
 pub const SCANDUMP_BAD_ITERATOR: &str = "Second argument must be numeric";
@@ -203,13 +209,28 @@ pub fn engine_error(e: &urlseen_engine::Error) -> CommandError {
         E::ForgetUnsupported(_) => return CommandError::custom(FORGET_UNSUPPORTED),
         E::InvalidOption { name, reason } => format!("ERR invalid option {name}: {reason}"),
         E::InvalidName { reason, .. } => format!("ERR invalid namespace name: {reason}"),
-        // RedisBloom's words for a chunk it cannot use; the engine's error says more.
-        E::BadChunk { .. } => return CommandError::custom(BAD_CHUNK),
-        E::ChunkOutOfOrder { .. } | E::ChunkMismatch { .. } => format!("ERR invalid chunk - {e}"),
+        // RedisBloom's words for a chunk it cannot use, so that a client written for it reads
+        // the same replies; the engine's error says more, and `BF.LOADCHUNK` logs it.
+        E::BadChunk { .. } | E::ChunkMismatch { .. } => return CommandError::custom(BAD_CHUNK),
+        E::ChunkOutOfOrder { .. } | E::ChunkIteratorMismatch { .. } => {
+            return CommandError::custom(LOADCHUNK_BAD_OFFSET);
+        }
         E::Poisoned { reason } => format!("MISCONF writes refused after a failed write: {reason}"),
         other => format!("ERR {other}"),
     };
     CommandError::Custom(Cow::Owned(text))
+}
+
+/// `BF.LOADCHUNK key iter data` for a key that exists (urlseen loads a dump only into a new
+/// key): RedisBloom's reply to the same arguments when the chunk does not fit, decided by its
+/// first check (`iter <= 0 || iter < len`: a header, iterator 1, is one) and otherwise "no
+/// link found", since a whole namespace has no place for another chunk.
+pub fn loadchunk_into_existing(iter: i64, len: usize) -> CommandError {
+    if iter <= 0 || usize::try_from(iter).is_ok_and(|i| i < len) {
+        CommandError::custom(BAD_CHUNK)
+    } else {
+        CommandError::custom(LOADCHUNK_BAD_OFFSET)
+    }
 }
 
 impl From<urlseen_engine::Error> for CommandError {

@@ -66,9 +66,10 @@ impl Db {
     /// knows every fingerprint of the dump and splits as it grows, as the original would.
     ///
     /// # Errors
-    /// [`Error::NoSuchNamespace`] for a data chunk to a name with no restore under way (as
-    /// RedisBloom's `ERR not found`), [`Error::NamespaceExists`] for a header to an existing
-    /// namespace, [`Error::BadChunk`], [`Error::ChunkOutOfOrder`], [`Error::ChunkMismatch`],
+    /// [`Error::NoSuchNamespace`] for a data chunk to a name that neither exists nor has a
+    /// restore under way (as RedisBloom's `ERR not found`), [`Error::NamespaceExists`] for any
+    /// chunk to an existing namespace, [`Error::BadChunk`], [`Error::ChunkOutOfOrder`],
+    /// [`Error::ChunkMismatch`], [`Error::ChunkIteratorMismatch`],
     /// [`Error::UnsupportedVersion`], [`Error::CanonVersionMismatch`]; as
     /// [`Db::create_namespace`]. An I/O failure while loading abandons the restore.
     pub fn load_chunk(&self, name: &str, iter: i64, chunk: &[u8]) -> Result<LoadStep> {
@@ -103,6 +104,13 @@ impl Db {
 
     pub(super) fn begin_restore(&self, name: &str, iter: i64, chunk: &[u8]) -> Result<LoadStep> {
         if iter != ITER_HEADER {
+            // A data chunk for a whole namespace is refused as a header for it is: a dump
+            // loads only into a new name (the caller answers the two cases apart from "no
+            // such key", as RedisBloom does).
+            self.expired(name);
+            if self.inner.namespaces.read().contains(name) {
+                return Err(Error::NamespaceExists(name.to_owned()));
+            }
             return Err(Error::NoSuchNamespace(name.to_owned()));
         }
         let header = Header::decode(chunk)?;

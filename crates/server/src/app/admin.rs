@@ -98,8 +98,10 @@ impl App {
     /// [`Db::load_chunk`]).
     ///
     /// # Errors
-    /// `ERR not found` for a data chunk with no restore under way, `ERR item exists` for a
-    /// header to an existing key; the engine's (see [`crate::error::engine_error`]).
+    /// `ERR not found` for a data chunk to a key that neither exists nor is being restored;
+    /// for a key that exists, RedisBloom's reply to a chunk that does not fit (see
+    /// [`crate::error::loadchunk_into_existing`]); the engine's (see
+    /// [`crate::error::engine_error`]).
     pub fn load_chunk(&self, key: &[u8], iter: i64, data: &[u8]) -> Result<(), CommandError> {
         self.local_only()?;
         let name =
@@ -116,7 +118,15 @@ impl App {
             Err(urlseen_engine::Error::NoSuchNamespace(_)) => {
                 Err(CommandError::custom(crate::error::BF_NOT_FOUND))
             }
-            Err(e) => Err(e.into()),
+            Err(urlseen_engine::Error::NamespaceExists(_)) => {
+                Err(crate::error::loadchunk_into_existing(iter, data.len()))
+            }
+            Err(e) => {
+                // The reply is in RedisBloom's few words; the engine's error says which check
+                // refused the chunk.
+                tracing::debug!(key = name, iter, error = %e, "BF.LOADCHUNK refused");
+                Err(e.into())
+            }
         }
     }
 

@@ -9,18 +9,21 @@
 //! > BF.LOADCHUNK nokey 5 <chunk>
 //! -ERR not found
 //! > BF.LOADCHUNK copy 1 <header>
-//! -ERR item exists
+//! -ERR received bad data     `copy` exists: RedisBloom's reply to a header there
 //! > BF.LOADCHUNK copy2 1 <damaged>
 //! -ERR received bad data
 //! ```
 //!
 //! The header chunk (iterator 1) starts a restore into a key that must not exist; the key stays
 //! invisible (`EXISTS` 0, other commands as if it did not exist, creating it refused) until its
-//! last chunk is loaded, and `DEL` abandons it. A chunk out of order, of another key's dump, or
-//! given with another iterator than the one it came with is refused with
-//! `-ERR invalid chunk - …`, a damaged one with `-ERR received bad data`: nothing of it is
-//! loaded and the restore waits for the right chunk. With `--data` the namespace is on disk,
-//! synced, when the last chunk's `+OK` is sent.
+//! last chunk is loaded, and `DEL` abandons it. Refusals are in RedisBloom's words, so a client
+//! written for it reads the replies it knows: a damaged chunk, a header where a data chunk is
+//! due, or a chunk of another key's dump is `-ERR received bad data`; a chunk out of order or
+//! given with another iterator than its own is `-ERR invalid offset - no link found`. Nothing of
+//! a refused chunk is loaded and the restore waits for the right one. A key that exists takes
+//! no chunk (RedisBloom would copy it into the filter's bits): it gets RedisBloom's reply for
+//! a chunk that does not fit. With `--data` the namespace is on disk, synced, when the last
+//! chunk's `+OK` is sent.
 
 use std::sync::Arc;
 
