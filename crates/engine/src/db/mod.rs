@@ -24,7 +24,7 @@ use crate::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
-use crate::namespace::{Ledger, Namespace, Set, Usage};
+use crate::namespace::{LeafSource, Leaves, Ledger, Namespace, Set, Usage};
 use crate::options::NamespaceOptions;
 use crate::persist::{self, Access, DbOptions, DirLock};
 use crate::recrawl::{Generations, Home};
@@ -100,6 +100,9 @@ struct Inner {
     /// The spill directory of a temporary `Db`, removed when the `Db` and every namespace it
     /// made are dropped.
     spill: Option<Arc<tempfile::TempDir>>,
+    /// Opens a namespace's leaf files in the spill directory: made once, kept by each small
+    /// namespace until it becomes a tree (see `namespace/small.rs`).
+    spill_leaves: Option<LeafSource>,
     options: DbOptions,
     closed: AtomicBool,
     /// Running totals of what the namespaces hold (see [`Db::usage`]).
@@ -144,6 +147,17 @@ impl Db {
     }
 
     fn unpersisted(spill: Option<Arc<tempfile::TempDir>>, options: DbOptions) -> Self {
+        let spill_leaves = spill.as_ref().map(|spill| {
+            let (spill, storage) = (Arc::clone(spill), Arc::clone(&options.storage));
+            LeafSource::new(move |name: &str| -> Result<LeafStore> {
+                Ok(LeafStore::Files(LeafFiles::open_keeping(
+                    Arc::clone(&storage),
+                    persist::namespace_dir(spill.path(), name).join("leaves"),
+                    false,
+                    Some(Arc::clone(&spill) as Arc<dyn std::any::Any + Send + Sync>),
+                )?))
+            })
+        });
         Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::default(),
@@ -154,6 +168,7 @@ impl Db {
                 root: None,
                 read_only: false,
                 spill,
+                spill_leaves,
                 options,
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
@@ -225,6 +240,7 @@ impl Db {
             root: Some((root, Some(lock))),
             read_only: false,
             spill: None,
+            spill_leaves: None,
             options,
             closed: AtomicBool::new(false),
             ledger: Arc::default(),
@@ -301,6 +317,7 @@ impl Db {
                 root: Some((root, lock)),
                 read_only: true,
                 spill: None,
+                spill_leaves: None,
                 options,
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
@@ -411,14 +428,10 @@ impl Db {
                 )?
             }
             None => {
-                let leaves = match &inner.spill {
-                    None => LeafStore::Memory,
-                    Some(spill) => LeafStore::Files(LeafFiles::open_keeping(
-                        Arc::clone(&inner.options.storage),
-                        persist::namespace_dir(spill.path(), name).join("leaves"),
-                        false,
-                        Some(Arc::clone(spill) as Arc<dyn std::any::Any + Send + Sync>),
-                    )?),
+                // Leaf files are opened when a tree needs them (a small namespace has none).
+                let leaves = match &inner.spill_leaves {
+                    None => Leaves::Store(LeafStore::Memory),
+                    Some(source) => Leaves::Later(source.clone()),
                 };
                 Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers), leaves)?
             }

@@ -202,7 +202,7 @@ impl Namespace {
         };
         if let Set::Small(small) = self.set() {
             self.check_writable(None)?;
-            if let Some(done) = small.insert(fps, hosts, out, &self.options) {
+            if let Some(done) = small.insert(fps, hosts, out, &self.name, &self.options) {
                 done?;
                 // On the heap, recorded once answered: a caller that fails to hand the answers
                 // on leaves them recorded, as a tree on the heap does.

@@ -27,6 +27,7 @@ mod small;
 mod stats;
 mod unload;
 mod usage;
+pub(crate) use small::{LeafSource, Leaves};
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
 pub(crate) use usage::Ledger;
 pub use usage::Usage;
@@ -148,14 +149,16 @@ impl Namespace {
         name: String,
         options: NamespaceOptions,
         workers: Arc<SplitWorkers>,
-        leaves: LeafStore,
+        leaves: impl Into<Leaves>,
     ) -> Result<Self> {
         options.validate()?;
+        let leaves = leaves.into();
         let set = if options.counting {
             Set::Counting(Box::new(CountingSet::in_memory(counting_options(&options)?)?))
-        } else if small::starts_small(&options, &leaves) {
-            Set::Small(Box::new(small::SmallSet::new(workers)))
+        } else if let Some(small) = small::small_set(&options, &leaves, &workers) {
+            Set::Small(Box::new(small))
         } else {
+            let leaves = leaves.open(&name)?;
             let tree = Dsbf::new(crate::tree::TreeParams::from(&options), workers, leaves);
             let exact = match options.is_exact() {
                 true => Some(Box::new(TreeExact::enable(&tree, index_store(&tree)?)?)),
@@ -277,7 +280,7 @@ impl Namespace {
     /// The tree's, when the list's items cannot be recorded in it.
     pub(crate) fn tree_set(&self) -> Result<&Set> {
         match &self.held {
-            Set::Small(small) => small.grow(&self.options),
+            Set::Small(small) => small.grow(&self.name, &self.options),
             held => Ok(held),
         }
     }

@@ -12,9 +12,10 @@
 //! promise of the tree is weakened while a namespace is small: a recorded item is found in
 //! the list, then in the tree, which records every item of the list before it is used.
 //!
-//! Only a namespace of a process's heap ([`crate::Backing::Volatile`] with its leaves in
-//! memory) starts small: a data directory's namespaces are loaded on first use and cost a
-//! few hundred bytes unloaded (docs/durability.md, "Many namespaces").
+//! Only a namespace that is not persisted ([`crate::Backing::Volatile`]) starts small; its
+//! tree's leaves, when it has one, go where the `Db` keeps leaves (the heap, or files in its
+//! spill directory, opened only then). A data directory's namespaces are loaded on first use
+//! and cost a few hundred bytes unloaded (docs/durability.md, "Many namespaces").
 
 use std::sync::{Arc, OnceLock};
 
@@ -36,16 +37,79 @@ pub(crate) const SMALL_MAX: usize = 128;
 /// from the start, sized as it was asked.
 pub(crate) const SMALL_CAPACITY: u64 = 1024;
 
-/// Whether a namespace made with `options`, with its leaves in `leaves`, starts as a list.
-/// Exact, counting and recrawl namespaces keep structures of their own, and a non-scaling
-/// one counts its room in a tree's terms: they start as trees.
-pub(crate) fn starts_small(options: &NamespaceOptions, leaves: &LeafStore) -> bool {
-    matches!(leaves, LeafStore::Memory)
-        && options.capacity <= SMALL_CAPACITY
+/// Opens the leaf store of the tree a small namespace named so grows into (files in a spill
+/// directory), when it does. One per `Db`, shared by its small namespaces.
+#[derive(Clone)]
+pub(crate) struct LeafSource(Arc<dyn Fn(&str) -> Result<LeafStore> + Send + Sync>);
+
+impl LeafSource {
+    pub(crate) fn new(open: impl Fn(&str) -> Result<LeafStore> + Send + Sync + 'static) -> Self {
+        LeafSource(Arc::new(open))
+    }
+
+    fn open(&self, name: &str) -> Result<LeafStore> {
+        (self.0)(name)
+    }
+}
+
+/// Where a new namespace's leaves go: a store made already, or one made when a small
+/// namespace becomes a tree.
+pub(crate) enum Leaves {
+    Store(LeafStore),
+    Later(LeafSource),
+}
+
+impl Leaves {
+    /// The store, made now.
+    pub(crate) fn open(self, name: &str) -> Result<LeafStore> {
+        match self {
+            Leaves::Store(store) => Ok(store),
+            Leaves::Later(source) => source.open(name),
+        }
+    }
+
+    /// What a small namespace keeps to make its tree's store later: `None` for the heap;
+    /// not small at all (`Err`) for files made already.
+    fn for_small(&self) -> std::result::Result<Option<LeafSource>, ()> {
+        match self {
+            Leaves::Store(LeafStore::Memory) => Ok(None),
+            Leaves::Store(LeafStore::Files(_)) => Err(()),
+            Leaves::Later(source) => Ok(Some(source.clone())),
+        }
+    }
+}
+
+impl From<LeafStore> for Leaves {
+    fn from(store: LeafStore) -> Self {
+        Leaves::Store(store)
+    }
+}
+
+/// A small set for a namespace made with `options` whose leaves go to `leaves`, if it starts
+/// as a list: exact, counting, recrawl and URL-keeping namespaces keep structures of their
+/// own, and a non-scaling one counts its room in a tree's terms; they start as trees.
+pub(crate) fn small_set(
+    options: &NamespaceOptions,
+    leaves: &Leaves,
+    workers: &Arc<SplitWorkers>,
+) -> Option<SmallSet> {
+    let source = leaves.for_small().ok()?;
+    starts_small(options).then(|| SmallSet {
+        list: Mutex::new(Some(Vec::new())),
+        grown: OnceLock::new(),
+        workers: Arc::clone(workers),
+        leaves: source,
+    })
+}
+
+/// Whether a namespace made with `options` starts as a list (see [`small_set`]).
+fn starts_small(options: &NamespaceOptions) -> bool {
+    options.capacity <= SMALL_CAPACITY
         && !options.is_exact()
         && !options.counting
         && options.recrawl_after.is_none()
         && options.split.mode != SplitMode::Never
+        && !options.keep_urls
 }
 
 /// One item: its fingerprint (two halves, so that the list packs 12 bytes an item) and the
@@ -75,13 +139,17 @@ pub(crate) struct SmallSet {
     grown: OnceLock<Set>,
     /// Where the tree's splits will run.
     workers: Arc<SplitWorkers>,
+    /// Where the tree's leaves will go: the heap (`None`), or what this opens.
+    leaves: Option<LeafSource>,
+}
+
+impl std::fmt::Debug for LeafSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeafSource")
+    }
 }
 
 impl SmallSet {
-    pub(crate) fn new(workers: Arc<SplitWorkers>) -> Self {
-        SmallSet { list: Mutex::new(Some(Vec::new())), grown: OnceLock::new(), workers }
-    }
-
     /// The tree, if the list became one.
     pub(crate) fn grown(&self) -> Option<&Set> {
         self.grown.get()
@@ -91,13 +159,13 @@ impl SmallSet {
     ///
     /// # Errors
     /// The tree's, when the list's items cannot be recorded in it.
-    pub(crate) fn grow(&self, options: &NamespaceOptions) -> Result<&Set> {
+    pub(crate) fn grow(&self, name: &str, options: &NamespaceOptions) -> Result<&Set> {
         if let Some(set) = self.grown.get() {
             return Ok(set);
         }
         let mut list = self.list.lock();
         if let Some(entries) = list.as_ref() {
-            let set = self.tree_of(entries, options)?;
+            let set = self.tree_of(entries, name, options)?;
             // Set before the list goes: whoever finds no list finds the tree.
             let _ = self.grown.set(set);
             *list = None;
@@ -106,10 +174,13 @@ impl SmallSet {
         Ok(self.grown.get().expect("the list gives way only to a tree set before"))
     }
 
-    /// A tree holding `entries`, as a namespace made with `options` would have made it.
-    fn tree_of(&self, entries: &[Entry], options: &NamespaceOptions) -> Result<Set> {
-        let tree =
-            Dsbf::new(TreeParams::from(options), Arc::clone(&self.workers), LeafStore::Memory);
+    /// A tree holding `entries`, as namespace `name` made with `options` would have made it.
+    fn tree_of(&self, entries: &[Entry], name: &str, options: &NamespaceOptions) -> Result<Set> {
+        let leaves = match &self.leaves {
+            None => LeafStore::Memory,
+            Some(source) => source.open(name)?,
+        };
+        let tree = Dsbf::new(TreeParams::from(options), Arc::clone(&self.workers), leaves);
         tree.set_keep_positives(keeps_positives(options));
         let fps: Vec<u64> = entries.iter().map(Entry::fp).collect();
         let hosts: Vec<u32> = entries.iter().map(|e| e.host).collect();
@@ -133,12 +204,13 @@ impl SmallSet {
         fps: &[u64],
         hosts: &[u32],
         out: &mut [bool],
+        name: &str,
         options: &NamespaceOptions,
     ) -> Option<Result<()>> {
         let mut list = self.list.lock();
         let entries = list.as_mut()?;
         if entries.len() + fps.len() > SMALL_MAX {
-            return match self.tree_of(entries, options) {
+            return match self.tree_of(entries, name, options) {
                 Ok(set) => {
                     // Set before the list goes: whoever finds no list finds the tree.
                     let _ = self.grown.set(set);
@@ -199,28 +271,34 @@ mod tests {
         NamespaceOptions { capacity: 100, ..NamespaceOptions::default() }
     }
 
+    fn heap_set(options: &NamespaceOptions) -> SmallSet {
+        small_set(options, &Leaves::Store(LeafStore::Memory), &SplitWorkers::new(1)).unwrap()
+    }
+
     #[test]
     fn a_list_answers_as_a_set_and_grows_into_a_tree_that_holds_every_item() {
         let options = options();
-        let small = SmallSet::new(SplitWorkers::new(1));
+        let small = heap_set(&options);
         let fps: Vec<u64> =
             (0..SMALL_MAX as u64 * 3).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
         // A repeat inside a batch is seen by its second copy.
         let mut out = [false; 2];
-        small.insert(&[fps[0], fps[0]], &[7, 7], &mut out, &options).unwrap().unwrap();
+        small.insert(&[fps[0], fps[0]], &[7, 7], &mut out, "t", &options).unwrap().unwrap();
         assert_eq!(out, [false, true]);
         for chunk in fps[1..SMALL_MAX].chunks(10) {
             let mut out = vec![true; chunk.len()];
-            small.insert(chunk, &[], &mut out, &options).unwrap().unwrap();
+            small.insert(chunk, &[], &mut out, "t", &options).unwrap().unwrap();
             assert!(out.iter().all(|&seen| !seen), "new items answered new");
         }
         assert_eq!(small.len(), Some(SMALL_MAX as u64));
         assert!(small.grown().is_none());
         // One past the list's room: a tree now, which holds every item, and is to be asked.
-        assert!(small.insert(&fps[SMALL_MAX..=SMALL_MAX], &[], &mut [true], &options).is_none());
+        assert!(
+            small.insert(&fps[SMALL_MAX..=SMALL_MAX], &[], &mut [true], "t", &options).is_none()
+        );
         let Some(Set::Tree { tree, .. }) = small.grown() else { panic!("not grown") };
         assert_eq!(small.len(), None);
-        assert!(small.insert(&fps[..1], &[], &mut [false], &options).is_none());
+        assert!(small.insert(&fps[..1], &[], &mut [false], "t", &options).is_none());
         assert_eq!(tree.len(), SMALL_MAX as u64);
         let mut seen = vec![false; SMALL_MAX];
         tree.contains_batch(&fps[..SMALL_MAX], &mut seen);
@@ -231,27 +309,29 @@ mod tests {
     #[test]
     fn grow_on_demand_keeps_the_items() {
         let options = options();
-        let small = SmallSet::new(SplitWorkers::new(1));
+        let small = heap_set(&options);
         let mut out = [false; 3];
-        small.insert(&[3, 1, 2], &[], &mut out, &options).unwrap().unwrap();
+        small.insert(&[3, 1, 2], &[], &mut out, "t", &options).unwrap().unwrap();
         let mut hit = [false; 4];
         small.contains(&[1, 2, 3, 4], &mut hit).unwrap();
         assert_eq!(hit, [true, true, true, false]);
-        let Set::Tree { tree, .. } = small.grow(&options).unwrap() else { panic!("no tree") };
+        let Set::Tree { tree, .. } = small.grow("t", &options).unwrap() else { panic!("no tree") };
         tree.contains_batch(&[1, 2, 3], &mut hit[..3]);
         assert_eq!(hit[..3], [true, true, true]);
         assert!(small.contains(&[1], &mut [false]).is_none());
     }
 
     #[test]
-    fn only_heap_namespaces_for_few_items_start_small() {
+    fn only_namespaces_for_few_items_start_small() {
         let o = options();
-        assert!(starts_small(&o, &LeafStore::Memory));
+        assert!(starts_small(&o));
         let big = NamespaceOptions { capacity: SMALL_CAPACITY + 1, ..o.clone() };
-        assert!(!starts_small(&big, &LeafStore::Memory));
+        assert!(!starts_small(&big));
         let counting = NamespaceOptions { counting: true, ..o.clone() };
-        assert!(!starts_small(&counting, &LeafStore::Memory));
-        let exact = NamespaceOptions { exact: true, ..o };
-        assert!(!starts_small(&exact, &LeafStore::Memory));
+        assert!(!starts_small(&counting));
+        let exact = NamespaceOptions { exact: true, ..o.clone() };
+        assert!(!starts_small(&exact));
+        let urls = NamespaceOptions { keep_urls: true, ..o };
+        assert!(!starts_small(&urls));
     }
 }
