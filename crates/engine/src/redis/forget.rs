@@ -348,8 +348,10 @@ impl RedisNamespace {
             return Ok(LeafForget::Moved);
         }
         // From here the leaf's log and hosts are final: nothing is appended to a frozen leaf.
-        let freeze =
-            self.router.scripts.call(Script::Freeze, &[&self.key(id, "st"), &self.key(id, "log")]);
+        let freeze = self.router.scripts.call(
+            Script::Freeze,
+            &[&self.key(id, "st"), &self.key(id, "log"), &self.key(id, "id")],
+        );
         self.router.one(self.place(id), freeze)?;
         if stop == Some(SplitStop::AfterFreeze) {
             return Ok(LeafForget::Stopped);
@@ -459,7 +461,11 @@ impl RedisNamespace {
     pub(super) fn poll_meta(&self) -> Result<()> {
         let now = self.now_ms();
         let poll = self.config.meta_poll.as_millis() as u64;
-        if poll > 0 && now < self.meta_polled.load(Ordering::Relaxed) + poll {
+        // Past the lifetime it knows, a client asks Redis before any answer from its replicas.
+        if poll > 0
+            && now < self.meta_polled.load(Ordering::Relaxed) + poll
+            && !self.lifetime_over()
+        {
             return Ok(());
         }
         self.meta_polled.store(now, Ordering::Relaxed);
