@@ -469,15 +469,23 @@ impl RedisNamespace {
             return Ok(());
         }
         self.meta_polled.store(now, Ordering::Relaxed);
-        let mut get = ::redis::cmd("HGET");
-        get.arg(self.meta_key()).arg("version");
-        let version = match self.router.one(self.meta_place(), get) {
-            Ok(Value::BulkString(v)) => std::str::from_utf8(&v).ok().and_then(|v| v.parse().ok()),
-            Ok(_) => None,
+        // The epoch too: a namespace that expired (or was dropped) and was made again starts
+        // its versions anew, and this client's replicas hold the old one's URLs.
+        let mut get = ::redis::cmd("HMGET");
+        get.arg(self.meta_key()).arg("version").arg("epoch");
+        let (version, epoch) = match self.router.one(self.meta_place(), get) {
+            Ok(Value::Array(v)) => match &v[..] {
+                [Value::BulkString(v), Value::BulkString(e)] => (
+                    std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()),
+                    e.as_slice() == self.epoch.as_bytes(),
+                ),
+                _ => (None, false),
+            },
+            Ok(_) => (None, false),
             Err(e) if e.is_transient() => return Ok(()),
             Err(e) => return Err(e),
         };
-        if version.is_none_or(|v: u64| v > self.meta().version) {
+        if !epoch || version.is_none_or(|v: u64| v > self.meta().version) {
             match self.refresh_meta() {
                 Err(e) if e.is_transient() => {}
                 other => {

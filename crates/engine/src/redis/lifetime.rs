@@ -122,8 +122,8 @@ impl RedisDb {
     /// deletes them all now.
     ///
     /// # Errors
-    /// Connection errors; [`Error::Config`] for a namespace with a recrawl window (its
-    /// generations have lifetimes of their own).
+    /// Connection errors; [`Error::Config`] for a time given to a namespace with a recrawl
+    /// window (its generations have lifetimes of their own).
     pub fn update_expiry(
         &self,
         name: &str,
@@ -156,13 +156,17 @@ impl RedisDb {
                     (if at == 0 { Expiry::Never } else { Expiry::At(at) }, seq, epoch)
                 }
                 Value::Array(_) => {
-                    if self.namespace_exists(name)? {
+                    // A window never expires as a whole: a decision that keeps that is fine.
+                    if self.namespace_exists(name)? && decide(Expiry::Never).is_some() {
                         return Err(Error::Config(format!(
                             "namespace {name:?} has a recrawl window: its generations expire \
                              by themselves, the window has no lifetime of its own"
                         )));
                     }
-                    return Ok(ExpiryUpdate::Missing);
+                    return Ok(match self.namespace_exists(name)? {
+                        true => ExpiryUpdate::Kept,
+                        false => ExpiryUpdate::Missing,
+                    });
                 }
                 other => {
                     return Err(Error::Protocol {
@@ -188,7 +192,8 @@ impl RedisDb {
                         &ended_key(name, &epoch),
                     ],
                 );
-                c.arg(seq).arg(at).arg(epoch.as_str()).arg(ENDED_GRACE_MS);
+                let marker = at.saturating_add(ENDED_GRACE_MS).min(i64::MAX as u64);
+                c.arg(seq).arg(at).arg(epoch.as_str()).arg(marker);
                 self.router.one(place.clone(), c)
             };
             // Not retried blindly: a reply lost after the script ran would read as a change by

@@ -59,8 +59,8 @@ local w = redis.call('GET', KEYS[1])
 if w then return w end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('SET', KEYS[1], 'none')
-  local at = tonumber(redis.call('HGET', KEYS[2], 'expire_at') or '0') or 0
-  if at > 0 then redis.call('PEXPIREAT', KEYS[1], at) end
+  local at = redis.call('HGET', KEYS[2], 'expire_at')
+  if at and at ~= '0' then redis.call('PEXPIREAT', KEYS[1], at) end
   return 'none'
 end
 redis.call('SET', KEYS[1], ARGV[1])

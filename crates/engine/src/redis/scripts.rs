@@ -15,8 +15,8 @@ macro_rules! stamp_prelude {
     () => {
         r"
 local function stamp(id, ...)
-  local at = tonumber(redis.call('HGET', id, 'expire_at') or '0') or 0
-  if at > 0 then
+  local at = redis.call('HGET', id, 'expire_at')
+  if at and at ~= '0' then
     for _, k in ipairs({...}) do redis.call('PEXPIREAT', k, at) end
   end
 end
@@ -327,8 +327,8 @@ for i = 2, #ARGV, 2 do
     if not found then redis.call('HSET', KEYS[1], ARGV[i], cur .. '\n' .. ARGV[i + 1]) end
   end
 end
-local at = tonumber(redis.call('HGET', KEYS[2], 'expire_at') or '0') or 0
-if at > 0 then redis.call('PEXPIREAT', KEYS[1], at) end
+local at = redis.call('HGET', KEYS[2], 'expire_at')
+if at and at ~= '0' then redis.call('PEXPIREAT', KEYS[1], at) end
 return {0}
 ";
 
@@ -338,7 +338,8 @@ return {0}
 /// `KEYS`: meta, host dictionary, window decision (the keys of the metadata's slot), and the
 /// incarnation's end marker (`urlseen:{ns}:ended:<epoch>`). `ARGV`: the lifetime's sequence
 /// number the caller read (field `expire_seq`, 0 if none), the new time (Unix ms; 0: none),
-/// the epoch the caller read, how long (ms) the end marker outlives the namespace. Reply:
+/// the epoch the caller read, when (Unix ms) the end marker expires. Times are decimal
+/// strings, passed to Redis as they are (a Lua number would round those past 2^53). Reply:
 /// `{0}` no metadata; `{1, seq}` changed meanwhile (nothing written; the caller reads
 /// again); `{2, seq, next}` done: the lifetime's new sequence number and the node ids
 /// allocated so far (`1..next`), whose keys the caller stamps next. The version is bumped, so
@@ -346,7 +347,7 @@ return {0}
 /// three keys now (Redis's own rule), which ends the namespace for every client.
 ///
 /// The end marker (the time, as a string) is the one key that outlives the namespace, by
-/// `ARGV[4]`: a client that held the namespace open, idle, while another gave it a lifetime
+/// a grace period: a client that held the namespace open, idle, while another gave it a lifetime
 /// that then ended, finds the metadata gone and tells an expiry from lost data by it.
 const SET_EXPIRY: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
@@ -357,12 +358,12 @@ seq = seq + 1
 local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '1') or 1
 redis.call('HSET', KEYS[1], 'expire_at', ARGV[2], 'expire_seq', seq)
 redis.call('HINCRBY', KEYS[1], 'version', 1)
-local at = tonumber(ARGV[2])
+local at = ARGV[2]
 for i = 1, 3 do
-  if at > 0 then redis.call('PEXPIREAT', KEYS[i], at) else redis.call('PERSIST', KEYS[i]) end
+  if at ~= '0' then redis.call('PEXPIREAT', KEYS[i], at) else redis.call('PERSIST', KEYS[i]) end
 end
-if at > 0 then
-  redis.call('SET', KEYS[4], ARGV[2], 'PXAT', at + tonumber(ARGV[4]))
+if at ~= '0' then
+  redis.call('SET', KEYS[4], at, 'PXAT', ARGV[4])
 else
   redis.call('DEL', KEYS[4])
 end
@@ -381,11 +382,11 @@ const STAMP_NODE: &str = r"
 local cur = tonumber(redis.call('HGET', KEYS[1], 'expire_seq') or '0') or 0
 if cur >= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'expire_at', ARGV[2], 'expire_seq', ARGV[1])
-local at = tonumber(ARGV[2])
+local at = ARGV[2]
 for i = 1, 5 do
-  if at > 0 then redis.call('PEXPIREAT', KEYS[i], at) else redis.call('PERSIST', KEYS[i]) end
+  if at ~= '0' then redis.call('PEXPIREAT', KEYS[i], at) else redis.call('PERSIST', KEYS[i]) end
 end
-if at > 0 then redis.call('PEXPIREAT', KEYS[6], at, 'LT') end
+if at ~= '0' then redis.call('PEXPIREAT', KEYS[6], at, 'LT') end
 return 1
 ";
 
