@@ -141,11 +141,9 @@ impl Remote {
             (ExpiryUpdate::Dropped | ExpiryUpdate::Missing, _) => {
                 self.namespaces.lock().remove(key);
             }
-            (ExpiryUpdate::Changed, Some(RedisSet::Plain(ns))) => {
-                if ns.refresh().is_err() {
-                    // Expired or gone meanwhile: the next command opens it again.
-                    self.namespaces.lock().remove(key);
-                }
+            // Expired or gone meanwhile: the next command opens it again.
+            (ExpiryUpdate::Changed, Some(RedisSet::Plain(ns))) if ns.refresh().is_err() => {
+                self.namespaces.lock().remove(key);
             }
             _ => {}
         }

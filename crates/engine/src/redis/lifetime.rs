@@ -28,7 +28,7 @@
 //! the one key that outlives the namespace, by [`ENDED_GRACE_MS`] (a day), for clients that
 //! held the namespace open, idle, while another gave it a lifetime that ended.
 
-use super::router::{Layout, Place, Req};
+use super::router::{Layout, Place, Req, Router};
 use super::*;
 use crate::{Expiry, ExpiryUpdate};
 
@@ -66,13 +66,13 @@ fn meta_place(name: &str) -> Place {
 }
 
 /// `STAMP_NODE` of node `id` of namespace `name`: lifetime number `seq`, time `at` (0: none).
-fn stamp_node(db: &RedisDb, name: &str, id: NodeId, seq: u64, at: u64) -> Req {
+fn stamp_node(router: &Router, name: &str, id: NodeId, seq: u64, at: u64) -> Req {
     let keys: Vec<Vec<u8>> = ["id", "log", "st", "mig", "hosts", "lock"]
         .iter()
         .map(|what| node_key(name, id, what))
         .collect();
     let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    let mut cmd = db.router.scripts.call(Script::StampNode, &refs);
+    let mut cmd = router.scripts.call(Script::StampNode, &refs);
     cmd.arg(seq).arg(at);
     Req { place: Place { key: node_key(name, id, "log"), index: id.saturating_sub(1) }, cmd }
 }
@@ -208,8 +208,9 @@ impl RedisDb {
                 },
                 _ => return Err(self.lifetime_reply(&reply)),
             };
-            let mut reqs: Vec<Req> =
-                (1..next.max(1) as NodeId).map(|id| stamp_node(self, name, id, seq, at)).collect();
+            let mut reqs: Vec<Req> = (1..next.max(1) as NodeId)
+                .map(|id| stamp_node(&self.router, name, id, seq, at))
+                .collect();
             if let Layout::Nodes(n) = self.router.layout() {
                 let pos = format!("urlseen:{{{name}}}:pos").into_bytes();
                 for i in 0..n {
@@ -297,10 +298,9 @@ impl RedisNamespace {
             return Ok(());
         }
         let at = meta.expire_at.unwrap_or(0);
-        let db = RedisDb { router: Arc::clone(&self.router), options: Arc::clone(&self.config) };
         let cmds: Vec<(Place, ::redis::Cmd)> = children
             .iter()
-            .map(|&c| stamp_node(&db, &self.name, c, meta.expire_seq, at))
+            .map(|&c| stamp_node(&self.router, &self.name, c, meta.expire_seq, at))
             .map(|r| (r.place, r.cmd))
             .collect();
         self.retrying(|| {
