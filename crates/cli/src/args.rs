@@ -141,8 +141,8 @@ impl RecrawlArgs {
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct TtlArgs {
     /// Lifetime of a new namespace (`24h`, `7d`): it expires this long after it is created,
-    /// as a Redis key given `EXPIRE`, and its files are removed. An existing namespace keeps
-    /// its own lifetime.
+    /// as a Redis key given `EXPIRE`, and its files are removed (with --redis: all of its
+    /// Redis keys expire). An existing namespace keeps its own lifetime.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub ttl: Option<std::time::Duration>,
 }

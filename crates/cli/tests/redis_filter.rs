@@ -815,3 +815,43 @@ fn filter_on_redis_reports_its_filters_in_ram() {
         .unwrap_or_else(|| panic!("no worst leaf FPR in {err}"));
     assert!((0.0..=0.01).contains(&fpr), "worst leaf FPR {fpr}: {err}");
 }
+
+/// The remaining time (`PTTL`, ms) of Redis key `key` on the server on `port`.
+fn pttl(port: u16, key: &str) -> i64 {
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let reply = call(&stream, &[vec!["PTTL", key]]);
+    reply[0].trim_start_matches(':').parse().unwrap()
+}
+
+/// `filter --redis --ttl`: the namespace the run makes gets the lifetime on its Redis keys (a
+/// run on an existing one leaves it as it is); once it is over the URLs are new again.
+#[test]
+fn filter_on_redis_with_a_ttl_makes_a_namespace_that_ends_by_itself() {
+    let redis = Redis::start();
+    let urls: Vec<String> = Generator::distinct(9).take(300).collect();
+    let input = urls.join("\n") + "\n";
+    let (first, err) = filter_with(redis.port, &["--ns", "job", "--ttl", "2s"], &input);
+    assert_eq!(first.len(), 300, "{err}");
+    for key in ["urlseen:{job}:meta", "urlseen:{job:1}:log", "urlseen:{job:1}:id"] {
+        let left = pttl(redis.port, key);
+        assert!((1..=2_000).contains(&left), "{key}: PTTL {left}");
+    }
+    // An existing namespace keeps its time (not pushed back by this run's --ttl).
+    let (second, err) = filter_with(redis.port, &["--ns", "job", "--ttl", "1h"], &input);
+    assert!(second.is_empty(), "{err}");
+    assert!(pttl(redis.port, "urlseen:{job}:meta") <= 2_000);
+    std::thread::sleep(Duration::from_millis(2_300));
+    assert_eq!(pttl(redis.port, "urlseen:{job}:meta"), -2);
+    let (third, err) = filter_with(redis.port, &["--ns", "job"], &input);
+    assert_eq!(third.len(), 300, "{err}");
+    assert_eq!(pttl(redis.port, "urlseen:{job}:meta"), -1);
+    // A recrawl window's generations expire by themselves: no --ttl with it.
+    let out = Command::new(env!("CARGO_BIN_EXE_urlseen"))
+        .args(["filter", "--redis", &format!("redis://127.0.0.1:{}/", redis.port)])
+        .args(["--ns", "news", "--recrawl-after", "1h", "--ttl", "1h"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--recrawl-after"));
+}

@@ -142,6 +142,9 @@ pub const URL_BAD_ERROR_RATE: &str = "ERR bad error rate: expected a number betw
 pub const URL_BAD_RECRAWL: &str = "ERR bad recrawl window: expected a positive number of seconds";
 /// `URL.RESERVE … TTL x` with `x` not a positive number of seconds.
 pub const URL_BAD_TTL: &str = "ERR bad TTL: expected a positive number of seconds";
+/// `URL.RESERVE … RECRAWL … TTL` under `--redis`: a window in Redis has no lifetime of its own.
+pub const URL_TTL_WITH_RECRAWL: &str = "ERR TTL and RECRAWL cannot go together with --redis: \
+     the generations of a recrawl window in Redis expire by themselves";
 /// `URL.RESERVE … GENERATIONS x` with `x` not a positive integer.
 pub const URL_BAD_GENERATIONS: &str = "ERR bad generations: expected a positive integer";
 /// `URL.INFO` on a namespace that does not exist.

@@ -9,13 +9,18 @@
 //!
 //! Recrawl windows read the time from the [`Clock`] given to [`Remote::new`]: the server's
 //! `Db`'s (`DbOptions::clock`), so tests run them on a fake clock.
+//!
+//! Key lifetimes (`EXPIRE`, `TTL`, `PERSIST`, `URL.RESERVE … TTL`) of a namespace in Redis are
+//! the engine's ([`RedisDb::update_expiry`]): every Redis key of the namespace gets the time,
+//! and Redis deletes them. A namespace this process had open and that expired is opened again
+//! (new and empty) by the next command, never answered from what this process still held.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use urlseen_engine::redis::{RedisDb, RedisSet};
-use urlseen_engine::{Clock, NamespaceOptions, RecrawlReport, SeenSet};
+use urlseen_engine::{Clock, Expiry, ExpiryUpdate, NamespaceOptions, RecrawlReport, SeenSet};
 
 use crate::error::{CommandError, URL_NOT_UTF8};
 
@@ -89,6 +94,62 @@ impl Remote {
         self.reserve(key, options)
     }
 
+    /// Runs `f` on namespace `key` (opened as [`Remote::namespace`] does); if the namespace
+    /// this process holds has expired, opens it again (a new one, as Redis has none) and runs
+    /// `f` once more on that.
+    fn on_namespace<T>(
+        &self,
+        key: &[u8],
+        options: &NamespaceOptions,
+        f: impl Fn(&RedisSet) -> Result<T, urlseen_engine::redis::Error>,
+    ) -> Result<T, CommandError> {
+        let ns = self.namespace(key, options)?;
+        match f(&ns) {
+            Err(urlseen_engine::redis::Error::Expired { .. }) => {
+                self.namespaces.lock().remove(key);
+                let ns = self.namespace(key, options)?;
+                Ok(f(&ns)?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// `TTL` and its family: when namespace `key` expires; `None` if Redis does not hold it.
+    ///
+    /// # Errors
+    /// A Redis failure.
+    pub fn expiry(&self, key: &[u8]) -> Result<Option<Expiry>, CommandError> {
+        let Ok(name) = std::str::from_utf8(key) else { return Ok(None) };
+        Ok(self.db.expiry(name)?)
+    }
+
+    /// `EXPIRE` and its family, `PERSIST`: changes when namespace `key` expires, as `decide`
+    /// says (see [`RedisDb::update_expiry`]); the namespace this process holds reads its new
+    /// lifetime now, or is let go if it was deleted.
+    ///
+    /// # Errors
+    /// A Redis failure; a namespace with a recrawl window (no lifetime of its own).
+    pub fn update_expiry(
+        &self,
+        key: &[u8],
+        decide: impl Fn(Expiry) -> Option<Expiry>,
+    ) -> Result<ExpiryUpdate, CommandError> {
+        let Ok(name) = std::str::from_utf8(key) else { return Ok(ExpiryUpdate::Missing) };
+        let update = self.db.update_expiry(name, decide)?;
+        let held = self.namespaces.lock().get(key).cloned();
+        match (update, held) {
+            (ExpiryUpdate::Dropped | ExpiryUpdate::Missing, _) => {
+                self.namespaces.lock().remove(key);
+            }
+            // Expired or gone meanwhile: the next command opens it again.
+            (ExpiryUpdate::Changed, Some(RedisSet::Plain(ns))) if ns.refresh().is_err() => {
+                self.namespaces.lock().remove(key);
+            }
+            _ => {}
+        }
+        Ok(update)
+    }
+
     /// `URL.RESERVE`: opens namespace `key` from Redis, always (not from this process's
     /// cache), so options that differ from the namespace's are refused however it was opened
     /// before.
@@ -129,9 +190,20 @@ impl Remote {
                 self.namespace(key, options)?
             }
         };
+        let stats = match &ns {
+            RedisSet::Plain(plain) => match plain.stats() {
+                Err(urlseen_engine::redis::Error::Expired { .. }) => {
+                    // Gone by its lifetime: Redis holds no such namespace.
+                    self.namespaces.lock().remove(key);
+                    return Ok(None);
+                }
+                other => Some(other?),
+            },
+            RedisSet::Window(_) => None,
+        };
         let info = match &ns {
             RedisSet::Plain(ns) => {
-                let s = ns.stats()?;
+                let Some(s) = stats else { return Ok(None) };
                 RemoteInfo {
                     name: ns.name().to_owned(),
                     options: ns.options().clone(),
@@ -183,7 +255,15 @@ impl Remote {
         urls: &[U],
         write: bool,
     ) -> Result<Vec<Result<bool, CommandError>>, CommandError> {
-        let ns = self.namespace(key, options)?;
+        self.on_namespace(key, options, |ns| Self::answer(ns, urls, write))
+    }
+
+    /// [`Remote::seen_urls`] on namespace `ns`.
+    fn answer<U: AsRef<[u8]>>(
+        ns: &RedisSet,
+        urls: &[U],
+        write: bool,
+    ) -> Result<Vec<Result<bool, CommandError>>, urlseen_engine::redis::Error> {
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
         let mut fps = Vec::with_capacity(urls.len());
         let mut positions = Vec::with_capacity(urls.len());
@@ -240,7 +320,6 @@ impl Remote {
     ) -> Result<u64, CommandError> {
         let host = std::str::from_utf8(host)
             .map_err(|_| CommandError::custom(crate::error::HOST_NOT_UTF8))?;
-        let ns = self.namespace(key, options)?;
-        Ok(ns.forget_host(host)?)
+        self.on_namespace(key, options, |ns| ns.forget_host(host))
     }
 }

@@ -7,7 +7,9 @@ use std::time::Instant;
 use anyhow::Context;
 use urlseen_canon::Canonicalizer;
 use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
-use urlseen_engine::{Db, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy};
+use urlseen_engine::{
+    Clock, Db, Expiry, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy, SystemClock,
+};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr, parse_seconds};
 use crate::lines::{LineBatch, LineBatches, write_line};
@@ -131,7 +133,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut options = options;
     args.recrawl.apply(&mut options);
     if let Some(urls) = &args.redis {
-        anyhow::ensure!(args.ttl.ttl.is_none(), "--ttl is not supported with --redis");
+        anyhow::ensure!(
+            args.ttl.ttl.is_none() || options.recrawl_after.is_none(),
+            "--ttl and --recrawl-after cannot go together with --redis: the generations of a \
+             recrawl window in Redis expire by themselves"
+        );
         return run_redis(&args, urls.clone(), options);
     }
     let db = match &args.data {
@@ -368,7 +374,15 @@ fn run_redis(args: &Args, urls: Vec<String>, options: NamespaceOptions) -> anyho
         ..RedisOptions::new(urls)
     })
     .context("connecting to redis")?;
+    let existed = args.ttl.ttl.is_some() && db.namespace_exists(&args.ns)?;
     let ns = db.open_namespace(&args.ns, options)?;
+    if let (Some(ttl), false) = (args.ttl.ttl, existed) {
+        // The namespace this run made gets the lifetime on all of its Redis keys; `NX`, so
+        // that one another process made meanwhile (and maybe timed) keeps its own.
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        let at = Expiry::At(SystemClock.now_millis().saturating_add(ms));
+        db.update_expiry(&args.ns, |current| (current == Expiry::Never).then_some(at))?;
+    }
     let canon = Canonicalizer::new(ns.options().canon.clone());
     let (lines, new, invalid, started) = stream(&Arc::new(ns.clone()), &canon, args)?;
     if args.stats {

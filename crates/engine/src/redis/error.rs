@@ -62,6 +62,15 @@ pub enum Error {
         /// What is gone.
         lost: Lost,
     },
+    /// The namespace's lifetime (`EXPIRE`) ended: Redis deleted its keys. Open it again for a
+    /// new, empty one.
+    #[error("namespace {name:?} expired (its lifetime ended at {at} ms since the Unix epoch)")]
+    Expired {
+        /// The namespace.
+        name: String,
+        /// When it expired (Unix ms).
+        at: u64,
+    },
     /// Redis stayed unreachable or refusing (connection refused or dropped, `LOADING`,
     /// `CLUSTERDOWN`, …) for longer than [`RedisOptions::retry_for`].
     #[error("redis unavailable: gave up after retrying for {:.1} s ({attempts} attempts): {last}", waited.as_secs_f64())]

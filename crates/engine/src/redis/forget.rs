@@ -348,8 +348,10 @@ impl RedisNamespace {
             return Ok(LeafForget::Moved);
         }
         // From here the leaf's log and hosts are final: nothing is appended to a frozen leaf.
-        let freeze =
-            self.router.scripts.call(Script::Freeze, &[&self.key(id, "st"), &self.key(id, "log")]);
+        let freeze = self.router.scripts.call(
+            Script::Freeze,
+            &[&self.key(id, "st"), &self.key(id, "log"), &self.key(id, "id")],
+        );
         self.router.one(self.place(id), freeze)?;
         if stop == Some(SplitStop::AfterFreeze) {
             return Ok(LeafForget::Stopped);
@@ -459,19 +461,31 @@ impl RedisNamespace {
     pub(super) fn poll_meta(&self) -> Result<()> {
         let now = self.now_ms();
         let poll = self.config.meta_poll.as_millis() as u64;
-        if poll > 0 && now < self.meta_polled.load(Ordering::Relaxed) + poll {
+        // Past the lifetime it knows, a client asks Redis before any answer from its replicas.
+        if poll > 0
+            && now < self.meta_polled.load(Ordering::Relaxed) + poll
+            && !self.lifetime_over()
+        {
             return Ok(());
         }
         self.meta_polled.store(now, Ordering::Relaxed);
-        let mut get = ::redis::cmd("HGET");
-        get.arg(self.meta_key()).arg("version");
-        let version = match self.router.one(self.meta_place(), get) {
-            Ok(Value::BulkString(v)) => std::str::from_utf8(&v).ok().and_then(|v| v.parse().ok()),
-            Ok(_) => None,
+        // The epoch too: a namespace that expired (or was dropped) and was made again starts
+        // its versions anew, and this client's replicas hold the old one's URLs.
+        let mut get = ::redis::cmd("HMGET");
+        get.arg(self.meta_key()).arg("version").arg("epoch");
+        let (version, epoch) = match self.router.one(self.meta_place(), get) {
+            Ok(Value::Array(v)) => match &v[..] {
+                [Value::BulkString(v), Value::BulkString(e)] => (
+                    std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()),
+                    e.as_slice() == self.epoch.as_bytes(),
+                ),
+                _ => (None, false),
+            },
+            Ok(_) => (None, false),
             Err(e) if e.is_transient() => return Ok(()),
             Err(e) => return Err(e),
         };
-        if version.is_none_or(|v: u64| v > self.meta().version) {
+        if !epoch || version.is_none_or(|v: u64| v > self.meta().version) {
             match self.refresh_meta() {
                 Err(e) if e.is_transient() => {}
                 other => {

@@ -65,6 +65,10 @@ pub(crate) struct Meta {
     pub dir: Option<Directory>,
     /// Each node's filter size by node id, set by [`Meta::size`] (`None` for ids not in use).
     pub levels: Vec<Option<Level>>,
+    /// When the namespace expires (Unix ms, field `expire_at`; `None`: never), and the number
+    /// of the last change of it (`expire_seq`; 0: never set): see `lifetime.rs`.
+    pub expire_at: Option<u64>,
+    pub expire_seq: u64,
 }
 
 impl Meta {
@@ -79,6 +83,8 @@ impl Meta {
             forgets: Vec::new(),
             dir: None,
             levels: Vec::new(),
+            expire_at: None,
+            expire_seq: 0,
         }
     }
 
@@ -234,6 +240,13 @@ impl Meta {
                 b"epoch" => meta.epoch = text(v)?,
                 b"version" => meta.version = text(v)?.parse().map_err(|_| "bad version")?,
                 b"next" => {}
+                b"expire_at" => {
+                    let at: u64 = text(v)?.parse().map_err(|_| "bad expire_at")?;
+                    meta.expire_at = (at > 0).then_some(at);
+                }
+                b"expire_seq" => {
+                    meta.expire_seq = text(v)?.parse().map_err(|_| "bad expire_seq")?;
+                }
                 [b'n', id @ ..] => {
                     let id: usize = text(id)?.parse().map_err(|_| "bad node id")?;
                     if id >= fields {

@@ -49,6 +49,7 @@ mod db;
 mod dump;
 mod error;
 mod forget;
+mod lifetime;
 mod lookup;
 mod meta;
 mod recrawl;
@@ -85,7 +86,7 @@ use scripts::Script;
 pub use set::RedisSet;
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes
-/// (and what a recrawl window's generation gives its expiry).
+/// (and what a recrawl window's generation, or a lifetime, gives its expiry: `lifetime.rs`).
 const NODE_KEYS: [&str; 6] = ["log", "st", "mig", "lock", "id", "hosts"];
 
 /// Rounds of re-routing (frozen leaves, stale metadata) one call may take.
@@ -293,7 +294,11 @@ impl RedisNamespace {
     }
 
     fn lost(&self, lost: Lost) -> Error {
-        Error::LostData { name: self.name.clone(), lost }
+        match lost {
+            // A namespace whose lifetime ended is gone on purpose, not lost.
+            Lost::Namespace | Lost::Epoch { .. } => self.gone(lost),
+            lost => Error::LostData { name: self.name.clone(), lost },
+        }
     }
 
     fn other_epoch(&self, leaf: Option<NodeId>, found: &[u8]) -> Error {

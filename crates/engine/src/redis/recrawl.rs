@@ -53,12 +53,14 @@ const MAX_WINDOW_NAME: usize = 128 - GEN_INFIX.len() - 20;
 
 /// Decides, once and for all clients, whether namespace `KEYS[2]`'s tree has a window:
 /// the stored decision if there is one; `none` for a namespace made before windows existed
-/// in Redis (its metadata exists); else ours (`ARGV[1]`).
+/// in Redis (its metadata exists: the decision then takes its lifetime); else ours (`ARGV[1]`).
 const DECIDE: &str = r"
 local w = redis.call('GET', KEYS[1])
 if w then return w end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('SET', KEYS[1], 'none')
+  local at = redis.call('HGET', KEYS[2], 'expire_at')
+  if at and at ~= '0' then redis.call('PEXPIREAT', KEYS[1], at) end
   return 'none'
 end
 redis.call('SET', KEYS[1], ARGV[1])
@@ -277,7 +279,7 @@ impl RedisDb {
         Ok(starts)
     }
 
-    fn retrying<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    pub(super) fn retrying<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
         let mut backoff = Backoff::new(&self.options, Some(&self.router));
         loop {
             match f() {

@@ -6,6 +6,24 @@
 
 use ::redis::Cmd;
 
+/// The Lua a script that creates (or `SET`s, which clears a key's time) keys of a node starts
+/// with: `stamp(id, k…)` gives keys `k…` the node's lifetime, the time its identity hash `id`
+/// holds in field `expire_at` (Unix ms; absent or 0: none). So a key made by any client, in
+/// any split, after an `EXPIRE` gets the namespace's time in the same atomic step that makes
+/// it (see `lifetime.rs`).
+macro_rules! stamp_prelude {
+    () => {
+        r"
+local function stamp(id, ...)
+  local at = redis.call('HGET', id, 'expire_at')
+  if at and at ~= '0' then
+    for _, k in ipairs({...}) do redis.call('PEXPIREAT', k, at) end
+  end
+end
+"
+    };
+}
+
 /// Check-and-insert of a batch of candidate fingerprints into one leaf.
 ///
 /// `KEYS`: log, state, identity, hosts. `ARGV`: the entries the caller's replica covers, the
@@ -33,8 +51,11 @@ use ::redis::Cmd;
 ///
 /// The identity hash (`epoch`, `len`) costs one `HMGET` and, when something is appended, one
 /// `HSET` per call: the check that makes a wiped or re-created leaf visible to every client,
-/// also to one that has read nothing of it.
-const INSERT: &str = r"
+/// also to one that has read nothing of it. The first append creates the log (and hosts):
+/// they get the leaf's lifetime then (later appends keep a key's time).
+const INSERT: &str = concat!(
+    stamp_prelude!(),
+    r"
 local st = redis.call('GET', KEYS[2])
 if st then return {1, st} end
 local ident = redis.call('HMGET', KEYS[3], 'epoch', 'len')
@@ -59,6 +80,7 @@ if len == synced then
     redis.call('APPEND', KEYS[1], cands)
     if aligned then redis.call('APPEND', KEYS[4], hosts) end
     redis.call('HSET', KEYS[3], 'len', len + #cands / 8)
+    if bytes == 0 then stamp(KEYS[3], KEYS[1], KEYS[4]) end
   end
   return {0, len, '', ''}
 end
@@ -87,7 +109,8 @@ if #fresh > 0 then
   redis.call('HSET', KEYS[3], 'len', len + #fresh)
 end
 return {0, len, table.concat(flags), delta}
-";
+",
+);
 
 /// Reads a leaf's state and a range of its log, atomically.
 ///
@@ -155,15 +178,19 @@ if redis.call('HEXISTS', KEYS[1], f) == 1 then return {3} end
 return {0}
 ";
 
-/// Freezes a leaf (idempotent). `KEYS`: state, log. Reply: `{state, len}`.
-const FREEZE: &str = r"
+/// Freezes a leaf (idempotent). `KEYS`: state, log, identity. Reply: `{state, len}`.
+const FREEZE: &str = concat!(
+    stamp_prelude!(),
+    r"
 local st = redis.call('GET', KEYS[1])
 if not st then
   redis.call('SET', KEYS[1], 'F')
+  stamp(KEYS[3], KEYS[1])
   st = 'F'
 end
 return {st, redis.call('STRLEN', KEYS[2]) / 8}
-";
+",
+);
 
 /// Appends one chunk of a splitting parent's log (the part that routes to this child) to the
 /// child, exactly once: the child's cursor records the parent-log offset it has received up to.
@@ -173,8 +200,10 @@ return {st, redis.call('STRLEN', KEYS[2]) / 8}
 /// empty when the parent's hosts are unknown, which leaves the child's hosts string short: its
 /// hosts are unknown from then on). The child's identity counts the entries too. Reply: 1
 /// appended, 0 already there, -1 out of order, -2 the child is itself frozen (never, by the
-/// protocol).
-const MIGRATE: &str = r"
+/// protocol). Every key it writes gets the child's lifetime (the cursor's `SET` clears a time).
+const MIGRATE: &str = concat!(
+    stamp_prelude!(),
+    r"
 local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
 local s = tonumber(ARGV[1])
 local e = tonumber(ARGV[2])
@@ -191,8 +220,10 @@ if #ARGV[3] > 0 then
   redis.call('HINCRBY', KEYS[4], 'len', #ARGV[3] / 8)
 end
 redis.call('SET', KEYS[2], ARGV[2])
+stamp(KEYS[4], KEYS[1], KEYS[2], KEYS[4], KEYS[5])
 return 1
-";
+",
+);
 
 /// Creates a namespace's metadata unless it exists. `KEYS`: meta. `ARGV`: params, initial
 /// leaves, a new epoch (the incarnation's identity; kept if the namespace has one), the
@@ -254,12 +285,17 @@ return rec
 ";
 
 /// Retires a split parent: state `I` (writes and reads are refused), log deleted.
-/// `KEYS`: state, log, the parent's own migration cursor, its hosts.
-const RETIRE: &str = r"
+/// `KEYS`: state, log, the parent's own migration cursor, its hosts, its identity (whose
+/// lifetime the state keeps: `SET` clears a key's time).
+const RETIRE: &str = concat!(
+    stamp_prelude!(),
+    r"
 redis.call('SET', KEYS[1], 'I')
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+stamp(KEYS[5], KEYS[1])
 return 1
-";
+",
+);
 
 /// Reads a leaf's state, log length and hosts string, atomically. `KEYS`: state, log, hosts.
 /// Reply: `{state or '', len, hosts}`.
@@ -273,7 +309,8 @@ return {st, math.floor(bytes / 8), redis.call('GET', KEYS[3]) or ''}
 /// field = host hash (8 hex digits), value = the hosts recorded under it, one per line.
 /// `KEYS`: dictionary, metadata (same hash tag). `ARGV`: the namespace's epoch, then hash,
 /// host, hash, host, … Reply: `{0}` listed; `{1}` no metadata, `{2, epoch}` another
-/// incarnation: nothing written (a wiped namespace is not re-created by a dictionary).
+/// incarnation: nothing written (a wiped namespace is not re-created by a dictionary). A
+/// dictionary made here gets the namespace's lifetime (the metadata's `expire_at`).
 const NOTE_HOSTS: &str = r"
 local e = redis.call('HGET', KEYS[2], 'epoch')
 if not e then return {1} end
@@ -290,7 +327,67 @@ for i = 2, #ARGV, 2 do
     if not found then redis.call('HSET', KEYS[1], ARGV[i], cur .. '\n' .. ARGV[i + 1]) end
   end
 end
+local at = redis.call('HGET', KEYS[2], 'expire_at')
+if at and at ~= '0' then redis.call('PEXPIREAT', KEYS[1], at) end
 return {0}
+";
+
+/// Sets (or removes) a namespace's lifetime in its metadata, if nobody changed it since the
+/// caller read it: the one place a lifetime is decided (`lifetime.rs`).
+///
+/// `KEYS`: meta, host dictionary, window decision (the keys of the metadata's slot), and the
+/// incarnation's end marker (`urlseen:{ns}:ended:<epoch>`). `ARGV`: the lifetime's sequence
+/// number the caller read (field `expire_seq`, 0 if none), the new time (Unix ms; 0: none),
+/// the epoch the caller read, when (Unix ms) the end marker expires. Times are decimal
+/// strings, passed to Redis as they are (a Lua number would round those past 2^53). Reply:
+/// `{0}` no metadata; `{1, seq}` changed meanwhile (nothing written; the caller reads
+/// again); `{2, seq, next}` done: the lifetime's new sequence number and the node ids
+/// allocated so far (`1..next`), whose keys the caller stamps next. The version is bumped, so
+/// every client's metadata poll reads the new time. A time not in the future deletes the
+/// three keys now (Redis's own rule), which ends the namespace for every client.
+///
+/// The end marker (the time, as a string) is the one key that outlives the namespace, by
+/// a grace period: a client that held the namespace open, idle, while another gave it a lifetime
+/// that then ended, finds the metadata gone and tells an expiry from lost data by it.
+const SET_EXPIRY: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+local seq = tonumber(redis.call('HGET', KEYS[1], 'expire_seq') or '0') or 0
+if seq ~= tonumber(ARGV[1]) then return {1, seq} end
+if (redis.call('HGET', KEYS[1], 'epoch') or '') ~= ARGV[3] then return {1, seq} end
+seq = seq + 1
+local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '1') or 1
+redis.call('HSET', KEYS[1], 'expire_at', ARGV[2], 'expire_seq', seq)
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+local at = ARGV[2]
+for i = 1, 3 do
+  if at ~= '0' then redis.call('PEXPIREAT', KEYS[i], at) else redis.call('PERSIST', KEYS[i]) end
+end
+if at ~= '0' then
+  redis.call('SET', KEYS[4], at, 'PXAT', ARGV[4])
+else
+  redis.call('DEL', KEYS[4])
+end
+return {2, seq, nxt}
+";
+
+/// Gives a node's keys the namespace's lifetime `ARGV[2]` (Unix ms; 0: none), number
+/// `ARGV[1]`, unless the node holds that one or a newer one already. The time is kept in the
+/// identity hash (made here if the node has no keys yet), where every script that makes a key
+/// of the node reads it (`stamp`): so whichever of this and a key's creation runs first, the
+/// key ends with the newest time. The split lock keeps its own, short, expiry, only shortened
+/// to the namespace's.
+///
+/// `KEYS`: identity, log, state, cursor, hosts, lock. Reply: 1 stamped, 0 already newer.
+const STAMP_NODE: &str = r"
+local cur = tonumber(redis.call('HGET', KEYS[1], 'expire_seq') or '0') or 0
+if cur >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'expire_at', ARGV[2], 'expire_seq', ARGV[1])
+local at = ARGV[2]
+for i = 1, 5 do
+  if at ~= '0' then redis.call('PEXPIREAT', KEYS[i], at) else redis.call('PERSIST', KEYS[i]) end
+end
+if at ~= '0' then redis.call('PEXPIREAT', KEYS[6], at, 'LT') end
+return 1
 ";
 
 /// Releases a lock if the caller still holds it. `KEYS`: lock. `ARGV`: token.
@@ -322,9 +419,11 @@ pub(crate) enum Script {
     Extend,
     Hosts,
     NoteHosts,
+    SetExpiry,
+    StampNode,
 }
 
-const ALL: [(Script, &str); 14] = [
+const ALL: [(Script, &str); 16] = [
     (Script::Insert, INSERT),
     (Script::Sync, SYNC),
     (Script::ClaimLeaf, CLAIM_LEAF),
@@ -339,6 +438,8 @@ const ALL: [(Script, &str); 14] = [
     (Script::Extend, EXTEND),
     (Script::Hosts, HOSTS),
     (Script::NoteHosts, NOTE_HOSTS),
+    (Script::SetExpiry, SET_EXPIRY),
+    (Script::StampNode, STAMP_NODE),
 ];
 
 /// The scripts and their SHA1 digests.

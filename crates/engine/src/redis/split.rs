@@ -219,6 +219,7 @@ impl RedisNamespace {
                 &self.key(id, "log"),
                 &self.key(id, "mig"),
                 &self.key(id, "hosts"),
+                &self.key(id, "id"),
             ],
         );
         self.router.one(self.place(id), retire)?;
@@ -286,6 +287,8 @@ impl<'a> LockedSplit<'a> {
             State::Leaf => return Err(ns.bad_meta(format!("node {id} did not split"))),
         };
         let depth = node.depth;
+        // Before anything is written into them (this metadata was read after they were made).
+        ns.stamp_children(&meta, &children)?;
         let SyncReply { state, len: total, .. } = ns.sync_one(id, 0, 0, &[])?;
         match state.as_str() {
             "I" => return Ok(None),
@@ -357,8 +360,10 @@ impl SplitHome for LockedSplit<'_> {
             "I" => return Ok(Freeze::Not(SplitOutcome::Done)),
             _ => {}
         }
-        let freeze =
-            ns.router.scripts.call(Script::Freeze, &[&ns.key(id, "st"), &ns.key(id, "log")]);
+        let freeze = ns
+            .router
+            .scripts
+            .call(Script::Freeze, &[&ns.key(id, "st"), &ns.key(id, "log"), &ns.key(id, "id")]);
         ns.router.one(ns.place(id), freeze)?;
         if self.stop == Some(SplitStop::AfterFreeze) {
             return Ok(Freeze::Not(SplitOutcome::Stopped));

@@ -3,10 +3,14 @@
 //! without a time for one that never expires). The engine keeps the times
 //! ([`Db::update_expiry`]), and decides each change in one step.
 //!
-//! Under `--redis`, only this process's keys (the `BF.*` filters) have lifetimes: the URL
-//! namespaces in Redis are not keys of this keyspace (docs/protocol.md).
+//! Under `--redis`, a key of this process's `Db` is looked for first (there is none today:
+//! the commands that make one are refused there); any other key is a URL namespace in Redis,
+//! whose lifetime the engine keeps on every Redis key of the namespace
+//! ([`Remote::update_expiry`], docs/protocol.md "Key lifetimes").
 
 use urlseen_engine::{Expiry, ExpiryUpdate};
+
+use crate::remote::Remote;
 
 use super::*;
 
@@ -52,9 +56,12 @@ impl App {
             // A time before the epoch is in the past as well: the key is deleted.
             cond.allows(current, at).then(|| Expiry::At(u64::try_from(at).unwrap_or(0)))
         };
-        let update = self.db.update_expiry(name, decide).map_err(|e| write_error(&e))?;
+        let mut update = self.db.update_expiry(name, decide).map_err(|e| write_error(&e))?;
         if update == ExpiryUpdate::Dropped {
             self.invalidate_caches();
+        }
+        if let (ExpiryUpdate::Missing, Some(remote)) = (update, self.remote()) {
+            update = blocking_call(|| remote.update_expiry(key, decide))?;
         }
         Ok(matches!(update, ExpiryUpdate::Changed | ExpiryUpdate::Dropped))
     }
@@ -65,16 +72,24 @@ impl App {
     /// As [`Self::expire_at`].
     pub fn persist(&self, key: &[u8]) -> Result<bool, CommandError> {
         let Ok(name) = std::str::from_utf8(key) else { return Ok(false) };
-        let update = self
-            .db
-            .update_expiry(name, |current| (current != Expiry::Never).then_some(Expiry::Never))
-            .map_err(|e| write_error(&e))?;
+        let decide = |current| (current != Expiry::Never).then_some(Expiry::Never);
+        let mut update = self.db.update_expiry(name, decide).map_err(|e| write_error(&e))?;
+        if let (ExpiryUpdate::Missing, Some(remote)) = (update, self.remote()) {
+            update = blocking_call(|| remote.update_expiry(key, decide))?;
+        }
         Ok(update == ExpiryUpdate::Changed)
     }
 
     /// When `key` expires; `None` if there is no such key.
-    pub fn expiry(&self, key: &[u8]) -> Option<Expiry> {
-        std::str::from_utf8(key).ok().and_then(|name| self.db.expiry(name))
+    ///
+    /// # Errors
+    /// Under `--redis`, a Redis failure.
+    pub fn expiry(&self, key: &[u8]) -> Result<Option<Expiry>, CommandError> {
+        let local = std::str::from_utf8(key).ok().and_then(|name| self.db.expiry(name));
+        match (local, self.remote()) {
+            (None, Some(remote)) => blocking_call(|| Remote::expiry(remote, key)),
+            (local, _) => Ok(local),
+        }
     }
 }
 

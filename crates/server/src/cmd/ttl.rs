@@ -86,7 +86,7 @@ struct Output {
 fn generic(ctx: Ctx<'_, Arc<App>>, mut args: Parse, out: Output) -> CommandResult {
     let key = args.next_bytes()?;
     args.finish()?;
-    let at = match ctx.app.expiry(&key) {
+    let at = match ctx.app.expiry(&key)? {
         None => return Ok(Frame::Integer(TTL_NO_KEY)),
         Some(Expiry::Never) => return Ok(Frame::Integer(TTL_NO_EXPIRY)),
         Some(Expiry::At(at)) => i64::try_from(at).unwrap_or(i64::MAX),

@@ -28,8 +28,9 @@
 //! URLs expected per window. `KEEPURLS` keeps every recorded URL in a journal on disk (about
 //! the URL's length plus 14 bytes each), so that `URL.FORGET ns PREFIX p` works (see
 //! docs/forget.md); not with `RECRAWL`. `TTL seconds` gives the namespace a lifetime, as
-//! `EXPIRE` would right after the create (a per-job namespace that ends by itself); not with
-//! `--redis`.
+//! `EXPIRE` would right after the create (a per-job namespace that ends by itself); with
+//! `--redis` every Redis key of the namespace gets it (not with `RECRAWL` there: a window's
+//! generations expire by themselves).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,11 +41,10 @@ use crate::app::{App, ExpireIf, Keyspace};
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx};
 use crate::error::{
     CommandError, UNKNOWN_PROFILE, URL_BAD_CAPACITY, URL_BAD_ERROR_RATE, URL_BAD_GENERATIONS,
-    URL_BAD_RECRAWL, URL_BAD_TTL,
+    URL_BAD_RECRAWL, URL_BAD_TTL, URL_TTL_WITH_RECRAWL,
 };
 use crate::frame::Frame;
 use crate::parse::Parse;
-use crate::remote::NOT_WITH_REDIS;
 
 /// The spec of `URL.RESERVE`.
 pub const SPEC: CommandSpec = CommandSpec::new("url.reserve", -2)
@@ -121,15 +121,18 @@ fn url_reserve(ctx: Ctx<'_, Arc<App>>, mut args: Parse) -> CommandResult {
         }
     }
     match ctx.app.keyspace() {
-        Keyspace::Redis(_) if ttl.is_some() => return Err(CommandError::custom(NOT_WITH_REDIS)),
+        Keyspace::Redis(_) if ttl.is_some() && options.recrawl_after.is_some() => {
+            // A window's generations expire by themselves; the window has no lifetime.
+            return Err(CommandError::custom(URL_TTL_WITH_RECRAWL));
+        }
         Keyspace::Redis(_) => ctx.app.remote_reserve(&key, &options)?,
         Keyspace::Local => {
             ctx.app.create(&key, options)?;
-            if let Some(ms) = ttl {
-                let at = ctx.app.now_ms().saturating_add(ms);
-                ctx.app.expire_at(&key, at, ExpireIf::default())?;
-            }
         }
+    }
+    if let Some(ms) = ttl {
+        let at = ctx.app.now_ms().saturating_add(ms);
+        ctx.app.expire_at(&key, at, ExpireIf::default())?;
     }
     Ok(Frame::ok())
 }
