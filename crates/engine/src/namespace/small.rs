@@ -37,10 +37,13 @@ pub(crate) const SMALL_MAX: usize = 128;
 /// from the start, sized as it was asked.
 pub(crate) const SMALL_CAPACITY: u64 = 1024;
 
+/// What opens the leaf store of the namespace it is given the name of.
+type OpenLeaves = dyn Fn(&str) -> Result<LeafStore> + Send + Sync;
+
 /// Opens the leaf store of the tree a small namespace named so grows into (files in a spill
 /// directory), when it does. One per `Db`, shared by its small namespaces.
 #[derive(Clone)]
-pub(crate) struct LeafSource(Arc<dyn Fn(&str) -> Result<LeafStore> + Send + Sync>);
+pub(crate) struct LeafSource(Arc<OpenLeaves>);
 
 impl LeafSource {
     pub(crate) fn new(open: impl Fn(&str) -> Result<LeafStore> + Send + Sync + 'static) -> Self {
