@@ -4,9 +4,10 @@
 //! A crawl platform's server holds thousands to millions of namespaces, most of them a few
 //! dozen URLs (docs/benchmarks.md, "Many namespaces in one server"). A tree costs a few
 //! kilobytes before its first URL (its nodes, a leaf, its filter, its routing); the list costs
-//! 12 bytes per item and nothing before. So a namespace kept on the heap and made for a small
-//! capacity ([`SMALL_CAPACITY`]) starts as a list; past [`SMALL_MAX`] items it is replayed
-//! into a tree sized from its options, which splits as any tree does from then on.
+//! 12 bytes per item and nothing before. So a namespace made for a small capacity
+//! ([`SMALL_CAPACITY`]) starts as a list; a batch that could take it past [`SMALL_MAX`] items
+//! first replays it into a tree sized from its options, which splits as any tree does from
+//! then on.
 //!
 //! The list answers exactly (a false positive is a 64-bit fingerprint collision), so no
 //! promise of the tree is weakened while a namespace is small: a recorded item is found in
