@@ -10,22 +10,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use redis_support::{Server, new_in_order, open};
+use redis_support::{Server, new_in_order, open, small};
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::redis::{RedisMode, SplitOutcome, SplitStop};
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
-
-/// Small leaves (16 Kibit, about 1,700 URLs each) that do not grow with depth, so a few
-/// thousand URLs split many times.
-fn small(mode: SplitMode) -> NamespaceOptions {
-    NamespaceOptions {
-        capacity: 2_000,
-        fpr: 0.01,
-        leaf_bits: Some(1 << 14),
-        split: SplitPolicy { mode, growth: 1, ..SplitPolicy::default() },
-        ..NamespaceOptions::default()
-    }
-}
 
 /// Four "processes" (each its own client, so its own replicas and connections) feed the same
 /// URLs in different orders while leaves split: every URL is new for at most one of them, the

@@ -11,21 +11,10 @@ mod redis_support;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis_support::{Cluster, Server, open, options};
+use redis_support::{Cluster, Server, open, options, small};
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::redis::{Error, RedisDb, RedisMode, SplitOutcome, SplitStop};
-use urlseen_engine::{Expiry, ExpiryUpdate, NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
-
-fn small(mode: SplitMode) -> NamespaceOptions {
-    NamespaceOptions {
-        capacity: 2_000,
-        fpr: 0.01,
-        leaf_bits: Some(1 << 14),
-        // Leaves that do not grow with depth: a few thousand URLs split many times.
-        split: SplitPolicy { mode, growth: 1, ..SplitPolicy::default() },
-        ..NamespaceOptions::default()
-    }
-}
+use urlseen_engine::{Expiry, ExpiryUpdate, SeenSet, SplitMode};
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64

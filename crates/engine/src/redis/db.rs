@@ -317,8 +317,8 @@ impl RedisDb {
     /// # Errors
     /// Connection errors.
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
-        let meta_key = format!("urlseen:{{{name}}}:meta").into_bytes();
-        let place = Place { key: meta_key.clone(), index: 0 };
+        let meta_key = super::meta_key(name);
+        let place = super::meta_place(name);
         let reply = self.router.one(place.clone(), {
             let mut c = ::redis::cmd("HGETALL");
             c.arg(&meta_key[..]);
@@ -327,10 +327,8 @@ impl RedisDb {
         let Ok(meta) = Meta::parse(&reply) else { return Ok(()) };
         let mut reqs = Vec::new();
         for id in 1..meta.nodes.len() as NodeId {
-            let keys: Vec<Vec<u8>> = NODE_KEYS
-                .iter()
-                .map(|s| format!("urlseen:{{{name}:{id}}}:{s}").into_bytes())
-                .collect();
+            let keys: Vec<Vec<u8>> =
+                NODE_KEYS.iter().map(|s| super::node_key(name, id, s)).collect();
             let mut del = ::redis::cmd("DEL");
             for k in &keys {
                 del.arg(&k[..]);
@@ -338,7 +336,7 @@ impl RedisDb {
             reqs.push(Req { place: Place { key: keys[0].clone(), index: id - 1 }, cmd: del });
         }
         if let Layout::Nodes(n) = self.router.layout() {
-            let pos = format!("urlseen:{{{name}}}:pos").into_bytes();
+            let pos = super::namespace_key(name, "pos");
             for i in 0..n {
                 let mut del = ::redis::cmd("DEL");
                 del.arg(&pos[..]);
@@ -347,7 +345,7 @@ impl RedisDb {
         }
         self.router.exec(reqs)?;
         let mut del = ::redis::cmd("DEL");
-        del.arg(format!("urlseen:{{{name}}}:hosts").into_bytes());
+        del.arg(super::namespace_key(name, "hosts"));
         self.router.one(place.clone(), del)?;
         let mut del = ::redis::cmd("DEL");
         del.arg(&meta_key[..]);

@@ -127,7 +127,7 @@ enum LeafForget {
 
 impl RedisNamespace {
     pub(super) fn dict_key(&self) -> Vec<u8> {
-        format!("urlseen:{{{}}}:hosts", self.name).into_bytes()
+        super::namespace_key(&self.name, "hosts")
     }
 
     /// The dictionary lives beside the metadata (same hash tag, same server).

@@ -43,7 +43,7 @@ pub(super) const ENDED_GRACE_MS: u64 = 24 * 3_600 * 1_000;
 
 /// The end marker of incarnation `epoch` of namespace `name`.
 fn ended_key(name: &str, epoch: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}}}:ended:{epoch}").into_bytes()
+    namespace_key(name, &format!("ended:{epoch}"))
 }
 
 /// Now, in Unix ms, by this machine's clock.
@@ -51,18 +51,6 @@ fn now_unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn meta_key(name: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}}}:meta").into_bytes()
-}
-
-fn node_key(name: &str, id: NodeId, what: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}:{id}}}:{what}").into_bytes()
-}
-
-fn meta_place(name: &str) -> Place {
-    Place { key: meta_key(name), index: 0 }
 }
 
 /// `STAMP_NODE` of node `id` of namespace `name`: lifetime number `seq`, time `at` (0: none).
@@ -187,8 +175,8 @@ impl RedisDb {
                     Script::SetExpiry,
                     &[
                         &meta_key,
-                        &format!("urlseen:{{{name}}}:hosts").into_bytes(),
-                        &format!("urlseen:{{{name}}}:recrawl").into_bytes(),
+                        &namespace_key(name, "hosts"),
+                        &namespace_key(name, "recrawl"),
                         &ended_key(name, &epoch),
                     ],
                 );
@@ -212,7 +200,7 @@ impl RedisDb {
                 .map(|id| stamp_node(&self.router, name, id, seq, at))
                 .collect();
             if let Layout::Nodes(n) = self.router.layout() {
-                let pos = format!("urlseen:{{{name}}}:pos").into_bytes();
+                let pos = namespace_key(name, "pos");
                 for i in 0..n {
                     let mut c = ::redis::cmd(if at > 0 { "PEXPIREAT" } else { "PERSIST" });
                     c.arg(&pos[..]);

@@ -89,6 +89,28 @@ pub use set::RedisSet;
 /// (and what a recrawl window's generation, or a lifetime, gives its expiry: `lifetime.rs`).
 const NODE_KEYS: [&str; 6] = ["log", "st", "mig", "lock", "id", "hosts"];
 
+/// Namespace `name`'s key `what` (its `meta`, `hosts`, `pos`, …): `urlseen:{ns}:<what>`, all
+/// under the namespace's hash tag, so on one Redis Cluster slot.
+fn namespace_key(name: &str, what: &str) -> Vec<u8> {
+    format!("urlseen:{{{name}}}:{what}").into_bytes()
+}
+
+/// Namespace `name`'s metadata key.
+fn meta_key(name: &str) -> Vec<u8> {
+    namespace_key(name, "meta")
+}
+
+/// Where namespace `name`'s metadata lives.
+fn meta_place(name: &str) -> Place {
+    Place { key: meta_key(name), index: 0 }
+}
+
+/// Node `id`'s key `what` ([`NODE_KEYS`]): `urlseen:{ns:id}:<what>`, under the node's own hash
+/// tag, so the nodes of a namespace spread over a cluster.
+fn node_key(name: &str, id: NodeId, what: &str) -> Vec<u8> {
+    format!("urlseen:{{{name}:{id}}}:{what}").into_bytes()
+}
+
 /// Rounds of re-routing (frozen leaves, stale metadata) one call may take.
 const MAX_ROUNDS: usize = 64;
 
@@ -226,11 +248,11 @@ impl RedisNamespace {
     }
 
     fn meta_key(&self) -> Vec<u8> {
-        format!("urlseen:{{{}}}:meta", self.name).into_bytes()
+        meta_key(&self.name)
     }
 
     fn meta_place(&self) -> Place {
-        Place { key: self.meta_key(), index: 0 }
+        meta_place(&self.name)
     }
 
     /// The `nodes` layout places leaf `id` on server `(id - 1) mod n` of the list this process
@@ -239,7 +261,7 @@ impl RedisNamespace {
     /// what the others recorded. Each server keeps the position it was first given for this
     /// namespace (`urlseen:{ns}:pos`); a process that gives it another is refused.
     fn check_server_order(&self, n: usize) -> Result<()> {
-        let key = format!("urlseen:{{{}}}:pos", self.name).into_bytes();
+        let key = namespace_key(&self.name, "pos");
         let set = (0..n)
             .map(|i| {
                 let mut cmd = ::redis::cmd("SET");
@@ -274,7 +296,7 @@ impl RedisNamespace {
     }
 
     fn key(&self, id: NodeId, what: &str) -> Vec<u8> {
-        format!("urlseen:{{{}:{id}}}:{what}", self.name).into_bytes()
+        node_key(&self.name, id, what)
     }
 
     fn place(&self, id: NodeId) -> Place {

@@ -36,7 +36,10 @@ use ::redis::Value;
 use parking_lot::Mutex;
 
 use super::router::{Layout, Place, Req};
-use super::{Backoff, Error, RedisDb, RedisNamespace, RedisSet, RedisStats, Result};
+use super::{
+    Backoff, Error, RedisDb, RedisNamespace, RedisSet, RedisStats, Result, meta_key, meta_place,
+    namespace_key, node_key,
+};
 use crate::options::NamespaceOptions;
 use crate::recrawl::{Clock, GenerationReport, RecrawlReport, SystemClock};
 use crate::tree::NodeId;
@@ -447,7 +450,7 @@ impl RedisWindow {
         }
         if let Layout::Nodes(n) = self.db.router.layout() {
             for i in 0..n {
-                reqs.push(pexpire(format!("urlseen:{{{name}}}:pos").into_bytes(), i as u32));
+                reqs.push(pexpire(namespace_key(&name, "pos"), i as u32));
             }
         }
         self.db.retrying(|| self.db.router.exec(reqs.iter().map(clone_req).collect()))?;
@@ -567,23 +570,11 @@ fn clone_req(r: &Req) -> Req {
 }
 
 fn window_key(name: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}}}:recrawl").into_bytes()
+    namespace_key(name, "recrawl")
 }
 
 fn registry_key(name: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}}}:gens").into_bytes()
-}
-
-fn meta_key(name: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}}}:meta").into_bytes()
-}
-
-fn node_key(name: &str, id: NodeId, what: &str) -> Vec<u8> {
-    format!("urlseen:{{{name}:{id}}}:{what}").into_bytes()
-}
-
-fn meta_place(name: &str) -> Place {
-    Place { key: meta_key(name), index: 0 }
+    namespace_key(name, "gens")
 }
 
 /// The name of the generation of namespace `name` for the slot at `start`.

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use urlseen_engine::SeenSet;
 use urlseen_engine::redis::{RedisDb, RedisMode, RedisNamespace, RedisOptions};
+use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
 
 /// Fails the test with an actionable message if the Redis binaries are not installed.
 pub fn require(binary: &str) -> PathBuf {
@@ -254,6 +254,18 @@ pub fn options(urls: Vec<String>, mode: RedisMode) -> RedisOptions {
         lock_ttl: Duration::from_millis(400),
         migrate_chunk: 500,
         ..RedisOptions::new(urls)
+    }
+}
+
+/// Small leaves (16 Kibit, about 1,700 URLs each) that do not grow with depth, so a few
+/// thousand URLs split many times.
+pub fn small(mode: SplitMode) -> NamespaceOptions {
+    NamespaceOptions {
+        capacity: 2_000,
+        fpr: 0.01,
+        leaf_bits: Some(1 << 14),
+        split: SplitPolicy { mode, growth: 1, ..SplitPolicy::default() },
+        ..NamespaceOptions::default()
     }
 }
 
