@@ -8,14 +8,18 @@
 //! ```
 //!
 //! Namespace `job:i` gets `--urls` URLs in one command (`URL.SEEN job:i u1 … u10`; against
-//! Redis, `SADD crawl:i:visited u1 … u10`), `--pipeline` commands at a time over one
-//! connection. Every `--step` namespaces it prints the creation rate over the step, the
+//! Redis, `SADD crawl:i:visited u1 … u10`), `--pipeline` commands at a time over each of
+//! `--connections` connections (blocks of `--pipeline` namespaces dealt to them in turn); a
+//! connection writes its next block before it reads the replies to the last, so the client
+//! makes commands while the server answers them (as a pipelining client does). Every `--step` namespaces it prints the creation rate over the step, the
 //! server's resident memory (`/proc/PID/status`) per namespace made so far, and its open file
 //! descriptors (`/proc/PID/fd`). `--check` sends the same URLs again (`URL.CHECK`, `SMISMEMBER`)
 //! and fails unless every one is seen: what a restart must keep. `--plot DIR --series
 //! name=run.jsonl …` draws runs saved with `--json` (RSS and rate against the namespaces made)
 //! and contacts no server.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
@@ -38,9 +42,13 @@ pub struct Args {
     /// URLs per namespace, sent in one command.
     #[arg(long, default_value_t = 10)]
     urls: usize,
-    /// Commands in flight at a time.
+    /// Commands a connection sends at a time (it keeps two such blocks in flight).
     #[arg(long, default_value_t = 512)]
     pipeline: usize,
+    /// Connections, each sending its share of the namespaces. Redis answers on one thread;
+    /// urlseen serves each connection on a thread of its own.
+    #[arg(long, default_value_t = 1)]
+    connections: usize,
     /// Report every this many namespaces.
     #[arg(long, default_value = "100000", value_parser = parse_count)]
     step: u64,
@@ -84,11 +92,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(dir) = &args.plot {
         return plot(dir, &args.series);
     }
-    if args.namespaces == 0 || args.urls == 0 || args.pipeline == 0 || args.step == 0 {
-        bail!("--namespaces, --urls, --pipeline and --step must be at least 1");
+    if args.namespaces == 0
+        || args.urls == 0
+        || args.pipeline == 0
+        || args.step == 0
+        || args.connections == 0
+    {
+        bail!("--namespaces, --urls, --pipeline, --connections and --step must be at least 1");
     }
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(drive(&args))
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.connections.min(2))
+        .enable_all()
+        .build()?;
+    runtime.block_on(drive(Arc::new(args)))
 }
 
 /// The command for namespace `i`: a write, or with `check` a lookup.
@@ -119,67 +135,86 @@ fn process(pid: Option<u32>) -> (Option<u64>, Option<usize>) {
     (rss, fds)
 }
 
-async fn drive(args: &Args) -> anyhow::Result<()> {
-    let addr = resolve(&args.addr, args.allow_remote).await?;
-    let mut conn = Conn::connect(addr, args.password.as_deref())
-        .await
-        .with_context(|| format!("connecting to {addr}"))?;
-    if !args.json {
-        println!("# {}; {} URLs per namespace", machine(), args.urls);
-    }
-    let (base_rss, _) = process(args.server_pid);
-    let started = Instant::now();
-    let mut step_started = Instant::now();
-    let mut out = Vec::with_capacity(args.pipeline * 64 * (args.urls + 1));
-    let mut done = 0u64;
-    let mut not_seen = 0u64;
-    while done < args.namespaces {
-        let n = (args.pipeline as u64).min(args.namespaces - done);
-        out.clear();
-        for i in done..done + n {
-            command(&mut out, args, i, args.check);
+/// What the connections share: the namespaces answered so far, and the step being timed.
+struct Progress {
+    done: AtomicU64,
+    not_seen: AtomicU64,
+    base_rss: Option<u64>,
+    /// When the step under way began, and the count it began at.
+    step: Mutex<(Instant, u64)>,
+}
+
+impl Progress {
+    /// Counts `n` more namespaces answered, and prints the steps they complete.
+    fn add(&self, args: &Args, n: u64) -> anyhow::Result<()> {
+        let before = self.done.fetch_add(n, Ordering::SeqCst);
+        let done = before + n;
+        if done / args.step == before / args.step && done != args.namespaces {
+            return Ok(());
         }
-        use tokio::io::AsyncWriteExt as _;
-        conn.stream.write_all(&out).await?;
-        if args.check {
-            not_seen += conn.count_zeros(n as usize).await?;
+        let mut step = self.step.lock().unwrap_or_else(|e| e.into_inner());
+        let (started, from) = *step;
+        let (rss, fds) = process(args.server_pid);
+        let report = Step {
+            namespaces: done,
+            per_second: (done - from) as f64 / started.elapsed().as_secs_f64().max(1e-9),
+            rss_bytes: rss,
+            rss_per_namespace: rss
+                .zip(self.base_rss)
+                .map(|(r, b)| r.saturating_sub(b) as f64 / done as f64),
+            open_fds: fds,
+        };
+        *step = (Instant::now(), done);
+        if args.json {
+            println!("{}", serde_json::to_string(&report)?);
         } else {
-            let errors = conn.replies(n as usize).await?;
-            if errors > 0 {
-                bail!("{errors} of the commands for namespaces {done}..{} failed", done + n);
-            }
+            println!(
+                "{:>10} namespaces  {:>9.0}/s  RSS {:>8.1} MiB  {:>7} B/namespace  {:>6} fds",
+                report.namespaces,
+                report.per_second,
+                report.rss_bytes.map_or(f64::NAN, |r| r as f64 / (1 << 20) as f64),
+                report.rss_per_namespace.map_or("-".into(), |b| format!("{b:.0}")),
+                report.open_fds.map_or("-".into(), |f| f.to_string()),
+            );
         }
-        let before = done;
-        done += n;
-        if done / args.step != before / args.step || done == args.namespaces {
-            let elapsed = step_started.elapsed().as_secs_f64();
-            let made = done - (before / args.step) * args.step;
-            let (rss, fds) = process(args.server_pid);
-            let step = Step {
-                namespaces: done,
-                per_second: made as f64 / elapsed.max(1e-9),
-                rss_bytes: rss,
-                rss_per_namespace: rss
-                    .zip(base_rss)
-                    .map(|(r, b)| r.saturating_sub(b) as f64 / done as f64),
-                open_fds: fds,
-            };
-            if args.json {
-                println!("{}", serde_json::to_string(&step)?);
-            } else {
-                println!(
-                    "{:>10} namespaces  {:>9.0}/s  RSS {:>8.1} MiB  {:>7} B/namespace  {:>6} fds",
-                    step.namespaces,
-                    step.per_second,
-                    step.rss_bytes.map_or(f64::NAN, |r| r as f64 / (1 << 20) as f64),
-                    step.rss_per_namespace.map_or("-".into(), |b| format!("{b:.0}")),
-                    step.open_fds.map_or("-".into(), |f| f.to_string()),
-                );
-            }
-            step_started = Instant::now();
-        }
+        Ok(())
+    }
+}
+
+async fn drive(args: Arc<Args>) -> anyhow::Result<()> {
+    let addr = resolve(&args.addr, args.allow_remote).await?;
+    if !args.json {
+        println!(
+            "# {}; {} URLs per namespace, {} connection(s)",
+            machine(),
+            args.urls,
+            args.connections
+        );
+    }
+    let mut conns = Vec::with_capacity(args.connections);
+    for _ in 0..args.connections {
+        let conn = Conn::connect(addr, args.password.as_deref())
+            .await
+            .with_context(|| format!("connecting to {addr}"))?;
+        conns.push(conn);
+    }
+    let progress = Arc::new(Progress {
+        done: AtomicU64::new(0),
+        not_seen: AtomicU64::new(0),
+        base_rss: process(args.server_pid).0,
+        step: Mutex::new((Instant::now(), 0)),
+    });
+    let started = Instant::now();
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .enumerate()
+        .map(|(c, conn)| tokio::spawn(send(Arc::clone(&args), c, conn, Arc::clone(&progress))))
+        .collect();
+    for task in tasks {
+        task.await??;
     }
     let total = started.elapsed().as_secs_f64();
+    let not_seen = progress.not_seen.load(Ordering::SeqCst);
     if args.check {
         println!(
             "checked {} namespaces ({} URLs) in {total:.1} s: {not_seen} not seen",
@@ -197,6 +232,60 @@ async fn drive(args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Connection `c`'s share: blocks `c`, `c + connections`, … of `--pipeline` namespaces, each
+/// written before the replies to the one before it are read.
+async fn send(
+    args: Arc<Args>,
+    c: usize,
+    mut conn: Conn,
+    progress: Arc<Progress>,
+) -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt as _;
+    let block = args.pipeline as u64;
+    let blocks = (c as u64..args.namespaces.div_ceil(block)).step_by(args.connections);
+    let mut out = Vec::with_capacity(args.pipeline * 64 * (args.urls + 1));
+    // The block written and not yet answered: its first namespace and its length.
+    let mut unanswered: Option<(u64, u64)> = None;
+    for b in blocks.map(Some).chain([None]) {
+        if let Some(b) = b {
+            let first = b * block;
+            let n = block.min(args.namespaces - first);
+            out.clear();
+            for i in first..first + n {
+                command(&mut out, &args, i, args.check);
+            }
+            // Two blocks' replies fit the socket buffers, so this write cannot wait on a
+            // server blocked on replies not read yet.
+            conn.stream.write_all(&out).await?;
+            if let Some(last) = unanswered.replace((first, n)) {
+                answer(&args, &mut conn, &progress, last).await?;
+            }
+        } else if let Some(last) = unanswered.take() {
+            answer(&args, &mut conn, &progress, last).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads the replies to the block of `n` namespaces from `first`.
+async fn answer(
+    args: &Args,
+    conn: &mut Conn,
+    progress: &Progress,
+    (first, n): (u64, u64),
+) -> anyhow::Result<()> {
+    if args.check {
+        let zeros = conn.count_zeros(n as usize).await?;
+        progress.not_seen.fetch_add(zeros, Ordering::SeqCst);
+    } else {
+        let errors = conn.replies(n as usize).await?;
+        if errors > 0 {
+            bail!("{errors} of the commands for namespaces {first}..{} failed", first + n);
+        }
+    }
+    progress.add(args, n)
 }
 
 /// Draws the saved runs `series` (`name=file.jsonl`) into `dir`.
