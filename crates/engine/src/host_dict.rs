@@ -28,7 +28,10 @@
 //! # Memory
 //! One map entry per distinct host (hash, 64-bit hash, boxed name) and one slot of 8 bytes
 //! in a table at most half full, and their growth slack: 135 bytes of RSS per host with names
-//! of 15 to 25 bytes (see `docs/forget.md` for the measured figure).
+//! of 15 to 25 bytes (see `docs/forget.md` for the measured figure). A namespace that met
+//! at most [`FEW_HOSTS`] hash values (a crawl job of a site or a few) keeps a sorted list of
+//! 40 bytes an entry and no table: the dictionary of a one-site job is 80 bytes of heap
+//! beside its one entry and name.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -62,6 +65,15 @@ impl Names {
             Names::One(f, _) => *f == full,
             Names::Shared(names) => names.iter().any(|(f, _)| *f == full),
         }
+    }
+
+    /// The 64-bit hashes of the hosts listed.
+    fn fulls(&self) -> impl Iterator<Item = u64> + '_ {
+        let (one, shared) = match self {
+            Names::One(f, _) => (Some(*f), &[][..]),
+            Names::Shared(names) => (None, &names[..]),
+        };
+        one.into_iter().chain(shared.iter().map(|(f, _)| *f))
     }
 }
 
@@ -104,7 +116,17 @@ impl std::hash::Hasher for SpreadHasher {
 #[derive(Debug)]
 enum Map {
     Few(Vec<(u32, Names)>),
-    Many(HashMap<u32, Names, Spread>),
+    Many(Box<Many>),
+}
+
+/// The dictionary of a namespace that met more than [`FEW_HOSTS`] hash values: a map of
+/// names, and the table of their 64-bit hashes that the check of every URL probes (a few
+/// hosts are checked by a scan of the list instead, one cache line, so a small namespace keeps
+/// no table).
+#[derive(Debug)]
+struct Many {
+    names: HashMap<u32, Names, Spread>,
+    known: Known,
 }
 
 /// Hashes the list holds before it becomes a map.
@@ -122,7 +144,42 @@ impl Map {
             Map::Few(list) => {
                 list.binary_search_by_key(hash, |(h, _)| *h).ok().map(|at| &list[at].1)
             }
-            Map::Many(map) => map.get(hash),
+            Map::Many(many) => many.names.get(hash),
+        }
+    }
+
+    /// Whether the host whose 64-bit hash is `full` is listed.
+    fn knows(&self, full: u64) -> bool {
+        match self {
+            Map::Few(list) => list.iter().any(|(_, n)| n.knows(full)),
+            Map::Many(many) => many.known.contains(full),
+        }
+    }
+
+    /// Asks for the cache line [`Self::knows`] of `full` looks at (a map's table slot).
+    fn prefetch(&self, full: u64) {
+        if let Map::Many(many) = self {
+            many.known.prefetch(full);
+        }
+    }
+
+    /// Lists `host` (64-bit hash `full`) under `hash`.
+    fn add(&mut self, hash: u32, full: u64, host: &str) {
+        match self.get_mut(&hash) {
+            None => self.insert(hash, Names::One(full, host.into())),
+            Some(n) if n.knows(full) => return,
+            Some(n) => {
+                let old = std::mem::replace(n, Names::Shared(Vec::new()));
+                let mut all = match old {
+                    Names::One(f, name) => vec![(f, name)],
+                    Names::Shared(all) => all,
+                };
+                all.push((full, host.into()));
+                *n = Names::Shared(all);
+            }
+        }
+        if let Map::Many(many) = self {
+            many.known.insert(full);
         }
     }
 
@@ -132,7 +189,7 @@ impl Map {
                 Ok(at) => Some(&mut list[at].1),
                 Err(_) => None,
             },
-            Map::Many(map) => map.get_mut(hash),
+            Map::Many(many) => many.names.get_mut(hash),
         }
     }
 
@@ -150,10 +207,14 @@ impl Map {
                     HashMap::with_capacity_and_hasher(FEW_HOSTS * 2, Spread);
                 map.extend(list.drain(..));
                 map.insert(hash, names);
-                *self = Map::Many(map);
+                let mut known = Known::default();
+                for full in map.values().flat_map(Names::fulls) {
+                    known.insert(full);
+                }
+                *self = Map::Many(Box::new(Many { names: map, known }));
             }
-            Map::Many(map) => {
-                map.insert(hash, names);
+            Map::Many(many) => {
+                many.names.insert(hash, names);
             }
         }
     }
@@ -162,7 +223,7 @@ impl Map {
     fn values(&self) -> Box<dyn Iterator<Item = &Names> + '_> {
         match self {
             Map::Few(list) => Box::new(list.iter().map(|(_, n)| n)),
-            Map::Many(map) => Box::new(map.values()),
+            Map::Many(many) => Box::new(many.names.values()),
         }
     }
 }
@@ -209,8 +270,7 @@ impl Known {
 
     fn insert(&mut self, full: u64) {
         if (self.len + 1) * 2 > self.slots.len() {
-            // From 4 slots (32 bytes), doubling: a job that saw a host or two holds half a
-            // cache line.
+            // From 4 slots, doubling (the table is made for more than FEW_HOSTS hosts).
             let size = (self.slots.len() * 2).max(4);
             let old = std::mem::replace(&mut self.slots, vec![0; size]);
             self.len = 0;
@@ -277,10 +337,9 @@ fn new_tag() -> u64 {
 pub(crate) struct HostDict {
     /// Mixed into the 64-bit hashes this dictionary puts in [`RECENT`].
     tag: u64,
+    /// The names, and (past a few hosts) their 64-bit hashes; a host is listed in both, and
+    /// buffered for the file, under one write lock, so one found is listed everywhere.
     names: RwLock<Map>,
-    /// Their 64-bit hashes, for the check of every URL; filled after `names` and the file's
-    /// buffer, so a host found here is listed there.
-    known: RwLock<Known>,
     /// The `hosts` file, in a writable data directory.
     file: Option<Arc<HostsFile>>,
 }
@@ -410,7 +469,7 @@ impl crate::log::Precedes for HostsFile {
 impl HostDict {
     /// An empty dictionary that is not persisted (memory, spill, or a read-only open's extra).
     pub(crate) fn in_memory() -> Self {
-        HostDict { tag: new_tag(), names: RwLock::default(), known: RwLock::default(), file: None }
+        HostDict { tag: new_tag(), names: RwLock::default(), file: None }
     }
 
     /// The dictionary of the data directory `dir`: its `hosts` file read (a torn tail cut
@@ -428,13 +487,11 @@ impl HostDict {
         let path = dir.join("hosts");
         let bytes = storage.read(&path).map_err(|e| Error::io("read", &path, e))?;
         let mut names = Map::default();
-        let mut known = Known::default();
         let mut valid = 0;
         if let Some(bytes) = &bytes {
             valid = decode(&path, bytes, &mut |hash, host| {
                 let full = crate::host::host_hashes(host, seed).1;
-                add(&mut names, hash, full, host);
-                known.insert(full);
+                names.add(hash, full, host);
             })?;
         }
         let file = match read_only {
@@ -463,7 +520,7 @@ impl HostDict {
                 }))
             }
         };
-        Ok(HostDict { tag: new_tag(), names: RwLock::new(names), known: RwLock::new(known), file })
+        Ok(HostDict { tag: new_tag(), names: RwLock::new(names), file })
     }
 
     /// Lists `host` under `hash` if it is not yet (in a data directory, its entry buffered
@@ -480,7 +537,7 @@ impl HostDict {
         if key != 0 && RECENT.with(|r| r[slot].get() == key) {
             return Ok(());
         }
-        if self.known.read().contains(full) {
+        if self.names.read().knows(full) {
             RECENT.with(|r| r[slot].set(key));
             return Ok(());
         }
@@ -494,8 +551,7 @@ impl HostDict {
             let mut writer = file.writer.lock();
             encode(&mut writer.pending, hash, host)?;
         }
-        add(&mut names, hash, full, host);
-        self.known.write().insert(full);
+        names.add(hash, full, host);
         RECENT.with(|r| r[slot].set(key));
         Ok(())
     }
@@ -535,14 +591,14 @@ impl HostDict {
         }
         let mut unknown = Vec::new();
         {
-            let known = self.known.read();
+            let known = self.names.read();
             RECENT.with(|recent| {
                 for (m, &k) in misses.iter().enumerate() {
                     if let Some(&ahead) = misses.get(m + AHEAD) {
                         known.prefetch(hosts[ahead].1);
                     }
                     let full = hosts[k].1;
-                    if known.contains(full) {
+                    if known.knows(full) {
                         let (key, slot) = slot_of(full);
                         recent[slot].set(key);
                     } else {
@@ -582,24 +638,6 @@ impl HostDict {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.names.read().values().map(|n| if let Names::Shared(v) = n { v.len() } else { 1 }).sum()
-    }
-}
-
-fn add(names: &mut Map, hash: u32, full: u64, host: &str) {
-    match names.get_mut(&hash) {
-        None => {
-            names.insert(hash, Names::One(full, host.into()));
-        }
-        Some(n) if n.knows(full) => {}
-        Some(n) => {
-            let old = std::mem::replace(n, Names::Shared(Vec::new()));
-            let mut all = match old {
-                Names::One(f, name) => vec![(f, name)],
-                Names::Shared(all) => all,
-            };
-            all.push((full, host.into()));
-            *n = Names::Shared(all);
-        }
     }
 }
 
@@ -769,6 +807,35 @@ mod tests {
         assert_eq!(d.vouch(7, "a.example"), both);
         assert_eq!(d.vouch(7, "b.example"), both);
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn hosts_listed_before_the_list_becomes_a_map_stay_listed_after() {
+        let d = HostDict::in_memory();
+        let host = |i: u32| format!("h{i}.example");
+        // Hash values collide in pairs (i / 2), so shared names cross the change too.
+        for i in 0..100u32 {
+            d.note(i / 2, 1_000 + u64::from(i), &host(i)).unwrap();
+            for j in 0..=i {
+                assert!(d.names.read().knows(1_000 + u64::from(j)), "{j} after {i}");
+            }
+            assert!(!d.names.read().knows(5), "only what was listed");
+            assert_eq!(d.len(), i as usize + 1);
+        }
+        assert!(matches!(*d.names.read(), Map::Many(_)));
+        let pair = Vouch::Shared(vec![host(10), host(11)]);
+        assert_eq!(d.vouch(5, &host(10)), pair);
+        assert_eq!(d.vouch(60, &host(1)), Vouch::Absent);
+        // A batch finds every listed host, and names only the new one.
+        let mut named = Vec::new();
+        let hosts: Vec<(u32, u64)> = (0..101u32).map(|i| (i / 2, 1_000 + u64::from(i))).collect();
+        let failed = d.note_batch(&hosts, |k| {
+            named.push(k);
+            Ok(host(k as u32))
+        });
+        assert!(failed.is_empty());
+        assert_eq!(named, [100]);
+        assert_eq!(d.vouch(50, &host(100)), Vouch::Only);
     }
 
     #[test]

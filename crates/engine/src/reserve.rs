@@ -38,14 +38,31 @@ use crate::namespace::Namespace;
 /// A namespace's fingerprints in flight: answered "new" by a [`Reservation`] not committed yet.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    set: RwLock<HashSet<u64, FpBuildHasher>>,
+    /// `None` while nothing is in flight: most namespaces never hold a reservation, and the
+    /// field then costs 16 bytes instead of an empty table's 40.
+    set: RwLock<Option<Box<Fingerprints>>>,
+}
+
+type Fingerprints = HashSet<u64, FpBuildHasher>;
+
+/// The set in flight, read: see [`InFlight::read`].
+pub(crate) struct Flying<'a>(RwLockReadGuard<'a, Option<Box<Fingerprints>>>);
+
+impl Flying<'_> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|set| set.is_empty())
+    }
+
+    pub(crate) fn contains(&self, fp: &u64) -> bool {
+        self.0.as_ref().is_some_and(|set| set.contains(fp))
+    }
 }
 
 impl InFlight {
     /// The set, shared: held by a check-and-insert from its look at the set until its batch is
     /// in the tree.
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, HashSet<u64, FpBuildHasher>> {
-        self.set.read()
+    pub(crate) fn read(&self) -> Flying<'_> {
+        Flying(self.set.read())
     }
 
     /// Claims each fingerprint of `fps` not in flight yet (the others, and repeats inside
@@ -64,7 +81,8 @@ impl InFlight {
     ) -> Result<Vec<u64>> {
         let (mut claimed, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
         {
-            let mut set = self.set.write();
+            let mut guard = self.set.write();
+            let set = guard.get_or_insert_with(Box::default);
             for (i, (&fp, seen)) in fps.iter().zip(out.iter_mut()).enumerate() {
                 *seen = !set.insert(fp);
                 if !*seen {
@@ -93,20 +111,21 @@ impl InFlight {
         if fps.is_empty() {
             return;
         }
-        let mut set = self.set.write();
+        let mut guard = self.set.write();
+        let Some(set) = guard.as_mut() else { return };
         for fp in fps {
             set.remove(fp);
         }
-        if set.is_empty() && set.capacity() > 0 {
+        if set.is_empty() {
             // Nothing in flight: the table goes too, so that each of a million namespaces
             // written once does not keep one (the next reservation makes one again).
-            *set = HashSet::default();
+            *guard = None;
         }
     }
 
     /// Fingerprints in flight.
     pub(crate) fn len(&self) -> usize {
-        self.set.read().len()
+        self.set.read().as_ref().map_or(0, |set| set.len())
     }
 }
 

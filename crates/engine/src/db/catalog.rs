@@ -40,13 +40,18 @@ pub(super) enum Found {
 #[derive(Debug)]
 struct Loaded {
     ns: Arc<Namespace>,
-    /// Its index in [`Catalog::ring`].
+    /// Its index in [`Catalog::ring`]; [`NO_SLOT`] for a namespace that is not persisted,
+    /// which is never unloaded, so the hand has no need to pass it.
     slot: usize,
     /// Descriptors its files hold, counted in [`Catalog::files`] (0 while it is detached).
-    files: usize,
+    /// (A `u32`: a million namespaces in memory cost 8 bytes less each.)
+    files: u32,
     /// Set by every lookup, cleared by the passing hand.
     referenced: AtomicBool,
 }
+
+/// [`Loaded::slot`] of a namespace not in the ring.
+const NO_SLOT: usize = usize::MAX;
 
 /// See the [module docs](self).
 #[derive(Debug, Default)]
@@ -55,7 +60,8 @@ pub(super) struct Catalog {
     loaded: HashMap<Arc<str>, Loaded>,
     /// Names in the data directory that are not loaded (disjoint from `loaded`).
     on_disk: HashSet<String>,
-    /// The loaded names, in the order the hand visits them.
+    /// The loaded names that can be unloaded (those in a data directory), in the order the
+    /// hand visits them.
     ring: Vec<Arc<str>>,
     hand: usize,
     /// Descriptors held by the loaded namespaces' files.
@@ -97,7 +103,7 @@ impl Catalog {
 
     /// The loaded namespaces' names.
     pub(super) fn loaded_names(&self) -> Vec<String> {
-        self.ring.iter().map(|name| name.to_string()).collect()
+        self.loaded.keys().map(|name| name.to_string()).collect()
     }
 
     /// Loaded namespace `name`, without marking it used (a housekeeping pass).
@@ -123,9 +129,16 @@ impl Catalog {
     pub(super) fn add_loaded(&mut self, ns: Arc<Namespace>, files: usize) {
         let name = ns.shared_name();
         self.remove(&name);
-        let slot = self.ring.len();
-        self.ring.push(Arc::clone(&name));
-        self.files += files;
+        let slot = match ns.backing().durable() {
+            Some(_) => {
+                self.ring.push(Arc::clone(&name));
+                self.ring.len() - 1
+            }
+            None => NO_SLOT,
+        };
+        // A namespace holds a few descriptors (see `Namespace::open_files`).
+        let files = u32::try_from(files).unwrap_or(u32::MAX);
+        self.files += files as usize;
         let referenced = AtomicBool::new(true);
         self.loaded.insert(name, Loaded { ns, slot, files, referenced });
     }
@@ -134,12 +147,15 @@ impl Catalog {
     pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Namespace>> {
         self.on_disk.remove(name);
         let l = self.loaded.remove(name)?;
-        self.files -= l.files;
-        self.ring.swap_remove(l.slot);
-        if let Some(moved) = self.ring.get(l.slot)
-            && let Some(m) = self.loaded.get_mut(moved)
-        {
-            m.slot = l.slot;
+        self.files -= l.files as usize;
+        if l.slot != NO_SLOT {
+            let slot = l.slot;
+            self.ring.swap_remove(slot);
+            if let Some(moved) = self.ring.get(slot)
+                && let Some(m) = self.loaded.get_mut(moved)
+            {
+                m.slot = l.slot;
+            }
         }
         Some(l.ns)
     }
@@ -147,7 +163,7 @@ impl Catalog {
     /// Notes that loaded `name`'s files are closed between writes (see the module docs).
     pub(super) fn detach(&mut self, name: &str) {
         if let Some(l) = self.loaded.get_mut(name) {
-            self.files -= l.files;
+            self.files -= l.files as usize;
             l.files = 0;
         }
     }
@@ -155,7 +171,8 @@ impl Catalog {
     /// Notes that loaded `name`'s files stay open again, holding `files` descriptors.
     pub(super) fn attach(&mut self, name: &str, files: usize) {
         if let Some(l) = self.loaded.get_mut(name) {
-            self.files += files - l.files.min(files);
+            let files = u32::try_from(files).unwrap_or(u32::MAX);
+            self.files += (files - l.files.min(files)) as usize;
             l.files = l.files.max(files);
         }
     }

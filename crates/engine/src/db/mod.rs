@@ -100,9 +100,10 @@ struct Inner {
     /// The spill directory of a temporary `Db`, removed when the `Db` and every namespace it
     /// made are dropped.
     spill: Option<Arc<tempfile::TempDir>>,
-    /// Opens a namespace's leaf files in the spill directory: made once, kept by each small
-    /// namespace until it becomes a tree (see `namespace/small.rs`).
-    spill_leaves: Option<LeafSource>,
+    /// Where a small namespace's tree puts its leaves when it has one (the heap, or files in
+    /// the spill directory): made once, kept by each small namespace until it becomes a tree
+    /// (see `namespace/small.rs`). `None` in a data directory, whose namespaces start as trees.
+    small_leaves: Option<LeafSource>,
     options: DbOptions,
     closed: AtomicBool,
     /// Running totals of what the namespaces hold (see [`Db::usage`]).
@@ -147,28 +148,32 @@ impl Db {
     }
 
     fn unpersisted(spill: Option<Arc<tempfile::TempDir>>, options: DbOptions) -> Self {
-        let spill_leaves = spill.as_ref().map(|spill| {
-            let (spill, storage) = (Arc::clone(spill), Arc::clone(&options.storage));
-            LeafSource::new(move |name: &str| -> Result<LeafStore> {
-                Ok(LeafStore::Files(LeafFiles::open_keeping(
-                    Arc::clone(&storage),
-                    persist::namespace_dir(spill.path(), name).join("leaves"),
-                    false,
-                    Some(Arc::clone(&spill) as Arc<dyn std::any::Any + Send + Sync>),
-                )?))
-            })
-        });
+        let workers = SplitWorkers::new(1);
+        let small_leaves = spill.as_ref().map_or_else(
+            || LeafSource::memory(Arc::clone(&workers)),
+            |spill| {
+                let (spill, storage) = (Arc::clone(spill), Arc::clone(&options.storage));
+                LeafSource::new(Arc::clone(&workers), move |name: &str| -> Result<LeafStore> {
+                    Ok(LeafStore::Files(LeafFiles::open_keeping(
+                        Arc::clone(&storage),
+                        persist::namespace_dir(spill.path(), name).join("leaves"),
+                        false,
+                        Some(Arc::clone(&spill) as Arc<dyn std::any::Any + Send + Sync>),
+                    )?))
+                })
+            },
+        );
         Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::default(),
                 loading: Mutex::default(),
                 unsynced: AtomicBool::new(false),
                 restores: Mutex::default(),
-                workers: SplitWorkers::new(1),
+                workers,
                 root: None,
                 read_only: false,
                 spill,
-                spill_leaves,
+                small_leaves: Some(small_leaves),
                 options,
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
@@ -240,7 +245,7 @@ impl Db {
             root: Some((root, Some(lock))),
             read_only: false,
             spill: None,
-            spill_leaves: None,
+            small_leaves: None,
             options,
             closed: AtomicBool::new(false),
             ledger: Arc::default(),
@@ -317,7 +322,7 @@ impl Db {
                 root: Some((root, lock)),
                 read_only: true,
                 spill: None,
-                spill_leaves: None,
+                small_leaves: None,
                 options,
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
@@ -429,7 +434,7 @@ impl Db {
             }
             None => {
                 // Leaf files are opened when a tree needs them (a small namespace has none).
-                let leaves = match &inner.spill_leaves {
+                let leaves = match &inner.small_leaves {
                     None => Leaves::Store(LeafStore::Memory),
                     Some(source) => Leaves::Later(source.clone()),
                 };

@@ -68,7 +68,7 @@ impl Namespace {
 
     /// `host` as the namespace's profile writes it in a canonical URL.
     fn canonical_host(&self, host: &str) -> Result<String> {
-        crate::host::canonical_host(self.fingerprinter.canonicalizer(), host)
+        crate::host::canonical_host(self.fingerprinter().canonicalizer(), host)
     }
 
     /// Forgets every URL of `host` (its canonical host, any scheme and port): afterwards each
@@ -312,7 +312,7 @@ impl Namespace {
         if path.split(['/', '\\']).skip(1).any(dot) {
             return Err(invalid("a dot segment (. or ..) would be resolved away"));
         }
-        let canonical = self.fingerprinter.canonicalizer().canonicalize(prefix)?;
+        let canonical = self.fingerprinter().canonicalizer().canonicalize(prefix)?;
         let Some(host) = crate::host::host_of(&canonical) else {
             return Err(invalid("it has no host once canonicalized"));
         };

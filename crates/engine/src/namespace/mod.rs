@@ -42,7 +42,6 @@ pub struct Namespace {
     name: Arc<str>,
     /// Shared by every namespace made with equal options (see [`crate::options::shared`]).
     options: Arc<NamespaceOptions>,
-    fingerprinter: Fingerprinter,
     /// What decides "seen": read through [`Self::set`], which finds the tree a small list grew
     /// into.
     held: Set,
@@ -70,7 +69,7 @@ pub(crate) enum Set {
     Recrawl(Box<Generations>),
     /// A namespace of few items: a sorted list, then the tree it grows into (see
     /// [`small`]). Read through [`Namespace::set`], never matched as the tree.
-    Small(Box<small::SmallSet>),
+    Small(small::SmallSet),
 }
 
 /// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
@@ -156,7 +155,7 @@ impl Namespace {
         let set = if options.counting {
             Set::Counting(Box::new(CountingSet::in_memory(counting_options(&options)?)?))
         } else if let Some(small) = small::small_set(&options, &leaves, &workers) {
-            Set::Small(Box::new(small))
+            Set::Small(small)
         } else {
             let leaves = leaves.open(&name)?;
             let tree = Dsbf::new(crate::tree::TreeParams::from(&options), workers, leaves);
@@ -214,11 +213,9 @@ impl Namespace {
         if let Set::Tree { tree, .. } = &set {
             tree.set_keep_positives(keeps_positives(&options));
         }
-        let fingerprinter = Fingerprinter::new(&options);
         Ok(Namespace {
             name: name.into(),
             options: crate::options::shared(options),
-            fingerprinter,
             held: set,
             backing,
             in_flight: InFlight::default(),
@@ -321,6 +318,12 @@ impl Namespace {
         }
     }
 
+    /// How its URLs become fingerprints: made from its options when asked (a few words, so a
+    /// namespace keeps none).
+    fn fingerprinter(&self) -> Fingerprinter {
+        Fingerprinter::new(&self.options)
+    }
+
     /// The namespace's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -347,7 +350,7 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidUrl`] if the URL cannot be canonicalized.
     pub fn fingerprint(&self, url: &str) -> Result<u64> {
-        Ok(self.fingerprinter.fingerprint(url)?)
+        Ok(self.fingerprinter().fingerprint(url)?)
     }
 
     /// [`Self::fingerprint`] and the hash of the URL's canonical host, which the record keeps
@@ -356,7 +359,7 @@ impl Namespace {
     /// # Errors
     /// [`Error::InvalidUrl`] if the URL cannot be canonicalized.
     pub fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
-        self.fingerprinter.with_canonical(url, |canonical, fp| {
+        self.fingerprinter().with_canonical(url, |canonical, fp| {
             let Some(host) = crate::host::host_of(canonical) else { return Ok((fp, 0)) };
             let (h, full) = crate::host::host_hashes(host, self.options.seed);
             // Listed before any record can carry `h` (see `crate::host_dict`).
@@ -386,10 +389,11 @@ impl Namespace {
             out.extend(urls.iter().map(|url| self.fingerprint_host(url)));
             return;
         }
+        let fingerprinter = self.fingerprinter();
         let mut hosts = Vec::with_capacity(urls.len());
         let mut host_url = Vec::with_capacity(urls.len());
         for (i, url) in urls.iter().enumerate() {
-            let result = self.fingerprinter.with_canonical(url, |canonical, fp| {
+            let result = fingerprinter.with_canonical(url, |canonical, fp| {
                 let Some(host) = crate::host::host_of(canonical) else { return (fp, 0) };
                 let (h, full) = crate::host::host_hashes(host, self.options.seed);
                 hosts.push((h, full));
@@ -402,7 +406,7 @@ impl Namespace {
         // keeping every URL's host).
         let failed = self.hosts.note_batch(&hosts, |k| {
             let url = urls[host_url[k]];
-            self.fingerprinter
+            fingerprinter
                 .with_canonical(url, |canonical, _| {
                     crate::host::host_of(canonical).map(str::to_owned)
                 })?
@@ -418,7 +422,7 @@ impl Namespace {
 
     /// The fingerprint of raw bytes, with no canonicalization (what `BF.*` items use).
     pub fn fingerprint_bytes(&self, item: &[u8]) -> u64 {
-        self.fingerprinter.of_bytes(item)
+        self.fingerprinter().of_bytes(item)
     }
 
     /// Check-and-insert, the seed's `is_duplicate`: `true` if the URL was seen before (or is a

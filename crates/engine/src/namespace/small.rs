@@ -41,18 +41,32 @@ pub(crate) const SMALL_CAPACITY: u64 = 1024;
 /// What opens the leaf store of the namespace it is given the name of.
 type OpenLeaves = dyn Fn(&str) -> Result<LeafStore> + Send + Sync;
 
-/// Opens the leaf store of the tree a small namespace named so grows into (files in a spill
-/// directory), when it does. One per `Db`, shared by its small namespaces.
+/// What a small namespace needs to become a tree: the leaf store of the tree a namespace
+/// named so grows into (the heap, or files in a spill directory, opened only then), and the
+/// split workers. One per `Db`, shared by its small namespaces (one pointer each).
 #[derive(Clone)]
-pub(crate) struct LeafSource(Arc<OpenLeaves>);
+pub(crate) struct LeafSource(Arc<Source>);
+
+struct Source {
+    open: Box<OpenLeaves>,
+    workers: Arc<SplitWorkers>,
+}
 
 impl LeafSource {
-    pub(crate) fn new(open: impl Fn(&str) -> Result<LeafStore> + Send + Sync + 'static) -> Self {
-        LeafSource(Arc::new(open))
+    pub(crate) fn new(
+        workers: Arc<SplitWorkers>,
+        open: impl Fn(&str) -> Result<LeafStore> + Send + Sync + 'static,
+    ) -> Self {
+        LeafSource(Arc::new(Source { open: Box::new(open), workers }))
+    }
+
+    /// Leaves on the heap.
+    pub(crate) fn memory(workers: Arc<SplitWorkers>) -> Self {
+        Self::new(workers, |_| Ok(LeafStore::Memory))
     }
 
     fn open(&self, name: &str) -> Result<LeafStore> {
-        (self.0)(name)
+        (self.0.open)(name)
     }
 }
 
@@ -72,13 +86,13 @@ impl Leaves {
         }
     }
 
-    /// What a small namespace keeps to make its tree's store later: `None` for the heap;
-    /// not small at all (`Err`) for files made already.
-    fn for_small(&self) -> std::result::Result<Option<LeafSource>, ()> {
+    /// What a small namespace keeps to make its tree later (a source of its own for the
+    /// heap, when the `Db` gave none); `None` (not small at all) for files made already.
+    fn for_small(&self, workers: &Arc<SplitWorkers>) -> Option<LeafSource> {
         match self {
-            Leaves::Store(LeafStore::Memory) => Ok(None),
-            Leaves::Store(LeafStore::Files(_)) => Err(()),
-            Leaves::Later(source) => Ok(Some(source.clone())),
+            Leaves::Store(LeafStore::Memory) => Some(LeafSource::memory(Arc::clone(workers))),
+            Leaves::Store(LeafStore::Files(_)) => None,
+            Leaves::Later(source) => Some(source.clone()),
         }
     }
 }
@@ -97,13 +111,11 @@ pub(crate) fn small_set(
     leaves: &Leaves,
     workers: &Arc<SplitWorkers>,
 ) -> Option<SmallSet> {
-    let source = leaves.for_small().ok()?;
-    starts_small(options).then(|| SmallSet {
-        list: Mutex::new(Some(Vec::new())),
-        grown: OnceLock::new(),
-        workers: Arc::clone(workers),
-        leaves: source,
-    })
+    if !starts_small(options) {
+        return None;
+    }
+    let source = leaves.for_small(workers)?;
+    Some(SmallSet { list: Mutex::new(Some(Vec::new())), grown: OnceLock::new(), source })
 }
 
 /// Whether a namespace made with `options` starts as a list (see [`small_set`]).
@@ -139,12 +151,11 @@ impl Entry {
 pub(crate) struct SmallSet {
     /// Sorted by fingerprint, without repeats; `None` once the tree took over (set first).
     list: Mutex<Option<Vec<Entry>>>,
-    /// The tree, once the list outgrew [`SMALL_MAX`] or something only a tree does was asked.
-    grown: OnceLock<Set>,
-    /// Where the tree's splits will run.
-    workers: Arc<SplitWorkers>,
-    /// Where the tree's leaves will go: the heap (`None`), or what this opens.
-    leaves: Option<LeafSource>,
+    /// The tree, once the list outgrew [`SMALL_MAX`] or something only a tree does was asked
+    /// (boxed: a small set is held inline in its namespace's [`Set`]).
+    grown: OnceLock<Box<Set>>,
+    /// Where the tree's leaves will go and its splits run.
+    source: LeafSource,
 }
 
 impl std::fmt::Debug for LeafSource {
@@ -156,7 +167,7 @@ impl std::fmt::Debug for LeafSource {
 impl SmallSet {
     /// The tree, if the list became one.
     pub(crate) fn grown(&self) -> Option<&Set> {
-        self.grown.get()
+        self.grown.get().map(|set| &**set)
     }
 
     /// The tree, made now from the list if it is still one.
@@ -171,20 +182,17 @@ impl SmallSet {
         if let Some(entries) = list.as_ref() {
             let set = self.tree_of(entries, name, options)?;
             // Set before the list goes: whoever finds no list finds the tree.
-            let _ = self.grown.set(set);
+            let _ = self.grown.set(Box::new(set));
             *list = None;
         }
         drop(list);
-        Ok(self.grown.get().expect("the list gives way only to a tree set before"))
+        Ok(self.grown().expect("the list gives way only to a tree set before"))
     }
 
     /// A tree holding `entries`, as namespace `name` made with `options` would have made it.
     fn tree_of(&self, entries: &[Entry], name: &str, options: &NamespaceOptions) -> Result<Set> {
-        let leaves = match &self.leaves {
-            None => LeafStore::Memory,
-            Some(source) => source.open(name)?,
-        };
-        let tree = Dsbf::new(TreeParams::from(options), Arc::clone(&self.workers), leaves);
+        let leaves = self.source.open(name)?;
+        let tree = Dsbf::new(TreeParams::from(options), Arc::clone(&self.source.0.workers), leaves);
         tree.set_keep_positives(keeps_positives(options));
         let fps: Vec<u64> = entries.iter().map(Entry::fp).collect();
         let hosts: Vec<u32> = entries.iter().map(|e| e.host).collect();
@@ -217,7 +225,7 @@ impl SmallSet {
             return match self.tree_of(entries, name, options) {
                 Ok(set) => {
                     // Set before the list goes: whoever finds no list finds the tree.
-                    let _ = self.grown.set(set);
+                    let _ = self.grown.set(Box::new(set));
                     *list = None;
                     None
                 }
