@@ -82,7 +82,12 @@ impl InFlight {
         let (mut claimed, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
         {
             let mut guard = self.set.write();
-            let set = guard.get_or_insert_with(Box::default);
+            // Sized for the batch at once: a command's set would otherwise be grown (rehashed)
+            // three times on the way to its ten URLs.
+            let set = guard.get_or_insert_with(|| {
+                Box::new(HashSet::with_capacity_and_hasher(fps.len(), FpBuildHasher::default()))
+            });
+            set.reserve(fps.len());
             for (i, (&fp, seen)) in fps.iter().zip(out.iter_mut()).enumerate() {
                 *seen = !set.insert(fp);
                 if !*seen {

@@ -20,6 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::namespace::Namespace;
 
+/// How the maps of names hash them: keyed with a random seed per process, as std's
+/// `RandomState`, and several times faster than its SipHash on short names.
+pub(super) type NameHash = foldhash::quality::RandomState;
+
 /// What the hand does to a namespace (see [`Catalog::next_victim`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Evict {
@@ -57,9 +61,9 @@ const NO_SLOT: usize = usize::MAX;
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
     /// Keyed by the namespace's own name (one allocation for the name, shared).
-    loaded: HashMap<Arc<str>, Loaded>,
+    loaded: HashMap<Arc<str>, Loaded, NameHash>,
     /// Names in the data directory that are not loaded (disjoint from `loaded`).
-    on_disk: HashSet<String>,
+    on_disk: HashSet<String, NameHash>,
     /// The loaded names that can be unloaded (those in a data directory), in the order the
     /// hand visits them.
     ring: Vec<Arc<str>>,

@@ -44,6 +44,8 @@
 //! ```
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::catalog::NameHash;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -113,13 +115,13 @@ pub(super) struct Expiries {
 
 #[derive(Debug, Default)]
 struct State {
-    at: HashMap<Arc<str>, u64>,
+    at: HashMap<Arc<str>, u64, NameHash>,
     by_time: BTreeSet<(u64, Arc<str>)>,
     /// The sum of every time in `at`, for the average time to live.
     sum: u128,
     /// Names the file may still give a time to (their namespace was dropped): a create of one
     /// writes a record that removes it.
-    stale: HashSet<Arc<str>>,
+    stale: HashSet<Arc<str>, NameHash>,
 }
 
 impl State {
@@ -208,7 +210,7 @@ impl ExpiryFile {
     }
 
     /// Rewrites the file with `live` only.
-    fn compact(&mut self, live: &HashMap<Arc<str>, u64>) -> Result<()> {
+    fn compact(&mut self, live: &HashMap<Arc<str>, u64, NameHash>) -> Result<()> {
         if self.failed.is_some() {
             return Ok(());
         }
