@@ -46,7 +46,8 @@ enum Command {
     Import(cmd::store::ImportArgs),
     /// Show the namespaces of a data directory.
     Stats(cmd::store::StatsArgs),
-    /// Forget URLs in a counting namespace of a data directory.
+    /// Forget URLs in a namespace of a data directory (one by one in a counting namespace;
+    /// by host or prefix in any).
     Forget(cmd::store::ForgetArgs),
     /// Write a namespace of a data directory to a dump file (backups, moving machines).
     Dump(cmd::dump::DumpArgs),

@@ -82,9 +82,9 @@ pub struct Args {
     /// is printed only once it is on disk.
     #[arg(long, default_value = "everysec", value_parser = parse_fsync, requires = "data")]
     fsync: Fsync,
-    /// Exact mode, for a new namespace: confirm every filter positive against a fingerprint
-    /// store (an LSM in --data, a hash set in memory), so no false positives are left but
-    /// 64-bit fingerprint collisions.
+    /// Exact mode, for a new namespace: confirm every filter positive against the records of
+    /// its leaf (each leaf indexes its fingerprints), so no false positives are left but 64-bit
+    /// fingerprint collisions.
     #[arg(long)]
     exact: bool,
     /// Counting filters, for a new namespace (implies --exact): URLs can later be forgotten

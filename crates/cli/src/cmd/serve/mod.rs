@@ -79,7 +79,8 @@ pub struct Args {
     /// Keep the URL namespaces in Redis or Redis Cluster (`redis://host:port/`, comma-separated
     /// for several servers or cluster seed nodes), shared with every other `urlseen serve
     /// --redis` and `urlseen filter --redis` on them. URL.RESERVE, URL.SEEN and URL.CHECK then
-    /// go to Redis; BF.*, URL.FORGET and URL.INFO are refused.
+    /// go to Redis, and so do URL.INFO, URL.FORGET ns HOST h and the key lifetimes; BF.* and
+    /// the other URL.FORGET forms are refused.
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', conflicts_with = "data")]
     redis: Option<Vec<String>>,
     /// With --redis: how long a command keeps retrying (with backoff, one line on stderr per
