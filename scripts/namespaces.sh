@@ -8,6 +8,7 @@
 # every URL is still seen after it; then plots of RSS and rate against the namespaces made.
 #
 #   scripts/namespaces.sh [N] [OUT_DIR]          # N defaults to 1000000
+#   CONNECTIONS=1 scripts/namespaces.sh …        # connections per run (default 2)
 #
 # Needs redis-server and redis-cli (scripts/check.sh installs them).
 set -euo pipefail
@@ -16,6 +17,9 @@ cd "$(dirname "$0")/.."
 N=${1:-1000000}
 OUT=${2:-$(mktemp -d -t urlseen-namespaces-XXXXXX)}
 STEP=$((N / 10 > 0 ? N / 10 : 1))
+# Connections each bench run uses (the same for every server): urlseen serves each on a thread
+# of its own, Redis answers them all on one.
+CONNECTIONS=${CONNECTIONS:-2}
 mkdir -p "$OUT"
 # URLSEEN_BIN: another build to measure (default: the release build, made here).
 BIN=${URLSEEN_BIN:-target/release/urlseen}
@@ -52,7 +56,7 @@ run() { # name, server command…, then bench flags after --
     wait_ready "$port" >/dev/null
     echo "== $name: ${args[*]}"
     "$BIN" bench namespaces --addr "127.0.0.1:$port" --server-pid "$pid" --namespaces "$N" \
-        --step "$STEP" --json "${flags[@]}" | tee "$OUT/$name.jsonl"
+        --step "$STEP" --connections "$CONNECTIONS" --json "${flags[@]}" | tee "$OUT/$name.jsonl"
     echo "$port" >"$OUT/$name.port"
     LAST_PORT=$port
     LAST_PID=$pid
