@@ -106,7 +106,7 @@ impl Namespace {
             hash: h,
             hosts,
         };
-        match self.hosts.vouch(h, &host) {
+        match self.vouch(h, &host) {
             Vouch::Only => {}
             Vouch::Shared(hosts) => return Err(shared(hosts)),
             Vouch::Absent => match self.count_host_records(h)? {
@@ -124,7 +124,7 @@ impl Namespace {
         // Checked again under the lock the forget holds, where nothing is recorded until it is
         // done: a host listed under `h` since then makes it refuse (one listed later records
         // after the forget).
-        let vouched = || match self.hosts.vouch(h, &host) {
+        let vouched = || match self.vouch(h, &host) {
             Vouch::Shared(hosts) => Err(shared(hosts)),
             Vouch::Only | Vouch::Absent => Ok(()),
         };

@@ -50,8 +50,10 @@ pub struct Namespace {
     /// Fingerprints answered "new" by a [`Reservation`] not committed yet.
     in_flight: InFlight,
     /// The hosts recorded under each host hash: the collision guard of a forget by host. A
-    /// window's generations share their window's.
-    hosts: Arc<HostDict>,
+    /// window's generations share their window's. `None` for a small namespace, whose list
+    /// keeps its hosts until it becomes a tree (see [`small`]); read through
+    /// [`Self::note_host`], [`Self::note_hosts`] and [`Self::vouch`].
+    hosts: Option<Arc<HostDict>>,
     /// The canonical URLs recorded, for a forget by prefix ([`NamespaceOptions::keep_urls`]).
     urls: Option<Arc<UrlJournal>>,
     /// Its part in the `Db`'s running totals of memory and disk.
@@ -175,14 +177,15 @@ impl Namespace {
         backing: Backing,
     ) -> Result<Self> {
         let hosts = match (backing.durable(), &set) {
-            (_, Set::Recrawl(gens)) => gens.hosts(),
+            (_, Set::Recrawl(gens)) => Some(gens.hosts()),
             (Some(d), _) => {
                 let read_only = backing.is_read_only();
-                Arc::new(HostDict::open(&d.storage, &d.dir, read_only, options.seed)?)
+                Some(Arc::new(HostDict::open(&d.storage, &d.dir, read_only, options.seed)?))
             }
-            (None, _) => Arc::new(HostDict::in_memory()),
+            (None, Set::Small(_)) => None,
+            (None, _) => Some(Arc::new(HostDict::in_memory())),
         };
-        Self::with_hosts(name, options, set, backing, hosts)
+        Self::assemble(name, options, set, backing, hosts)
     }
 
     /// A namespace whose records' hosts are listed in `hosts`: its own, or for a generation
@@ -199,7 +202,17 @@ impl Namespace {
         backing: Backing,
         hosts: Arc<HostDict>,
     ) -> Result<Self> {
-        if let (Some(d), Some(file)) = (backing.durable(), hosts.file()) {
+        Self::assemble(name, options, set, backing, Some(hosts))
+    }
+
+    fn assemble(
+        name: String,
+        options: NamespaceOptions,
+        set: Set,
+        backing: Backing,
+        hosts: Option<Arc<HostDict>>,
+    ) -> Result<Self> {
+        if let (Some(d), Some(file)) = (backing.durable(), hosts.as_ref().and_then(|h| h.file())) {
             d.log.precede_with(file);
         }
         let urls = match options.keep_urls {
@@ -363,7 +376,7 @@ impl Namespace {
             let Some(host) = crate::host::host_of(canonical) else { return Ok((fp, 0)) };
             let (h, full) = crate::host::host_hashes(host, self.options.seed);
             // Listed before any record can carry `h` (see `crate::host_dict`).
-            self.hosts.note(h, full, host)?;
+            self.note_host(h, full, host)?;
             // Journaled before any record of it can be made, unless it is known to be there
             // (see `crate::url_journal`).
             if let Some(urls) = &self.urls {
@@ -404,7 +417,7 @@ impl Namespace {
         }
         // A host met for the first time is named again from its URL (rare, so cheaper than
         // keeping every URL's host).
-        let failed = self.hosts.note_batch(&hosts, |k| {
+        let failed = self.note_hosts(&hosts, |k| {
             let url = urls[host_url[k]];
             fingerprinter
                 .with_canonical(url, |canonical, _| {
@@ -417,6 +430,39 @@ impl Namespace {
         });
         for (k, e) in failed {
             out[host_url[k]] = Err(e);
+        }
+    }
+
+    /// Lists `host` in the namespace's host dictionary (see [`HostDict::note`]), or a small
+    /// namespace's list.
+    fn note_host(&self, hash: u32, full: u64, host: &str) -> Result<()> {
+        match (&self.hosts, &self.held) {
+            (Some(dict), _) => dict.note(hash, full, host),
+            (None, Set::Small(small)) => small.note_host(hash, full, host),
+            (None, _) => unreachable!("only a small namespace is made without a dictionary"),
+        }
+    }
+
+    /// [`HostDict::note_batch`] in the namespace's dictionary, or a small namespace's list.
+    fn note_hosts(
+        &self,
+        hosts: &[(u32, u64)],
+        name: impl FnMut(usize) -> Result<String>,
+    ) -> Vec<(usize, Error)> {
+        match (&self.hosts, &self.held) {
+            (Some(dict), _) => dict.note_batch(hosts, name),
+            (None, Set::Small(small)) => small.note_hosts(hosts, name),
+            (None, _) => unreachable!("only a small namespace is made without a dictionary"),
+        }
+    }
+
+    /// What is listed under host hash `hash`, for a forget of `host` (see
+    /// [`HostDict::vouch`]).
+    pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
+        match (&self.hosts, &self.held) {
+            (Some(dict), _) => dict.vouch(hash, host),
+            (None, Set::Small(small)) => small.vouch(hash, host),
+            (None, _) => unreachable!("only a small namespace is made without a dictionary"),
         }
     }
 

@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use super::{Set, keeps_positives};
 use crate::error::{Error, Result};
+use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_log::LeafStore;
 use crate::options::{NamespaceOptions, SplitMode};
 use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
@@ -115,7 +116,8 @@ pub(crate) fn small_set(
         return None;
     }
     let source = leaves.for_small(workers)?;
-    Some(SmallSet { list: Mutex::new(Some(Vec::new())), grown: OnceLock::new(), source })
+    let list = List { entries: Box::default(), hosts: Box::default() };
+    Some(SmallSet { list: Mutex::new(Some(list)), grown: OnceLock::new(), source })
 }
 
 /// Whether a namespace made with `options` starts as a list (see [`small_set`]).
@@ -146,14 +148,60 @@ impl Entry {
     }
 }
 
+/// A host the list's items came from: what the namespace's host dictionary lists once it is
+/// a tree (see `crate::host_dict`), kept here until then (a dictionary costs 80 bytes more).
+#[derive(Debug)]
+struct Host {
+    /// Its 64-bit hash, by which the list is sorted (as the dictionary, it takes two hosts
+    /// with the same 64-bit hash for one).
+    full: u64,
+    /// Its 32-bit hash, the one records carry.
+    hash: u32,
+    name: Box<str>,
+}
+
+/// What a small namespace holds while it is small: each a boxed slice as long as what it
+/// holds (16 bytes, no spare room; a batch's new items make a new slice).
+#[derive(Debug)]
+struct List {
+    /// Sorted by fingerprint, without repeats.
+    entries: Box<[Entry]>,
+    /// Sorted by [`Host::full`], without repeats.
+    hosts: Box<[Host]>,
+}
+
+/// The tree a list grew into, and the host dictionary its hosts went to.
+#[derive(Debug)]
+struct Grown {
+    set: Set,
+    hosts: HostDict,
+}
+
+impl List {
+    /// Whether the host whose 64-bit hash is `full` is listed.
+    fn lists(&self, full: u64) -> bool {
+        self.hosts.binary_search_by_key(&full, |h| h.full).is_ok()
+    }
+
+    /// Lists `host` unless it is listed.
+    fn note(&mut self, hash: u32, full: u64, host: &str) {
+        if let Err(at) = self.hosts.binary_search_by_key(&full, |h| h.full) {
+            let mut hosts = std::mem::take(&mut self.hosts).into_vec();
+            hosts.reserve_exact(1);
+            hosts.insert(at, Host { full, hash, name: host.into() });
+            self.hosts = hosts.into_boxed_slice();
+        }
+    }
+}
+
 /// A small namespace's set: the list while it lasts, then the tree it grew into.
 #[derive(Debug)]
 pub(crate) struct SmallSet {
-    /// Sorted by fingerprint, without repeats; `None` once the tree took over (set first).
-    list: Mutex<Option<Vec<Entry>>>,
+    /// `None` once the tree took over (set first).
+    list: Mutex<Option<List>>,
     /// The tree, once the list outgrew [`SMALL_MAX`] or something only a tree does was asked
     /// (boxed: a small set is held inline in its namespace's [`Set`]).
-    grown: OnceLock<Box<Set>>,
+    grown: OnceLock<Box<Grown>>,
     /// Where the tree's leaves will go and its splits run.
     source: LeafSource,
 }
@@ -167,7 +215,78 @@ impl std::fmt::Debug for LeafSource {
 impl SmallSet {
     /// The tree, if the list became one.
     pub(crate) fn grown(&self) -> Option<&Set> {
-        self.grown.get().map(|set| &**set)
+        self.grown.get().map(|g| &g.set)
+    }
+
+    /// The host dictionary, once the list became a tree.
+    pub(crate) fn grown_hosts(&self) -> Option<&HostDict> {
+        self.grown.get().map(|g| &g.hosts)
+    }
+
+    /// Lists `host` (hashes `hash` and `full`) as a dictionary's [`HostDict::note`] does: in
+    /// the list while there is one, else in the tree's dictionary.
+    ///
+    /// # Errors
+    /// The dictionary's.
+    pub(crate) fn note_host(&self, hash: u32, full: u64, host: &str) -> Result<()> {
+        let mut list = self.list.lock();
+        match list.as_mut() {
+            Some(list) => {
+                list.note(hash, full, host);
+                Ok(())
+            }
+            None => {
+                drop(list);
+                self.grown_hosts()
+                    .expect("the list gives way only to a tree")
+                    .note(hash, full, host)
+            }
+        }
+    }
+
+    /// [`HostDict::note_batch`] over the list or the tree's dictionary.
+    pub(crate) fn note_hosts(
+        &self,
+        hosts: &[(u32, u64)],
+        mut name: impl FnMut(usize) -> Result<String>,
+    ) -> Vec<(usize, Error)> {
+        let mut list = self.list.lock();
+        let Some(list) = list.as_mut() else {
+            return self
+                .grown_hosts()
+                .expect("the list gives way only to a tree")
+                .note_batch(hosts, name);
+        };
+        let mut failed = Vec::new();
+        for (k, &(hash, full)) in hosts.iter().enumerate() {
+            if list.lists(full) {
+                continue;
+            }
+            match name(k) {
+                Ok(host) => list.note(hash, full, &host),
+                Err(e) => failed.push((k, e)),
+            }
+        }
+        failed
+    }
+
+    /// What is listed under `hash`, for a forget of `host` (see [`HostDict::vouch`]).
+    pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
+        let list = self.list.lock();
+        let Some(list) = list.as_ref() else {
+            drop(list);
+            return self
+                .grown_hosts()
+                .expect("the list gives way only to a tree")
+                .vouch(hash, host);
+        };
+        let names: Vec<&str> =
+            list.hosts.iter().filter(|h| h.hash == hash).map(|h| &*h.name).collect();
+        match names[..] {
+            [] => Vouch::Absent,
+            [only] if only == host => Vouch::Only,
+            _ => Vouch::Shared(names.iter().map(|n| n.to_string()).collect()),
+        }
     }
 
     /// The tree, made now from the list if it is still one.
@@ -175,22 +294,28 @@ impl SmallSet {
     /// # Errors
     /// The tree's, when the list's items cannot be recorded in it.
     pub(crate) fn grow(&self, name: &str, options: &NamespaceOptions) -> Result<&Set> {
-        if let Some(set) = self.grown.get() {
+        if let Some(set) = self.grown() {
             return Ok(set);
         }
         let mut list = self.list.lock();
-        if let Some(entries) = list.as_ref() {
-            let set = self.tree_of(entries, name, options)?;
+        if let Some(small) = list.as_ref() {
+            let grown = self.tree_of(small, name, options)?;
             // Set before the list goes: whoever finds no list finds the tree.
-            let _ = self.grown.set(Box::new(set));
+            let _ = self.grown.set(Box::new(grown));
             *list = None;
         }
         drop(list);
         Ok(self.grown().expect("the list gives way only to a tree set before"))
     }
 
-    /// A tree holding `entries`, as namespace `name` made with `options` would have made it.
-    fn tree_of(&self, entries: &[Entry], name: &str, options: &NamespaceOptions) -> Result<Set> {
+    /// A tree holding the list's entries, as namespace `name` made with `options` would have
+    /// made it, and a dictionary listing its hosts.
+    fn tree_of(&self, list: &List, name: &str, options: &NamespaceOptions) -> Result<Grown> {
+        let dict = HostDict::in_memory();
+        for h in &list.hosts {
+            dict.note(h.hash, h.full, &h.name)?;
+        }
+        let entries = &list.entries;
         let leaves = self.source.open(name)?;
         let tree = Dsbf::new(TreeParams::from(options), Arc::clone(&self.source.0.workers), leaves);
         tree.set_keep_positives(keeps_positives(options));
@@ -203,7 +328,7 @@ impl SmallSet {
             Ok::<u64, Error>(0)
         })?;
         tree.check()?;
-        Ok(Set::Tree { tree, exact: None })
+        Ok(Grown { set: Set::Tree { tree, exact: None }, hosts: dict })
     }
 
     /// Check-and-insert of `fps` with their `hosts` (empty for none) into the list: `out[i]`
@@ -220,30 +345,33 @@ impl SmallSet {
         options: &NamespaceOptions,
     ) -> Option<Result<()>> {
         let mut list = self.list.lock();
-        let entries = list.as_mut()?;
-        if entries.len() + fps.len() > SMALL_MAX {
-            return match self.tree_of(entries, name, options) {
-                Ok(set) => {
+        let small = list.as_mut()?;
+        if small.entries.len() + fps.len() > SMALL_MAX {
+            return match self.tree_of(small, name, options) {
+                Ok(grown) => {
                     // Set before the list goes: whoever finds no list finds the tree.
-                    let _ = self.grown.set(Box::new(set));
+                    let _ = self.grown.set(Box::new(grown));
                     *list = None;
                     None
                 }
                 Err(e) => Some(Err(e)),
             };
         }
+        let mut added: Vec<Entry> = Vec::new();
         for (i, &fp) in fps.iter().enumerate() {
-            match entries.binary_search_by_key(&fp, Entry::fp) {
-                Ok(_) => out[i] = true,
-                Err(at) => {
-                    if entries.len() == entries.capacity() {
-                        // Grown a quarter at a time: a list of few items wastes few bytes.
-                        entries.reserve_exact((fps.len() - i).max(entries.len() / 4).max(1));
-                    }
-                    entries.insert(at, Entry::new(fp, hosts.get(i).copied().unwrap_or(0)));
-                    out[i] = false;
-                }
+            // A repeat inside the batch is seen by its second copy (at most SMALL_MAX new).
+            out[i] = small.entries.binary_search_by_key(&fp, Entry::fp).is_ok()
+                || added.iter().any(|e| e.fp() == fp);
+            if !out[i] {
+                added.push(Entry::new(fp, hosts.get(i).copied().unwrap_or(0)));
             }
+        }
+        if !added.is_empty() {
+            let mut entries = Vec::with_capacity(small.entries.len() + added.len());
+            entries.extend_from_slice(&small.entries);
+            entries.append(&mut added);
+            entries.sort_unstable_by_key(Entry::fp);
+            small.entries = entries.into_boxed_slice();
         }
         Some(Ok(()))
     }
@@ -252,7 +380,7 @@ impl SmallSet {
     /// a tree by now: ask the tree.
     pub(crate) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Option<()> {
         let list = self.list.lock();
-        let entries = list.as_ref()?;
+        let entries = &list.as_ref()?.entries;
         for (fp, hit) in fps.iter().zip(out.iter_mut()) {
             *hit = entries.binary_search_by_key(fp, Entry::fp).is_ok();
         }
@@ -261,17 +389,16 @@ impl SmallSet {
 
     /// Items in the list (`None` once it is a tree).
     pub(crate) fn len(&self) -> Option<u64> {
-        self.list.lock().as_ref().map(|entries| entries.len() as u64)
+        self.list.lock().as_ref().map(|list| list.entries.len() as u64)
     }
 
     /// Bytes of the heap the list takes: itself and its items (`None` once it is a tree).
     pub(crate) fn memory_bytes(&self) -> Option<u64> {
         let list = self.list.lock();
-        let entries = list.as_ref()?;
-        Some(
-            (std::mem::size_of::<Self>() + entries.capacity() * std::mem::size_of::<Entry>())
-                as u64,
-        )
+        let list = list.as_ref()?;
+        let hosts: usize =
+            list.hosts.iter().map(|h| std::mem::size_of::<Host>() + h.name.len()).sum();
+        Some((std::mem::size_of::<Self>() + std::mem::size_of_val(&*list.entries) + hosts) as u64)
     }
 }
 
@@ -316,6 +443,39 @@ mod tests {
         tree.contains_batch(&fps[..SMALL_MAX], &mut seen);
         assert!(seen.iter().all(|&s| s), "no item of the list is lost in the tree");
         assert_eq!(tree.count_records(&|r| r.host == 7).unwrap(), 1, "hosts kept");
+    }
+
+    #[test]
+    fn the_list_vouches_for_hosts_as_a_dictionary_and_hands_them_to_the_tree() {
+        let options = options();
+        let small = heap_set(&options);
+        let both = Vouch::Shared(vec!["a.example".into(), "b.example".into()]);
+        let check = |small: &SmallSet| {
+            assert_eq!(small.vouch(7, "a.example"), both);
+            assert_eq!(small.vouch(7, "b.example"), both);
+            assert_eq!(small.vouch(8, "c.example"), Vouch::Only);
+            assert_eq!(small.vouch(8, "d.example"), Vouch::Shared(vec!["c.example".into()]));
+            assert_eq!(small.vouch(9, "c.example"), Vouch::Absent);
+        };
+        small.note_host(7, 70, "a.example").unwrap();
+        small.note_host(7, 70, "a.example").unwrap();
+        assert_eq!(small.vouch(7, "a.example"), Vouch::Only);
+        small.note_host(7, 71, "b.example").unwrap();
+        // A batch names only the hosts not listed yet.
+        let mut named = Vec::new();
+        let failed = small.note_hosts(&[(7, 70), (8, 80), (7, 71)], |k| {
+            named.push(k);
+            Ok("c.example".into())
+        });
+        assert!(failed.is_empty());
+        assert_eq!(named, [1]);
+        check(&small);
+        small.grow("t", &options).unwrap();
+        assert!(small.grown_hosts().is_some());
+        check(&small);
+        // Noted after the growth: in the tree's dictionary.
+        small.note_host(9, 90, "e.example").unwrap();
+        assert_eq!(small.vouch(9, "e.example"), Vouch::Only);
     }
 
     #[test]
