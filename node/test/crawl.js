@@ -35,7 +35,8 @@ async function main() {
         // At full concurrency from the start: the autoscaled pool would otherwise ramp up from 1.
         minConcurrency: opts.concurrency ?? 8,
         maxConcurrency: opts.concurrency ?? 8,
-        maxRequestRetries: 0,
+        // A request the site never answered (a connection reset under load) is tried again.
+        maxRequestRetries: 2,
         requestHandlerTimeoutSecs: 30,
         async requestHandler({ enqueueLinks }) {
             await enqueueLinks({ strategy: 'same-hostname' });
