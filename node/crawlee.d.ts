@@ -15,8 +15,11 @@ export interface UrlseenStorageOptions {
     profile?: Exclude<Profile, 'none'>;
     /** Namespace prefix (default `crawlee`): queue `q` records into `<namespace>:<q>`. */
     namespace?: string;
+    /** Requests the namespace is sized for (default 1,000,000, on a server too); not a cap. */
     capacity?: number;
+    /** False-positive bound (default 0.01): a false positive is a request never fetched. */
     fpr?: number;
+    /** Confirm every Bloom positive: no request missed but for 64-bit fingerprint collisions. */
     exact?: boolean;
     /** Seconds: a request added longer ago is new again. */
     recrawlAfter?: number;

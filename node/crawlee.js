@@ -15,6 +15,15 @@ const { createHash } = require('node:crypto');
 const { Db } = require('./index.js');
 const { Client } = require('./client.js');
 
+/**
+ * Requests a queue's namespace is sized for when the options give no `capacity`, whichever
+ * home it is in. Not the server's own default (100, RedisBloom's): a namespace that small
+ * starts as leaves of about 150 keys, each filled up to its false-positive bound before it
+ * splits, and every false positive is a new request answered "already present", a page never
+ * fetched (about 3 of the tests' 1,500 requests; none at this size).
+ */
+const DEFAULT_CAPACITY = 1_000_000;
+
 /** Crawlee's request id of a unique key (@crawlee/memory-storage's `uniqueKeyToRequestId`). */
 function requestId(uniqueKey) {
     const s = createHash('sha256').update(uniqueKey).digest('base64').replace(/(\+|\/|=)/g, '');
@@ -70,7 +79,7 @@ class UrlseenStorageClient {
         const options = {
             // Unique keys are any text (a user's own keys too): raw, not canonicalized.
             profile: o.key === 'uniqueKey' ? 'none' : (o.profile ?? 'crawler'),
-            ...(o.capacity !== undefined && { capacity: o.capacity }),
+            capacity: o.capacity ?? DEFAULT_CAPACITY,
             ...(o.fpr !== undefined && { fpr: o.fpr }),
             ...(o.exact !== undefined && { exact: o.exact }),
             ...(o.recrawlAfter !== undefined && { recrawlAfter: o.recrawlAfter }),
@@ -322,8 +331,12 @@ class UrlseenRequestQueueClient {
  *   included, recorded as raw text) or `'url'` (the request's URL, canonicalized with
  *   `profile`: `crawler` (default), `w3lib` or `safebrowsing`);
  * - `namespace` (default `crawlee`): queue `id` records into namespace `<namespace>:<id>`;
- * - `capacity`, `fpr`, `exact`, `recrawlAfter` (seconds: a request added longer ago is new
- *   again): the namespace's options when it is created;
+ * - `capacity` (default 1,000,000, also on a server, whose own default is far smaller), `fpr`
+ *   (default 0.01), `exact`, `recrawlAfter` (seconds: a request added longer ago is new
+ *   again): the namespace's options when it is created. A false positive is a new request
+ *   answered "already present", never fetched: at most `fpr` of them once the namespace holds
+ *   `capacity` requests, far fewer below; `exact` confirms each positive (no misses but
+ *   64-bit fingerprint collisions, at the cost of the leaves' own records: docs/exact.md);
  * - `inner`: the storage that keeps the queue's new requests, datasets and key-value stores
  *   (default: `new MemoryStorage(storageOptions)`, Crawlee's own local storage);
  * - `dropHandled` (default true): a handled request is deleted from the inner queue, which
