@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it (.ci/run calls this file) and as a developer runs it before a
 # commit: formatting, lints, tests, docs, benchmark builds, and the Python package's wheel and
-# test suite. It installs what the tests need on a fresh Debian machine (redis-server, for the
+# test suite, and the Node package's addon and test suite. It installs what the tests need on a
+# fresh Debian machine (redis-server, for the
 # Redis tests; python3-venv, for the Python suite's virtualenv) when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,5 +72,17 @@ if [[ $pytest_status -eq 5 ]]; then
 elif [[ $pytest_status -ne 0 ]]; then
     exit "$pytest_status"
 fi
+
+# The Node package (node/): its npm dependencies (Crawlee, from the npm registry, into
+# node/node_modules: no global install), the addon built under the test profile so that it
+# reuses what the test build compiled in target/, and its suite with node's test runner.
+step "node: npm ci, addon (profile ci), node --test"
+if ! command -v npm >/dev/null; then
+    step "installing nodejs and npm (apt-get)"
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+(cd node && npm ci --no-audit --no-fund --ignore-scripts && URLSEEN_CARGO_PROFILE=ci npm run build && npm test)
 
 step "all checks passed"
