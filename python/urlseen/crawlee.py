@@ -264,7 +264,6 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
                     present[i] = False
         else:
             present = _by_pair(routed, unique, "seen.contains_many")
-        if not self._shared:
             # Looked up, not recorded yet: two spellings of one URL in this batch are both
             # new; the first one decides.
             for i in self._keys.respellings(routed, [i for i in unique if not present[i]]):
