@@ -37,14 +37,15 @@ What a request is deduplicated on (``canon``):
     Its ``unique_key``, byte for byte, as Crawlee does: a crawl fetches the pages Crawlee's own
     queue fetches, and custom unique keys (``Request.from_url(url, unique_key=...)``,
     ``use_extended_unique_key=True`` for POSTs) keep working.
-``canon="crawler"`` (or ``"w3lib"``, ``"safebrowsing"``)
-    The URL of a GET request whose ``unique_key`` is Crawlee's default one for its URL, in
-    urlseen's canonical form: it merges what Crawlee's ``normalize_url`` merges except a
-    trailing slash and ``utm_*`` arguments, and also what it does not (percent-escape case,
-    unreserved escapes, default ports, dot segments, IDNA hosts; ``w3lib``: Scrapy's
-    ``canonicalize_url``), see docs/canonicalization.md. Any other request (a POST, a custom
-    key, a URL the profile refuses) is deduplicated on its ``unique_key``, in a namespace of
-    its own.
+``canon="w3lib"`` (or ``"crawler"``, ``"safebrowsing"``)
+    The URL of a GET request whose ``unique_key`` is Crawlee's default one, in that urlseen
+    profile's canonical form (docs/canonicalization.md); the request goes to the queue with its
+    URL as its unique key. Crawlee's default key lowercases the whole URL and drops a trailing
+    slash and ``utm_*`` arguments, so it merges pages that differ (``/Page`` and ``/page``);
+    a profile keeps them apart and merges the respellings of one URL (``w3lib``: Scrapy's
+    ``canonicalize_url``; ``crawler`` does not sort the query). Any other request (a POST, a
+    custom key, a URL the profile refuses) is deduplicated on its ``unique_key``, in
+    namespaces of their own. See docs/crawlee.md.
 
 Options of the namespaces (``capacity``, ``fpr``, ``exact``, ``recrawl_after``, ``ttl``) apply
 when they are created; ``forget_host()`` makes every request of a host new again.
