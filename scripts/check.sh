@@ -46,8 +46,9 @@ cargo build --workspace --benches --profile ci
 
 # The Python package (python/): its wheel, built once under the test profile so that it reuses
 # the dependencies the test build just compiled in target/, installed into a fresh virtualenv
-# with pytest and Scrapy from PyPI, and its pytest suite. Exit status 5 (no tests collected)
-# is a failure, and so is a skipped test (python/tests/conftest.py).
+# with pytest, Scrapy and Crawlee (its HTTP crawler with parsel; no browser) from PyPI, and its
+# pytest suite. Exit status 5 (no tests collected) is a failure, and so is a skipped test
+# (python/tests/conftest.py).
 step "python: wheel (maturin, profile ci) in a fresh virtualenv, pytest"
 venv=target/python-venv
 rm -rf "$venv" target/python-wheels
@@ -59,7 +60,8 @@ if ! python3 -m venv "$venv" >/dev/null 2>&1; then
     rm -rf "$venv"
     python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest scrapy scrapy-redis
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin pytest scrapy scrapy-redis \
+    'crawlee[parsel]>=1,<2'
 "$venv/bin/maturin" build --profile ci --manifest-path python/Cargo.toml \
     --interpreter "$venv/bin/python" --out target/python-wheels
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check target/python-wheels/urlseen-*.whl

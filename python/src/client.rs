@@ -87,8 +87,9 @@ impl PyClient {
 
     /// The namespace `name` on the server, created there with these options if it does not
     /// exist (`URL.RESERVE`); an existing one keeps its own options. The options are those of
-    /// `Db.namespace` (`keep_urls`: `URL.RESERVE … KEEPURLS`).
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false))]
+    /// `Db.namespace` (`keep_urls`: `URL.RESERVE … KEEPURLS`; `ttl`: `TTL`, whole seconds;
+    /// `recrawl_after`: `RECRAWL`).
+    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None, recrawl_after=None))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,
@@ -100,6 +101,8 @@ impl PyClient {
         exact: bool,
         counting: bool,
         keep_urls: bool,
+        ttl: Option<u64>,
+        recrawl_after: Option<u64>,
     ) -> PyResult<PyRemoteNamespace> {
         let spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
         let mut cmd = redis::cmd("URL.RESERVE");
@@ -118,6 +121,12 @@ impl PyClient {
         }
         if keep_urls {
             cmd.arg("KEEPURLS");
+        }
+        if let Some(secs) = recrawl_after {
+            cmd.arg("RECRAWL").arg(secs);
+        }
+        if let Some(secs) = ttl {
+            cmd.arg("TTL").arg(secs);
         }
         let reserved = py.detach(|| {
             self.remote.with(|c| match cmd.query::<()>(c) {

@@ -43,6 +43,8 @@ pub(crate) struct Spec {
     pub counting: bool,
     /// Keep the URLs (for `forget_prefix`): embedded namespaces only.
     pub keep_urls: bool,
+    /// A recrawl window, in whole seconds: a URL recorded longer ago is new again.
+    pub recrawl_after: Option<u64>,
 }
 
 impl Spec {
@@ -55,7 +57,7 @@ impl Spec {
     ) -> PyResult<Self> {
         let profile =
             Profile::from_str(profile).map_err(|e| InvalidOption::new_err(e.to_string()))?;
-        Ok(Spec { capacity, fpr, profile, exact, counting, keep_urls: false })
+        Ok(Spec { capacity, fpr, profile, exact, counting, keep_urls: false, recrawl_after: None })
     }
 
     fn options(&self) -> NamespaceOptions {
@@ -66,6 +68,7 @@ impl Spec {
             exact: self.exact,
             counting: self.counting,
             keep_urls: self.keep_urls,
+            recrawl_after: self.recrawl_after.map(std::time::Duration::from_secs),
             ..NamespaceOptions::default()
         }
     }
@@ -117,8 +120,10 @@ impl PyDb {
     /// (implies `exact`) lets `forget()` work. `keep_urls` keeps every recorded URL in a
     /// journal on disk, so that `forget_prefix()` works (docs/forget.md). `ttl` (seconds)
     /// gives a namespace created by this call a lifetime, as Redis's `EXPIRE` right after it;
-    /// an existing namespace keeps its own (`expire()` changes it).
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None))]
+    /// an existing namespace keeps its own (`expire()` changes it). `recrawl_after` (whole
+    /// seconds) gives a new namespace a recrawl window: a URL recorded longer ago than that is
+    /// new again (docs/recrawl.md); not with `counting` or `keep_urls`.
+    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None, recrawl_after=None))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,
@@ -131,9 +136,11 @@ impl PyDb {
         counting: bool,
         keep_urls: bool,
         ttl: Option<f64>,
+        recrawl_after: Option<u64>,
     ) -> PyResult<PyNamespace> {
         let mut spec = Spec::parse(capacity, fpr, profile, exact, counting)?;
         spec.keep_urls = keep_urls;
+        spec.recrawl_after = recrawl_after;
         let ttl = ttl.map(ttl_millis).transpose()?;
         let handle = Arc::clone(&self.handle);
         let ns = py.detach(|| {

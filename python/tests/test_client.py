@@ -140,3 +140,18 @@ def test_lifetimes_go_to_the_server(server):
     time.sleep(0.3)
     assert "job" not in client.names()
     assert ns.seen("https://a.example/") is False, "a new, empty namespace"
+
+
+def test_recrawl_window_and_ttl_options_go_to_url_reserve(server, tmp_path):
+    client = urlseen.Client(server.url)
+    news = client.namespace("news", recrawl_after=2592000, ttl=86400)
+    assert news.seen("https://a.example/") is False and news.seen("https://a.example/") is True
+    assert news.stats()["recrawl_after"] == 2592000
+    assert client.ttl("news") == 86400
+    # The same options embedded.
+    db = urlseen.Db(tmp_path / "d")
+    local = db.namespace("news", recrawl_after=2592000)
+    assert local.stats()["recrawl_after"] == 2592000
+    with pytest.raises(urlseen.InvalidOption):
+        db.namespace("bad", recrawl_after=60, counting=True)
+    db.close()

@@ -14,7 +14,8 @@ True
 
 ``Db`` embeds the engine (in memory, or in a data directory kept across runs); ``Client`` has
 the same API over ``urlseen serve``, for a fleet of crawlers; ``urlseen.scrapy.DupeFilter`` is
-a ``DUPEFILTER_CLASS`` for Scrapy. See docs/python.md.
+a ``DUPEFILTER_CLASS`` for Scrapy, ``urlseen.crawlee.StorageClient`` a storage client for Crawlee
+for Python. See docs/python.md and docs/crawlee.md.
 """
 
 from ._native import (

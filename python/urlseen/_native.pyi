@@ -103,9 +103,11 @@ class Db:
         counting: bool = False,
         keep_urls: bool = False,
         ttl: Optional[float] = None,
+        recrawl_after: Optional[int] = None,
     ) -> Namespace:
         """The namespace `name`, created with these options if it does not exist; `ttl`
-        (seconds) gives a namespace this call creates a lifetime."""
+        (seconds) gives a namespace this call creates a lifetime, `recrawl_after` (whole
+        seconds) a recrawl window: a URL recorded longer ago is new again."""
     def names(self) -> list[str]: ...
     def drop(self, name: str) -> bool: ...
     def expire(self, name: str, seconds: float) -> bool:
@@ -143,7 +145,11 @@ class Client:
         profile: Profile = "crawler",
         exact: bool = False,
         counting: bool = False,
-    ) -> RemoteNamespace: ...
+        keep_urls: bool = False,
+        ttl: Optional[int] = None,
+        recrawl_after: Optional[int] = None,
+    ) -> RemoteNamespace:
+        """URL.RESERVE with these options unless `name` exists (it keeps its own)."""
     def names(self) -> list[str]: ...
     def drop(self, name: str) -> bool: ...
     def expire(self, name: str, seconds: float) -> bool:
