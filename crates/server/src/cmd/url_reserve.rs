@@ -17,11 +17,12 @@
 //! ```
 //!
 //! Options may come in any order; what is left out comes from the server's defaults (capacity
-//! 1 000 000, error 0.01, profile `crawler` unless configured otherwise). `CAPACITY` sizes the
+//! 100, so a namespace starts as a small list and grows by splits; error 0.01, profile
+//! `crawler`; unless configured otherwise). `CAPACITY` sizes the
 //! namespace, it is not a cap: the DSBF splits past it and keeps the error bound. `PROFILE`
 //! picks the canonicalization (`crawler`, `w3lib`, `safebrowsing`, `none`: raw bytes, which
-//! makes the key a RedisBloom-compatible filter). `EXACT` confirms every positive against a
-//! fingerprint store (no false positives beyond 64-bit fingerprint collisions); `COUNTING`
+//! makes the key a RedisBloom-compatible filter). `EXACT` confirms every positive against the
+//! fingerprints its leaf holds (no false positives beyond 64-bit fingerprint collisions); `COUNTING`
 //! (implies `EXACT`) lets `URL.FORGET` work. `RECRAWL seconds` gives the namespace a recrawl
 //! window: a URL recorded more than that long ago is new again, with a precision of
 //! `seconds / g` (`GENERATIONS g`, default 8; see docs/recrawl.md). `CAPACITY` is then the
