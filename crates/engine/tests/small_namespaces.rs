@@ -121,3 +121,38 @@ fn a_small_namespace_costs_about_its_items_and_forgets_by_host() {
         assert_eq!(ns.contains(url).unwrap(), !url.contains("host0."), "{url}");
     }
 }
+
+#[test]
+fn a_batch_of_distinct_hosts_makes_it_a_tree_and_each_host_can_be_forgotten() {
+    let db = Db::in_memory();
+    let distinct = |job: usize| -> Vec<String> {
+        (0..20_000).map(|i| format!("https://h{i}.j{job}.example/p")).collect()
+    };
+    // Through `seen_batch` (each URL's host listed one by one) and through `fingerprint_hosts`
+    // (the server's path: the batch's hosts listed at once).
+    let one_by_one = db.create_namespace("one", small()).unwrap();
+    let batch = distinct(0);
+    let answers = one_by_one.seen_batch(&batch).unwrap();
+    let at_once = db.create_namespace("once", small()).unwrap();
+    let batch2 = distinct(1);
+    let refs: Vec<&str> = batch2.iter().map(String::as_str).collect();
+    let mut fp_hosts = Vec::new();
+    at_once.fingerprint_hosts(&refs, &mut fp_hosts);
+    let (fps, hosts): (Vec<u64>, Vec<u32>) = fp_hosts.into_iter().map(Result::unwrap).unzip();
+    let mut answers2 = vec![false; fps.len()];
+    at_once.seen_fingerprints_hosts(&fps, &hosts, &mut answers2).unwrap();
+    for (ns, batch, answers, job) in
+        [(&one_by_one, &batch, &answers, 0), (&at_once, &batch2, &answers2, 1)]
+    {
+        let recorded: Vec<&String> =
+            batch.iter().zip(answers).filter(|&(_, &seen)| !seen).map(|(url, _)| url).collect();
+        assert!(recorded.len() >= batch.len() * 98 / 100);
+        assert!(ns.contains_batch(&recorded).unwrap().iter().all(|&s| s));
+        // Every host is listed alone under its hash: forgetting one forgets its URL only.
+        let k = (0..batch.len()).find(|&i| !answers[i]).unwrap();
+        assert_eq!(ns.forget_host(&format!("h{k}.j{job}.example")).unwrap(), 1);
+        assert!(!ns.contains(&batch[k]).unwrap());
+        let others: Vec<&String> = recorded.iter().copied().filter(|u| **u != batch[k]).collect();
+        assert!(ns.contains_batch(&others).unwrap().iter().all(|&s| s));
+    }
+}

@@ -438,7 +438,9 @@ impl Namespace {
     fn note_host(&self, hash: u32, full: u64, host: &str) -> Result<()> {
         match (&self.hosts, &self.held) {
             (Some(dict), _) => dict.note(hash, full, host),
-            (None, Set::Small(small)) => small.note_host(hash, full, host),
+            (None, Set::Small(small)) => {
+                small.note_host(hash, full, host, &self.name, &self.options)
+            }
             (None, _) => unreachable!("only a small namespace is made without a dictionary"),
         }
     }
@@ -451,7 +453,7 @@ impl Namespace {
     ) -> Vec<(usize, Error)> {
         match (&self.hosts, &self.held) {
             (Some(dict), _) => dict.note_batch(hosts, name),
-            (None, Set::Small(small)) => small.note_hosts(hosts, name),
+            (None, Set::Small(small)) => small.note_hosts(hosts, name, &self.name, &self.options),
             (None, _) => unreachable!("only a small namespace is made without a dictionary"),
         }
     }

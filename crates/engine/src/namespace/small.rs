@@ -224,50 +224,75 @@ impl SmallSet {
     }
 
     /// Lists `host` (hashes `hash` and `full`) as a dictionary's [`HostDict::note`] does: in
-    /// the list while there is one, else in the tree's dictionary.
+    /// the list while there is one and it has room, else in the tree's dictionary (the list
+    /// becomes the tree of namespace `ns` made with `options` first).
     ///
     /// # Errors
     /// The dictionary's.
-    pub(crate) fn note_host(&self, hash: u32, full: u64, host: &str) -> Result<()> {
-        let mut list = self.list.lock();
-        match list.as_mut() {
-            Some(list) => {
+    pub(crate) fn note_host(
+        &self,
+        hash: u32,
+        full: u64,
+        host: &str,
+        ns: &str,
+        options: &NamespaceOptions,
+    ) -> Result<()> {
+        let mut guard = self.list.lock();
+        if let Some(list) = guard.as_mut()
+            && (list.lists(full) || list.hosts.len() < SMALL_MAX)
+        {
+            list.note(hash, full, host);
+            return Ok(());
+        }
+        drop(guard);
+        if self.grow(ns, options).is_err() {
+            // The tree could not be made (its leaf files, say): listed here, which only costs
+            // a move; the batch's insert meets the failure again and answers it.
+            if let Some(list) = self.list.lock().as_mut() {
                 list.note(hash, full, host);
-                Ok(())
-            }
-            None => {
-                drop(list);
-                self.grown_hosts()
-                    .expect("the list gives way only to a tree")
-                    .note(hash, full, host)
+                return Ok(());
             }
         }
+        self.grown_hosts().expect("grown or listed").note(hash, full, host)
     }
 
-    /// [`HostDict::note_batch`] over the list or the tree's dictionary.
+    /// [`HostDict::note_batch`] over the list, or the tree's dictionary when the list is a
+    /// tree or the batch could take it past [`SMALL_MAX`] hosts (then it becomes the tree of
+    /// namespace `ns` made with `options` first, as a batch of as many items would): so the
+    /// list's hosts stay few, and each costs one move at most.
     pub(crate) fn note_hosts(
         &self,
         hosts: &[(u32, u64)],
         mut name: impl FnMut(usize) -> Result<String>,
+        ns: &str,
+        options: &NamespaceOptions,
     ) -> Vec<(usize, Error)> {
-        let mut list = self.list.lock();
-        let Some(list) = list.as_mut() else {
-            return self
-                .grown_hosts()
-                .expect("the list gives way only to a tree")
-                .note_batch(hosts, name);
-        };
-        let mut failed = Vec::new();
-        for (k, &(hash, full)) in hosts.iter().enumerate() {
-            if list.lists(full) {
-                continue;
+        let list_them = |list: &mut List, name: &mut dyn FnMut(usize) -> Result<String>| {
+            let mut failed = Vec::new();
+            for (k, &(hash, full)) in hosts.iter().enumerate() {
+                if list.lists(full) {
+                    continue;
+                }
+                match name(k) {
+                    Ok(host) => list.note(hash, full, &host),
+                    Err(e) => failed.push((k, e)),
+                }
             }
-            match name(k) {
-                Ok(host) => list.note(hash, full, &host),
-                Err(e) => failed.push((k, e)),
+            failed
+        };
+        let mut guard = self.list.lock();
+        let room = guard.as_ref().is_some_and(|l| l.hosts.len() + hosts.len() <= SMALL_MAX);
+        if let (true, Some(list)) = (room, guard.as_mut()) {
+            return list_them(list, &mut name);
+        }
+        drop(guard);
+        if self.grow(ns, options).is_err() {
+            // The tree could not be made: listed here (see `note_host`).
+            if let Some(list) = self.list.lock().as_mut() {
+                return list_them(list, &mut name);
             }
         }
-        failed
+        self.grown_hosts().expect("grown or listed").note_batch(hosts, name)
     }
 
     /// What is listed under `hash`, for a forget of `host` (see [`HostDict::vouch`]).
@@ -457,16 +482,21 @@ mod tests {
             assert_eq!(small.vouch(8, "d.example"), Vouch::Shared(vec!["c.example".into()]));
             assert_eq!(small.vouch(9, "c.example"), Vouch::Absent);
         };
-        small.note_host(7, 70, "a.example").unwrap();
-        small.note_host(7, 70, "a.example").unwrap();
+        small.note_host(7, 70, "a.example", "t", &options).unwrap();
+        small.note_host(7, 70, "a.example", "t", &options).unwrap();
         assert_eq!(small.vouch(7, "a.example"), Vouch::Only);
-        small.note_host(7, 71, "b.example").unwrap();
+        small.note_host(7, 71, "b.example", "t", &options).unwrap();
         // A batch names only the hosts not listed yet.
         let mut named = Vec::new();
-        let failed = small.note_hosts(&[(7, 70), (8, 80), (7, 71)], |k| {
-            named.push(k);
-            Ok("c.example".into())
-        });
+        let failed = small.note_hosts(
+            &[(7, 70), (8, 80), (7, 71)],
+            |k| {
+                named.push(k);
+                Ok("c.example".into())
+            },
+            "t",
+            &options,
+        );
         assert!(failed.is_empty());
         assert_eq!(named, [1]);
         check(&small);
@@ -474,8 +504,29 @@ mod tests {
         assert!(small.grown_hosts().is_some());
         check(&small);
         // Noted after the growth: in the tree's dictionary.
-        small.note_host(9, 90, "e.example").unwrap();
+        small.note_host(9, 90, "e.example", "t", &options).unwrap();
         assert_eq!(small.vouch(9, "e.example"), Vouch::Only);
+    }
+
+    #[test]
+    fn hosts_past_the_lists_room_make_it_a_tree_first_and_stay_listed() {
+        let options = options();
+        let host = |i: u32| format!("h{i}.example");
+        // One at a time: the list takes SMALL_MAX hosts, the next makes it a tree.
+        let small = heap_set(&options);
+        for i in 0..1_000u32 {
+            small.note_host(i, u64::from(i) + 1, &host(i), "t", &options).unwrap();
+            assert_eq!(small.grown().is_some(), i as usize >= SMALL_MAX, "after {i}");
+        }
+        assert!((0..1_000u32).all(|i| small.vouch(i, &host(i)) == Vouch::Only));
+        // A batch of more hosts than the list has room for: a tree first, every host named.
+        let small = heap_set(&options);
+        small.note_host(5, 6, &host(5), "t", &options).unwrap();
+        let hosts: Vec<(u32, u64)> = (0..10_000u32).map(|i| (i, u64::from(i) + 1)).collect();
+        let failed = small.note_hosts(&hosts, |k| Ok(host(k as u32)), "t", &options);
+        assert!(failed.is_empty());
+        assert!(small.grown().is_some());
+        assert!((0..10_000u32).all(|i| small.vouch(i, &host(i)) == Vouch::Only));
     }
 
     #[test]
