@@ -156,3 +156,45 @@ fn a_batch_of_distinct_hosts_makes_it_a_tree_and_each_host_can_be_forgotten() {
         assert!(ns.contains_batch(&others).unwrap().iter().all(|&s| s));
     }
 }
+
+#[test]
+fn racing_reservations_answer_each_url_new_once_through_the_growth() {
+    // What two crawler processes on one server do: each `URL.SEEN` is a reservation committed
+    // once its reply is out, on the same small namespace, with overlapping URLs.
+    for round in 0..20 {
+        let db = Db::in_memory();
+        let ns = db.create_namespace("fleet", small()).unwrap();
+        let all = urls(round, 600);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let ns = Arc::clone(&ns);
+                let mut mine = all.clone();
+                mine.rotate_left(t * 150);
+                std::thread::spawn(move || {
+                    let mut new = Vec::new();
+                    for chunk in mine.chunks(7) {
+                        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+                        let mut fh = Vec::new();
+                        ns.fingerprint_hosts(&refs, &mut fh);
+                        let (fps, hosts): (Vec<u64>, Vec<u32>) =
+                            fh.into_iter().map(Result::unwrap).unzip();
+                        let mut out = vec![false; fps.len()];
+                        let r = ns.reserve_fingerprints_hosts(&fps, &hosts, &mut out).unwrap();
+                        r.commit().unwrap();
+                        new.extend(
+                            chunk.iter().zip(&out).filter(|&(_, &s)| !s).map(|(u, _)| u.clone()),
+                        );
+                    }
+                    new
+                })
+            })
+            .collect();
+        let mut answered_new: Vec<String> =
+            threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let count = answered_new.len();
+        answered_new.sort();
+        answered_new.dedup();
+        assert_eq!(count, answered_new.len(), "round {round}: a URL answered new twice");
+        assert!(ns.contains_batch(&answered_new).unwrap().iter().all(|&s| s));
+    }
+}
