@@ -321,14 +321,17 @@ def test_resumed_after_a_kill_fetches_nothing_again(big_site, tmp_path, clean_en
 
 def test_two_processes_on_one_server_never_fetch_a_page_twice(big_site, tmp_path, clean_env, server):
     """Two crawlers, each with its own queue in memory, started together from different pages
-    of the same site and sharing one `urlseen serve`."""
+    of the same site and sharing one `urlseen serve`. Without Crawlee's purge on start, as
+    docs/crawlee.md says to run several processes: a purge clears the shared set, and one
+    process starting late (a loaded machine) would clear what the other had already added."""
+    env = {**clean_env, "CRAWLEE_PURGE_ON_START": "0"}
     base = big_site.url.rsplit("/", 1)[0]
     seeds = [[f"{base}/p/{i}.html" for i in range(k, PAGES, PAGES // 4)][:4] for k in (0, PAGES // 8)]
     procs = [
         subprocess.Popen(
             [sys.executable, str(HERE / "crawlee_crawl.py"), "urlseen", *s, f"--url={server.url}",
              "--namespace=fleet"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
         for s in seeds
     ]
