@@ -10,8 +10,8 @@ use std::time::Duration;
 use napi_derive::napi;
 use parking_lot::RwLock;
 use urlseen_engine::{
-    CanonOptions, Db, DbOptions, Error as EngineError, Expiry, ExpiryUpdate, Fsync, Namespace,
-    NamespaceOptions as EngineOptions, Profile,
+    CanonOptions, Db, DbOptions, Error as EngineError, Expiry, ExpiryUpdate, Fsync, ManyOp,
+    Namespace, NamespaceOptions as EngineOptions, Profile,
 };
 
 use crate::errors::{self, CLOSED, INVALID_OPTION, Result};
@@ -255,14 +255,6 @@ pub struct JsNamespace {
     handle: Arc<Handle>,
 }
 
-/// What a batch call does to each valid URL's fingerprint.
-#[derive(Clone, Copy)]
-enum Op {
-    Seen,
-    Contains,
-    Forget,
-}
-
 impl JsNamespace {
     fn single(&self, f: impl FnOnce(&Namespace) -> urlseen_engine::Result<bool>) -> Result<bool> {
         self.handle.with(|_| f(&self.ns).map_err(errors::engine))
@@ -271,42 +263,9 @@ impl JsNamespace {
     /// A batch: every URL canonicalized and hashed, then applied as one engine batch. Invalid
     /// URLs answer `null` and are neither looked up nor recorded (the server's `-1` rule,
     /// docs/protocol.md), so the embedded engine and the client answer a batch alike.
-    fn batch(&self, urls: &[String], op: Op) -> Result<Vec<Option<bool>>> {
-        self.handle.with(|_| apply_batch(&self.ns, urls, op).map_err(errors::engine))
+    fn batch(&self, urls: &[String], op: ManyOp) -> Result<Vec<Option<bool>>> {
+        self.handle.with(|_| self.ns.answer_many(urls, op).map_err(errors::engine))
     }
-}
-
-fn apply_batch(
-    ns: &Namespace,
-    urls: &[String],
-    op: Op,
-) -> urlseen_engine::Result<Vec<Option<bool>>> {
-    let mut fps = Vec::with_capacity(urls.len());
-    let mut hosts = Vec::with_capacity(urls.len());
-    let mut at = Vec::with_capacity(urls.len());
-    for (i, url) in urls.iter().enumerate() {
-        match ns.fingerprint_host(url) {
-            Ok((fp, host)) => {
-                fps.push(fp);
-                hosts.push(host);
-                at.push(i);
-            }
-            Err(EngineError::InvalidUrl(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let mut answers = vec![false; fps.len()];
-    match op {
-        // Each record keeps its URL's host, so that the namespace can forget a host.
-        Op::Seen => ns.seen_fingerprints_hosts(&fps, &hosts, &mut answers)?,
-        Op::Contains => ns.contains_fingerprints(&fps, &mut answers)?,
-        Op::Forget => ns.forget_fingerprints(&fps, &mut answers)?,
-    }
-    let mut out = vec![None; urls.len()];
-    for (i, answer) in at.into_iter().zip(answers) {
-        out[i] = Some(answer);
-    }
-    Ok(out)
 }
 
 #[napi]
@@ -323,7 +282,7 @@ impl JsNamespace {
     /// (neither looked up nor recorded). A URL repeated in the batch is new only the first time.
     #[napi]
     pub fn seen_many(&self, urls: Vec<String>) -> Result<Vec<Option<bool>>> {
-        self.batch(&urls, Op::Seen)
+        self.batch(&urls, ManyOp::Seen)
     }
 
     /// Read-only `seen`: records nothing. Throws `InvalidUrl`.
@@ -335,7 +294,7 @@ impl JsNamespace {
     /// `contains` for many URLs: `true`, `false`, or `null` for an invalid URL.
     #[napi]
     pub fn contains_many(&self, urls: Vec<String>) -> Result<Vec<Option<bool>>> {
-        self.batch(&urls, Op::Contains)
+        self.batch(&urls, ManyOp::Contains)
     }
 
     /// Forgets the URL, so that it is new again: whether it was recorded. Only a namespace
@@ -351,7 +310,7 @@ impl JsNamespace {
         if !self.ns.can_forget() {
             return Err(errors::engine(EngineError::ForgetUnsupported(self.ns.name().to_owned())));
         }
-        self.batch(&urls, Op::Forget)
+        self.batch(&urls, ManyOp::Forget)
     }
 
     /// Forgets every URL of `host` (any scheme and port); how many were forgotten.

@@ -8,8 +8,8 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use urlseen_engine::{
-    CanonOptions, Db, DbOptions, Error as EngineError, Expiry, ExpiryUpdate, Fsync, Namespace,
-    NamespaceOptions, Profile,
+    CanonOptions, Db, DbOptions, Error as EngineError, Expiry, ExpiryUpdate, Fsync, ManyOp,
+    Namespace, NamespaceOptions, Profile,
 };
 
 use crate::errors::{self, InvalidOption};
@@ -259,14 +259,6 @@ pub(crate) struct PyNamespace {
     handle: Arc<Handle>,
 }
 
-/// What a batch call does to each valid URL's fingerprint.
-#[derive(Clone, Copy)]
-enum Op {
-    Seen,
-    Contains,
-    Forget,
-}
-
 impl PyNamespace {
     /// Whether single calls should release the GIL: only when they may touch the disk (a data
     /// directory); in memory a call takes about a microsecond, less than a GIL round trip.
@@ -289,10 +281,10 @@ impl PyNamespace {
         &self,
         py: Python<'_>,
         urls: &Bound<'_, PyAny>,
-        op: Op,
+        op: ManyOp,
     ) -> PyResult<Vec<Option<bool>>> {
         let urls = extract_urls(urls)?;
-        py.detach(|| self.handle.with(|_| apply_batch(&self.ns, &urls, op).map_err(errors::engine)))
+        py.detach(|| self.handle.with(|_| self.ns.answer_many(&urls, op).map_err(errors::engine)))
     }
 }
 
@@ -300,35 +292,6 @@ fn extract_urls(urls: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     let mut out = Vec::with_capacity(urls.len().unwrap_or(0));
     for url in urls.try_iter()? {
         out.push(url?.extract::<String>()?);
-    }
-    Ok(out)
-}
-
-fn apply_batch(ns: &Namespace, urls: &[String], op: Op) -> Result<Vec<Option<bool>>, EngineError> {
-    let mut fps = Vec::with_capacity(urls.len());
-    let mut hosts = Vec::with_capacity(urls.len());
-    let mut at = Vec::with_capacity(urls.len());
-    for (i, url) in urls.iter().enumerate() {
-        match ns.fingerprint_host(url) {
-            Ok((fp, host)) => {
-                fps.push(fp);
-                hosts.push(host);
-                at.push(i);
-            }
-            Err(EngineError::InvalidUrl(_)) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let mut answers = vec![false; fps.len()];
-    match op {
-        // Each record keeps its URL's host, so that the namespace can forget a host.
-        Op::Seen => ns.seen_fingerprints_hosts(&fps, &hosts, &mut answers)?,
-        Op::Contains => ns.contains_fingerprints(&fps, &mut answers)?,
-        Op::Forget => ns.forget_fingerprints(&fps, &mut answers)?,
-    }
-    let mut out = vec![None; urls.len()];
-    for (i, answer) in at.into_iter().zip(answers) {
-        out[i] = Some(answer);
     }
     Ok(out)
 }
@@ -347,7 +310,7 @@ impl PyNamespace {
     /// URL, `True` (seen), `False` (new, now recorded) or `None` (not a valid URL: neither
     /// looked up nor recorded). A URL repeated in the batch is new only the first time.
     fn seen_many(&self, py: Python<'_>, urls: &Bound<'_, PyAny>) -> PyResult<Vec<Option<bool>>> {
-        self.batch(py, urls, Op::Seen)
+        self.batch(py, urls, ManyOp::Seen)
     }
 
     /// Read-only `seen`: `True` if the URL was seen (in Bloom mode: maybe seen). Records
@@ -362,7 +325,7 @@ impl PyNamespace {
         py: Python<'_>,
         urls: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<Option<bool>>> {
-        self.batch(py, urls, Op::Contains)
+        self.batch(py, urls, ManyOp::Contains)
     }
 
     /// Forgets the URL, so that it is new again: `True` if it was recorded. Only a namespace
@@ -378,7 +341,7 @@ impl PyNamespace {
         if !self.ns.can_forget() {
             return Err(errors::engine(EngineError::ForgetUnsupported(self.ns.name().to_owned())));
         }
-        self.batch(py, urls, Op::Forget)
+        self.batch(py, urls, ManyOp::Forget)
     }
 
     /// Forgets every URL of `host` (its canonical host, any scheme and port), in any

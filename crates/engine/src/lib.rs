@@ -138,7 +138,8 @@ pub use dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;
 pub use namespace::{
-    CountingReport, ExactReport, LeafReport, Namespace, NamespaceStats, PersistenceStats, Usage,
+    CountingReport, ExactReport, LeafReport, ManyOp, Namespace, NamespaceStats, PersistenceStats,
+    Usage,
 };
 pub use options::{
     DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,

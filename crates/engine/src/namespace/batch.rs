@@ -350,3 +350,52 @@ impl Namespace {
         Ok(())
     }
 }
+
+/// What [`Namespace::answer_many`] does with each valid URL of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManyOp {
+    /// Check-and-insert ([`Namespace::seen`]).
+    Seen,
+    /// Look up only ([`Namespace::contains`]).
+    Contains,
+    /// Forget (counting namespaces, [`Namespace::forget`]).
+    Forget,
+}
+
+impl Namespace {
+    /// `op` on each of `urls`, as one engine batch: `Some(answer)` per valid URL, `None` for a
+    /// URL that cannot be canonicalized (neither looked up nor recorded: the server's `-1`
+    /// rule, docs/protocol.md), so that a language binding and the server answer a batch
+    /// alike. Each record keeps its URL's host, so that the namespace can forget a host.
+    ///
+    /// # Errors
+    /// As [`Self::seen_fingerprints_hosts`], [`Self::contains_fingerprints`] or
+    /// [`Self::forget_fingerprints`]; an invalid URL is not an error.
+    pub fn answer_many<S: AsRef<str>>(&self, urls: &[S], op: ManyOp) -> Result<Vec<Option<bool>>> {
+        let mut fps = Vec::with_capacity(urls.len());
+        let mut hosts = Vec::with_capacity(urls.len());
+        let mut at = Vec::with_capacity(urls.len());
+        for (i, url) in urls.iter().enumerate() {
+            match self.fingerprint_host(url.as_ref()) {
+                Ok((fp, host)) => {
+                    fps.push(fp);
+                    hosts.push(host);
+                    at.push(i);
+                }
+                Err(Error::InvalidUrl(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut answers = vec![false; fps.len()];
+        match op {
+            ManyOp::Seen => self.seen_fingerprints_hosts(&fps, &hosts, &mut answers)?,
+            ManyOp::Contains => self.contains_fingerprints(&fps, &mut answers)?,
+            ManyOp::Forget => self.forget_fingerprints(&fps, &mut answers)?,
+        }
+        let mut out = vec![None; urls.len()];
+        for (i, answer) in at.into_iter().zip(answers) {
+            out[i] = Some(answer);
+        }
+        Ok(out)
+    }
+}

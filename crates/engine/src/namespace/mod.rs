@@ -27,6 +27,7 @@ mod small;
 mod stats;
 mod unload;
 mod usage;
+pub use batch::ManyOp;
 pub(crate) use small::{LeafSource, Leaves};
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
 pub(crate) use usage::Ledger;
