@@ -256,8 +256,19 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
-    /// The fingerprint store of an exact-mode namespace failed or is damaged; a failed write
-    /// or sync poisons it, and it then refuses writes as [`Error::Poisoned`] does.
+    /// A dump could not begin: answers given "new" to other clients were still waiting for
+    /// their replies to be delivered (and their URLs to be recorded) after the time allowed,
+    /// and a dump taken then would lack them. Nothing was done; try again.
+    #[error(
+        "namespace {name:?} has answers in flight that were not recorded within {waited_ms} ms \
+         (a client not reading its replies?): nothing was dumped, try again"
+    )]
+    Unsettled {
+        /// The namespace.
+        name: String,
+        /// How long the dump waited.
+        waited_ms: u64,
+    },
     /// What was to be opened is not there (a fingerprint store's directory without one).
     #[error("no {what} at {}", path.display())]
     NotFound {

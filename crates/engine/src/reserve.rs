@@ -128,6 +128,38 @@ impl InFlight {
         }
     }
 
+    /// Waits until every fingerprint in flight now has left flight (recorded by its commit,
+    /// or let go with its undelivered reply), for at most `limit`; whether they all did.
+    ///
+    /// For a reader of the records themselves (a dump), to which a fingerprint answered "new"
+    /// to a client is invisible until its commit: that client may already have its reply and
+    /// ask on another connection. Commits follow their replies within milliseconds unless a
+    /// client stops reading; so a short poll, with no per-namespace condition variable to pay
+    /// for in each of a million namespaces.
+    pub(crate) fn settle(&self, limit: std::time::Duration) -> bool {
+        let pending: Vec<u64> = match self.set.read().as_ref() {
+            Some(set) => set.iter().copied().collect(),
+            None => return true,
+        };
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
+            let settled = self
+                .set
+                .read()
+                .as_ref()
+                .is_none_or(|set| !pending.iter().any(|fp| set.contains(fp)));
+            if settled {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(5));
+        }
+    }
+
     /// Fingerprints in flight.
     pub(crate) fn len(&self) -> usize {
         self.set.read().as_ref().map_or(0, |set| set.len())

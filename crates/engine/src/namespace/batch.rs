@@ -300,12 +300,19 @@ impl Namespace {
     /// # Panics
     /// If `out.len() != fps.len()`.
     pub fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        self.contains_in_tree(fps, out)?;
         // Answered "new" to someone, not recorded yet: seen, as a check-and-insert answers.
-        let in_flight = self.in_flight.read();
-        if !in_flight.is_empty() {
-            for (fp, hit) in fps.iter().zip(out.iter_mut()) {
-                *hit = *hit || in_flight.contains(fp);
+        // Flight is looked at before the tree: a commit records its fingerprints in the tree
+        // before it lets them go, so one not in flight at this look is in the tree already or
+        // was reserved after it. Looked at after the tree, a commit between the two looks
+        // would make a fingerprint answered "new" to another client read as absent.
+        let flying: Option<Vec<bool>> = {
+            let in_flight = self.in_flight.read();
+            (!in_flight.is_empty()).then(|| fps.iter().map(|fp| in_flight.contains(fp)).collect())
+        };
+        self.contains_in_tree(fps, out)?;
+        if let Some(flying) = flying {
+            for (hit, flying) in out.iter_mut().zip(flying) {
+                *hit = *hit || flying;
             }
         }
         Ok(())

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// How long a dump's first call waits for answers in flight to be recorded
+/// ([`Error::Unsettled`] after).
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Namespace {
     /// One chunk of a dump of this namespace, in RedisBloom's `BF.SCANDUMP` protocol:
     /// iterator 0 gives the header (name, options, counts) with [`crate::dump::ITER_HEADER`];
@@ -10,7 +14,9 @@ impl Namespace {
     /// long; the last one comes with [`crate::dump::ITER_FINAL`], which gives
     /// `next == 0` and no data. Load them with [`Db::load_chunk`](crate::Db::load_chunk).
     ///
-    /// The header call first finishes any split in progress, so an idle namespace dumps each
+    /// The header call first waits for the fingerprints answered "new" whose replies are not
+    /// yet delivered to be recorded (see [`crate::reserve`]), and finishes any split in
+    /// progress, so an idle namespace dumps each
     /// fingerprint exactly once. Then it reads the leaf logs a chunk at a time, under each
     /// leaf's read lock: writes go on, and a dump taken while they do holds every record that
     /// was there when it began (some twice, if their leaf split meanwhile) and maybe some added
@@ -21,7 +27,7 @@ impl Namespace {
     /// [`crate::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dump::MAX_CHUNK_BYTES`],
     /// [`Error::DumpUnsupported`] for a counting namespace or a recrawl window, a leaf file
     /// that cannot be read; at `iter` 0, [`Error::Poisoned`] if a split in progress cannot be
-    /// finished.
+    /// finished, [`Error::Unsettled`] if answers in flight were not recorded within 10 s.
     pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
         use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
         if let Set::Recrawl(_) = self.set() {
@@ -40,6 +46,15 @@ impl Namespace {
         let budget = dump::chunk_records(max_bytes)?;
         match iter {
             0 => {
+                // Fingerprints answered "new" whose commits are still to come are in no
+                // leaf yet: their clients may hold the replies and ask for this dump on
+                // another connection (a pool), so it waits for them to be recorded.
+                if !self.in_flight.settle(SETTLE_LIMIT) {
+                    return Err(Error::Unsettled {
+                        name: self.name.to_string(),
+                        waited_ms: SETTLE_LIMIT.as_millis() as u64,
+                    });
+                }
                 // A split in progress has its records both in the frozen parent and, for
                 // those migrated, in a child: a walk would take them twice. Finishing it here
                 // makes the dump of an idle namespace exact.
