@@ -164,6 +164,102 @@ def test_purge_forgets_the_requests(tmp_path):
     storage.close()
 
 
+def test_purge_keeps_a_shared_servers_set(tmp_path, server):
+    # The other processes are using it; drop() drops it.
+    storage = urlseen.crawlee.StorageClient(MemoryStorageClient(), url=server.url)
+
+    async def go():
+        rq = await open_queue(storage, tmp_path)
+        await rq.add_batch_of_requests([Request.from_url("http://a.example/1")])
+        await rq.purge()
+        kept = answers(await rq.add_batch_of_requests([Request.from_url("http://a.example/1")]))
+        await rq.drop()
+        rq = await open_queue(storage, tmp_path)
+        dropped = answers(await rq.add_batch_of_requests([Request.from_url("http://a.example/1")]))
+        return kept, dropped
+
+    kept, dropped = run(go())
+    assert kept == [("http://a.example/1", True, False)]
+    assert dropped == [("http://a.example/1", False, False)]
+    storage.close()
+
+
+class Killed(Exception):
+    """Stands for a process killed at that point."""
+
+
+@pytest.mark.parametrize("home", ["data", "server"])
+def test_a_kill_between_queueing_and_recording_loses_no_request(tmp_path, server, monkeypatch, home):
+    # An add queues its new requests, then records them: killed in between, the requests are in
+    # the queue (files), not recorded, and the resumed crawl fetches them.
+    where = {"data": tmp_path / "seen"} if home == "data" else {"url": server.url}
+    reqs = [Request.from_url(f"http://a.example/{i}") for i in range(50)]
+    real = urlseen.crawlee._by_pair
+
+    def dies_at_the_record(routed, indexes, op):
+        if op == "seen.seen_many":
+            raise Killed
+        return real(routed, indexes, op)
+
+    async def killed():
+        storage = urlseen.crawlee.StorageClient(**where)
+        rq = await open_queue(storage, tmp_path)
+        monkeypatch.setattr(urlseen.crawlee, "_by_pair", dies_at_the_record)
+        with pytest.raises(Killed):
+            await rq.add_batch_of_requests(reqs)
+        monkeypatch.setattr(urlseen.crawlee, "_by_pair", real)
+        storage.close()
+
+    async def resumed():
+        storage = urlseen.crawlee.StorageClient(**where)
+        rq = await open_queue(storage, tmp_path)
+        fetched = []
+        while (r := await rq.fetch_next_request()) is not None:
+            fetched.append(r.url)
+            await rq.mark_request_as_handled(r)
+        again = answers(await rq.add_batch_of_requests(reqs))
+        storage.close()
+        return fetched, again
+
+    run(killed())
+    fetched, again = run(resumed())
+    assert sorted(fetched) == sorted(r.url for r in reqs)
+    assert all(present and handled for _, present, handled in again)
+
+
+def test_a_request_another_process_recorded_first_is_not_fetched_here(tmp_path, server, monkeypatch):
+    # Two processes look up the same new request at once; both queue it; the one whose record
+    # comes second answers "already present" and finishes its copy unfetched.
+    mine = urlseen.crawlee.StorageClient(MemoryStorageClient(), url=server.url)
+    other = urlseen.crawlee.StorageClient(MemoryStorageClient(), url=server.url, namespace="crawlee")
+    real = urlseen.crawlee._by_pair
+
+    async def go():
+        rq = await open_queue(mine, tmp_path)
+        rq_other = await open_queue(other, tmp_path / "other")
+        req = Request.from_url("http://a.example/race")
+
+        def other_records_first(routed, indexes, op):
+            if op == "seen.seen_many":
+                monkeypatch.setattr(urlseen.crawlee, "_by_pair", real)
+                other_answers.extend(real(*other_routed(), "seen.seen_many").values())
+            return real(routed, indexes, op)
+
+        other_answers: list = []
+        other_routed = lambda: (rq_other._keys.route([req]), [0])  # noqa: E731
+        monkeypatch.setattr(urlseen.crawlee, "_by_pair", other_records_first)
+        response = answers(await rq.add_batch_of_requests([req]))
+        fetched = await rq.fetch_next_request()
+        return other_answers, response, fetched, await rq.is_empty()
+
+    other_answers, response, fetched, empty = run(go())
+    assert other_answers == [False]  # the other process recorded it: it fetches it
+    assert response == [("http://a.example/race", True, False)]
+    assert fetched is None and empty
+    mine.close()
+    other.close()
+
+
 def test_recrawl_window_and_forget_host(tmp_path, server):
     for storage in (
         urlseen.crawlee.StorageClient(MemoryStorageClient(), recrawl_after=86400),

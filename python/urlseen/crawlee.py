@@ -203,11 +203,12 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
     from urlseen and keeps in `inner` (Crawlee's memory or file-system queue) only the
     requests still to do.
 
-    ``shared`` (a ``urlseen serve``): an add is urlseen's check-and-insert first, then the new
-    requests go to `inner`, so that of several processes exactly one queues each request. A
-    process killed in the middle of an add loses the requests of that batch (recorded, queued
-    nowhere). Embedded (a ``Db`` this process holds): the new requests go to `inner` first and
-    are recorded after, so a kill at any point loses nothing and fetches nothing handled again.
+    An add looks its requests up, gives the new ones to `inner`, and records them once they
+    are queued, so that a kill at any point loses no request: one killed between the two is
+    queued and not recorded, and fetched when the crawl resumes (with its queue in files).
+    ``shared`` (a ``urlseen serve``): a request another process recorded between the look and
+    the record is queued by both; the record's answer says which came second, and that one
+    finishes its copy unfetched when its queue hands it out, so no page is fetched twice.
     """
 
     def __init__(self, inner: _CrawleeRequestQueueClient, keys: _Keys, *, shared: bool) -> None:
@@ -215,8 +216,9 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
         self._keys = keys
         self._shared = shared
         self._add_lock = asyncio.Lock()
-        # Keys recorded in a shared set that `inner` did not take: queued at the next add.
-        self._unqueued: dict[str, _Pair] = {}
+        # Unique keys this process queued that another one recorded first (a shared set):
+        # finished unfetched when `inner` hands them out.
+        self._theirs: set[str] = set()
 
     @property
     def inner(self) -> _CrawleeRequestQueueClient:
@@ -229,15 +231,16 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
     async def drop(self) -> None:
         await self._inner.drop()
         self._keys.drop()
-        self._unqueued.clear()
+        self._theirs.clear()
 
     async def purge(self) -> None:
-        """Empties the queue and forgets every request it was given, as Crawlee's own purge
-        does (``purge_on_start``; on a shared server this clears the set for every process:
-        run those with ``CRAWLEE_PURGE_ON_START=0`` or a named queue)."""
+        """Empties the queue and, with an embedded ``Db``, forgets every request it was given,
+        as Crawlee's own purge does (``purge_on_start``). A shared server's namespaces are
+        kept: the other processes are using them (``drop()`` drops them)."""
         await self._inner.purge()
-        self._keys.drop()
-        self._unqueued.clear()
+        if not self._shared:
+            self._keys.drop()
+        self._theirs.clear()
 
     async def add_batch_of_requests(
         self, requests: Sequence[Request], *, forefront: bool = False
@@ -259,17 +262,11 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
                 copy_of[i] = j
         unique = [i for i in range(len(requests)) if i not in copy_of]
 
-        if self._shared:
-            present = _by_pair(routed, unique, "seen.seen_many")  # check-and-insert
-            for i in unique:
-                if present[i] and routed[i][1] in self._unqueued:
-                    present[i] = False
-        else:
-            present = _by_pair(routed, unique, "seen.contains_many")
-            # Looked up, not recorded yet: two spellings of one URL in this batch are both
-            # new; the first one decides.
-            for i in self._keys.respellings(routed, [i for i in unique if not present[i]]):
-                present[i] = True
+        present = _by_pair(routed, unique, "seen.contains_many")
+        # Looked up, not recorded yet: two spellings of one URL in this batch are both new;
+        # the first one decides.
+        for i in self._keys.respellings(routed, [i for i in unique if not present[i]]):
+            present[i] = True
         handled = _by_pair(routed, [i for i in unique if present[i]], "handled.contains_many")
         forward = {i for i in unique if not present[i]}
         if forefront:
@@ -289,21 +286,23 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
             response = await self._inner.add_batch_of_requests(
                 [requests[i] for i in order], forefront=forefront
             )
-            out.extend(response.processed_requests)
             unprocessed.extend(response.unprocessed_requests)
             taken = {p.unique_key for p in response.processed_requests}
             queued = [i for i in order if i not in copy_of and requests[i].unique_key in taken]
-            refused = [i for i in order if i not in copy_of and requests[i].unique_key not in taken]
-            for i in queued:
-                self._unqueued.pop(routed[i][1], None)
+            # Recorded once queued: a kill before this line leaves them queued and unrecorded,
+            # and the queue deduplicates them until they are handled (which records them). A
+            # request `inner` refused is not recorded: a later add offers it again.
+            recorded = _by_pair(routed, queued, "seen.seen_many")
+            theirs = {requests[i].unique_key for i in queued if recorded[i]}
             if self._shared:
-                for i in refused:
-                    self._unqueued[routed[i][1]] = routed[i][0]
+                # Recorded by another process since the look: it queued the request too.
+                self._theirs |= theirs
             else:
-                # Recorded once queued: a kill before this line leaves them queued and
-                # unrecorded, and the queue deduplicates them until they are handled (which
-                # records them).
-                _by_pair(routed, queued, "seen.seen_many")
+                theirs = set()
+            for p in response.processed_requests:
+                if p.unique_key in theirs and not p.was_already_present:
+                    p = p.model_copy(update={"was_already_present": True})
+                out.append(p)
         for i, request in enumerate(requests):
             if i in forward:
                 continue
@@ -327,9 +326,12 @@ class RequestQueueClient(_CrawleeRequestQueueClient):
             if request is None:
                 return None
             pair, key = self._keys.route([request])[0]
-            if not pair.handled.contains(key):
+            theirs = request.unique_key in self._theirs
+            if not theirs and not pair.handled.contains(key):
                 return request
-            # Handled before a kill that left it in the queue: finish it there, unfetched.
+            # Handled before a kill that left it in the queue, or queued by another process
+            # first (it fetches it): finish it here, unfetched.
+            self._theirs.discard(request.unique_key)
             request.handled_at = request.handled_at or datetime.now(timezone.utc)
             await self._inner.mark_request_as_handled(request)
             self._evict(request.unique_key)
