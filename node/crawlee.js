@@ -168,6 +168,10 @@ class UrlseenRequestQueueClient {
     #name = null;
     #drops = [];
     #lock = Promise.resolve();
+    /** Ids of requests this client queued that another recorded first: finished unfetched when listed. */
+    #theirs = new Set();
+    /** Adds run one at a time: two of this process's own adds of one URL must not race (one would take the other's record for another process's). */
+    #adding = Promise.resolve();
 
     constructor(storage, inner, id, options) {
         this.#storage = storage;
@@ -187,9 +191,22 @@ class UrlseenRequestQueueClient {
         return this.#options.key === 'url' ? request.url : request.uniqueKey;
     }
 
-    async batchAddRequests(requests, options = {}) {
+    /**
+     * Looks the requests up, queues the new ones in the inner queue, then records them: a
+     * process killed in between has them queued and not recorded, and fetches them when it
+     * resumes, so no request is lost. A request another process (or a respelling earlier in
+     * the batch) recorded since the lookup is answered present, and finished unfetched when
+     * the queue lists it: the other one fetches it.
+     */
+    batchAddRequests(requests, options = {}) {
+        const run = this.#adding.then(() => this.#add(requests, options));
+        this.#adding = run.catch(() => {});
+        return run;
+    }
+
+    async #add(requests, options) {
         const ns = await this.#storage.seenSet(this);
-        const answers = await ns.seenMany(requests.map((r) => this.#key(r)));
+        const answers = await ns.containsMany(requests.map((r) => this.#key(r)));
         const processedRequests = [];
         const fresh = [];
         requests.forEach((request, i) => {
@@ -209,8 +226,21 @@ class UrlseenRequestQueueClient {
         });
         if (fresh.length === 0) return { processedRequests, unprocessedRequests: [] };
         const added = await this.#inner.batchAddRequests(fresh, options);
+        // Recorded once queued, each key once; a request the inner queue refused is not
+        // recorded (a later add offers it again).
+        const taken = new Map(added.processedRequests.map((p) => [p.uniqueKey, p]));
+        const keys = new Set();
+        const queued = fresh.filter((r) => taken.has(r.uniqueKey) && !keys.has(r.uniqueKey) && keys.add(r.uniqueKey));
+        const recorded = await ns.seenMany(queued.map((r) => this.#key(r)));
+        queued.forEach((request, i) => {
+            const processed = taken.get(request.uniqueKey);
+            if (recorded[i] === true && !processed.wasAlreadyPresent) {
+                this.#theirs.add(processed.requestId);
+                taken.set(request.uniqueKey, { ...processed, wasAlreadyPresent: true });
+            }
+        });
         return {
-            processedRequests: processedRequests.concat(added.processedRequests),
+            processedRequests: processedRequests.concat(added.processedRequests.map((p) => taken.get(p.uniqueKey) ?? p)),
             unprocessedRequests: added.unprocessedRequests,
         };
     }
@@ -242,12 +272,30 @@ class UrlseenRequestQueueClient {
         return run;
     }
 
+    /** The listing without the requests another process recorded first: marked handled, unfetched. */
+    async #finishTheirs(listing) {
+        if (this.#theirs.size === 0 || !listing?.items) return listing;
+        const items = [];
+        for (const item of listing.items) {
+            if (!this.#theirs.delete(item.id)) {
+                items.push(item);
+                continue;
+            }
+            const request = await this.#inner.getRequest(item.id);
+            if (request) {
+                await this.#inner.updateRequest({ ...request, handledAt: request.handledAt ?? new Date().toISOString() });
+            }
+            if (this.#options.dropHandled) this.#drops.push(item.id);
+        }
+        return { ...listing, items };
+    }
+
     /** Lists with `f`, then deletes the handled requests that were handled before it began. */
     #listing(f) {
         return this.#exclusive(async () => {
             await this.#releaseStaleLocks();
             const drops = this.#drops.splice(0);
-            const result = await f();
+            const result = await this.#finishTheirs(await f());
             // A forefront id still listed by the local queue must stay until a listing drops it.
             const forefront = new Set(this.#inner.forefrontRequestIds ?? []);
             for (const id of drops) {

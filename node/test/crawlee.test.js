@@ -145,3 +145,70 @@ test('two crawler processes sharing one urlseen serve never fetch the same page'
         assert.equal(await server.stop(), 0);
     }
 });
+
+/** Crawlee's memory storage in a directory of its own, persisting nothing. */
+const local = (dir, name) => ({ localDataDirectory: path.join(dir, name), persistStorage: false });
+
+/** A queue of `storage` (Crawlee's RequestQueue over urlseen's client). */
+async function openQueue(storage, name) {
+    const { RequestQueue, Configuration } = require('@crawlee/core');
+    const config = new Configuration({ persistStorage: false, purgeOnStart: false });
+    return RequestQueue.open(name, { storageClient: storage, config });
+}
+
+test('an add stopped between queueing and recording loses no request, embedded and through a server', async (t) => {
+    const { urlseenStorage } = require('../crawlee.js');
+    const dir = tmpdir(t);
+    const server = await startServer(dir);
+    try {
+        for (const where of [{ path: path.join(dir, 'seen') }, { server: server.url }]) {
+            const storage = urlseenStorage({ ...where, storageOptions: local(dir, where.server ? 'b' : 'a') });
+            const queue = await openQueue(storage, 'stopped');
+            const ns = await storage.seenSet(queue.client);
+            const record = ns.seenMany;
+            // Stands for a process killed after the queue took the requests.
+            ns.seenMany = () => Promise.reject(new Error('killed'));
+            const urls = Array.from({ length: 20 }, (_, i) => `http://a.example/${i}`);
+            await assert.rejects(queue.addRequests(urls.map((url) => ({ url }))), /killed/);
+            ns.seenMany = record;
+            const fetched = [];
+            for (let r = await queue.fetchNextRequest(); r; r = await queue.fetchNextRequest()) {
+                fetched.push(r.url);
+                await queue.markRequestHandled(r);
+            }
+            assert.deepEqual(sorted(fetched), sorted(urls), JSON.stringify(where));
+            await storage.close();
+        }
+    } finally {
+        assert.equal(await server.stop(), 0);
+    }
+});
+
+test('a request another process recorded first is answered present and not fetched here', async (t) => {
+    const { urlseenStorage } = require('../crawlee.js');
+    const dir = tmpdir(t);
+    const server = await startServer(dir);
+    try {
+        const mine = urlseenStorage({ server: server.url, storageOptions: local(dir, 'mine') });
+        const other = urlseenStorage({ server: server.url, storageOptions: local(dir, 'other') });
+        const [queue, otherQueue] = [await openQueue(mine, 'race'), await openQueue(other, 'race')];
+        const ns = await mine.seenSet(queue.client);
+        const record = ns.seenMany.bind(ns);
+        let otherAnswer;
+        // Between this process's lookup and its record, the other adds the same URL.
+        ns.seenMany = async (keys) => {
+            otherAnswer = await otherQueue.addRequest({ url: 'http://a.example/race' });
+            return record(keys);
+        };
+        const answer = await queue.addRequest({ url: 'http://a.example/race' });
+        assert.equal(otherAnswer.wasAlreadyPresent, false, 'the other process queued it first');
+        assert.equal(answer.wasAlreadyPresent, true);
+        assert.equal(await queue.fetchNextRequest(), null);
+        assert.equal(await queue.isFinished(), true);
+        assert.equal((await otherQueue.fetchNextRequest())?.url, 'http://a.example/race');
+        await mine.close();
+        await other.close();
+    } finally {
+        assert.equal(await server.stop(), 0);
+    }
+});
