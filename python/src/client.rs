@@ -89,7 +89,7 @@ impl PyClient {
     /// exist (`URL.RESERVE`); an existing one keeps its own options. The options are those of
     /// `Db.namespace` (`keep_urls`: `URL.RESERVE … KEEPURLS`; `ttl`: `TTL`, whole seconds;
     /// `recrawl_after`: `RECRAWL`).
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None, recrawl_after=None))]
+    #[pyo3(signature = (name, *, capacity=100, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None, recrawl_after=None))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,

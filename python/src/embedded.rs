@@ -113,7 +113,11 @@ impl PyDb {
     /// The namespace `name`, created with these options if it does not exist. An existing
     /// namespace keeps the options it was created with (they are stored with it).
     ///
-    /// `capacity` sizes it (not a cap: it splits past it and keeps `fpr`); `fpr` is the
+    /// `capacity` sizes it (not a cap: it splits past it and keeps `fpr`). The default, 100,
+    /// is the server's for a namespace made by its first write: a small list of fingerprints
+    /// (a few hundred bytes for a job of ten URLs) that becomes a tree of filters as it grows,
+    /// each level's leaves larger than their parent's; give a big crawl's size to start it as
+    /// that tree. `fpr` is the
     /// false-positive bound; `profile` is the canonicalization (`crawler`, `w3lib`,
     /// `safebrowsing`, `none`); `exact` confirms every Bloom positive against the stored
     /// fingerprints (no false positives beyond 64-bit fingerprint collisions); `counting`
@@ -123,7 +127,7 @@ impl PyDb {
     /// an existing namespace keeps its own (`expire()` changes it). `recrawl_after` (whole
     /// seconds) gives a new namespace a recrawl window: a URL recorded longer ago than that is
     /// new again (docs/recrawl.md); not with `counting` or `keep_urls`.
-    #[pyo3(signature = (name, *, capacity=1_000_000, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None, recrawl_after=None))]
+    #[pyo3(signature = (name, *, capacity=100, fpr=0.01, profile="crawler", exact=false, counting=false, keep_urls=false, ttl=None, recrawl_after=None))]
     #[expect(clippy::too_many_arguments, reason = "the Python keyword arguments of namespace()")]
     fn namespace(
         &self,

@@ -40,8 +40,10 @@ def test_seen_many_answers_none_for_invalid_urls_and_records_the_rest():
 
 def test_seen_many_agrees_with_seen_one_by_one():
     urls = [f"https://site{i % 97}.example/page/{i % 1013}?q={i % 7}" for i in range(20_000)]
-    one = urlseen.Db().namespace("one")
-    many = urlseen.Db().namespace("many")
+    # Made for them: a namespace that splits on the way may answer a different few of them
+    # "seen" by false positives, one by one and in a batch (each within the bound).
+    one = urlseen.Db().namespace("one", capacity=20_000)
+    many = urlseen.Db().namespace("many", capacity=20_000)
     expected = [one.seen(u) for u in urls]
     assert many.seen_many(urls) == expected
     assert expected.count(False) == len(one) == len(many)
@@ -87,7 +89,8 @@ def test_contains_records_nothing():
 def test_forget_host_and_prefix(tmp_path):
     urls = [f"https://h{i % 10}.example/{'blog' if i % 3 else 'shop'}/{i}" for i in range(3000)]
     db = urlseen.Db(str(tmp_path / "data"))
-    ns = db.namespace("crawl", keep_urls=True)
+    # Made for them, so none is a false positive of a namespace filled before its split.
+    ns = db.namespace("crawl", keep_urls=True, capacity=10_000)
     assert ns.seen_many(urls) == [False] * len(urls)
     host3 = [u for u in urls if "//h3.example/" in u]
     assert ns.forget_host("H3.example") == len(host3)
@@ -312,3 +315,21 @@ def test_namespaces_expire_as_redis_keys(tmp_path):
         assert db.ttl("kept") in (3599, 3600)
         assert db.ttl("job:42") == -1
         assert sorted(db.names()) == ["job:42", "kept"]
+
+
+def test_a_hundred_thousand_small_namespaces_cost_what_they_hold():
+    # A namespace made with the defaults starts as a small list: 100,000 crawl jobs of ten URLs
+    # fit in a few tens of MB (a namespace made for a million URLs would take 2 MB each).
+    import resource
+
+    db = urlseen.Db()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for job in range(100_000):
+        ns = db.namespace(f"job:{job}")
+        assert ns.seen_many([f"https://site{job}.example/p/{i}" for i in range(10)]) == [False] * 10
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+    assert len(db.names()) == 100_000
+    assert grown / 100_000 < 2048, f"{grown / 100_000:.0f} bytes of peak RSS per namespace"
+    for job in range(0, 100_000, 997):
+        ns = db.namespace(f"job:{job}")
+        assert ns.contains_many([f"https://site{job}.example/p/{i}" for i in range(10)]) == [True] * 10
