@@ -7,7 +7,12 @@
 // run ends when the queue is finished. Each mode runs in a process of its own, and reports
 // requests handled, links added, wall time and its peak RSS (getrusage's ru_maxrss).
 //
-//   node bench/queue.js [urls=1000000] [links=4] [modes=crawlee-memory,urlseen-memory]
+//   node bench/queue.js [urls=1000000] [links=4] [modes=crawlee-memory,urlseen-memory] [--feed]
+//
+// `--feed` feeds the queue directly instead, fetching nothing: `urls × links` adds in batches
+// of 1,000, each URL found `links` times spread over the run; "handled" then counts the adds
+// answered new. (Crawlee's memory queue lists from its first request, handled ones included, so
+// its crawl at 1,000,000 would take hours; fed, it runs.)
 //
 // Modes: `crawlee-memory` (Crawlee's MemoryStorage, in memory), `urlseen-memory`
 // (urlseenStorage over it, the seen set in an embedded Db in memory), `urlseen-serve` (the
@@ -38,7 +43,7 @@ function random(seed) {
     };
 }
 
-async function crawl(mode, urls, links, server) {
+async function crawl(mode, urls, links, server, feed) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'urlseen-bench-'));
     // Crawlee reads its configuration from the environment when it is first loaded.
     process.env.CRAWLEE_STORAGE_DIR = dir;
@@ -56,6 +61,20 @@ async function crawl(mode, urls, links, server) {
     if (storage) Configuration.useStorageClient(storage);
     const queue = await RequestQueue.open();
 
+    if (feed) {
+        const started = process.hrtime.bigint();
+        let fresh = 0;
+        for (let i = 0; i < urls * links; i += 1000) {
+            const batch = [];
+            for (let j = i; j < Math.min(i + 1000, urls * links); j++) batch.push({ url: url((j * 7919) % urls) });
+            const r = await queue.addRequests(batch);
+            fresh += r.processedRequests.filter((p) => !p.wasAlreadyPresent).length;
+        }
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        if (storage) await storage.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+        return { mode, urls, handled: fresh, links: urls * links, seconds, maxRssKib: process.resourceUsage().maxRSS };
+    }
     const rng = random(42);
     let found = START;
     let added = 0;
@@ -120,12 +139,13 @@ async function main() {
     const urls = Number(args[0] ?? 1_000_000);
     const links = Number(args[1] ?? 4);
     const modes = (args[2] ?? 'crawlee-memory,urlseen-memory').split(',');
+    const feed = process.argv.includes('--feed');
     for (const mode of modes) if (!MODES.includes(mode)) throw new Error(`unknown mode ${mode} (${MODES.join(', ')})`);
 
     const crawlee = require('@crawlee/core/package.json').version;
     const n = (x) => x.toLocaleString('en-US');
-    console.log(`# ${n(urls)} URLs, each found ${links} times; node ${process.version}, @crawlee/core ${crawlee}`);
-    console.log(`${'mode'.padEnd(16)} ${'handled'.padStart(9)} ${'links'.padStart(10)} ${'seconds'.padStart(8)} ${'peak RSS MiB'.padStart(13)}`);
+    console.log(`# ${n(urls)} URLs, each found ${links} times${feed ? ', fed to the queue (nothing fetched)' : ''}; node ${process.version}, @crawlee/core ${crawlee}`);
+    console.log(`${'mode'.padEnd(16)} ${(feed ? 'new' : 'handled').padStart(9)} ${'links'.padStart(10)} ${'seconds'.padStart(8)} ${'peak RSS MiB'.padStart(13)}`);
     for (const mode of modes) {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'urlseen-bench-serve-'));
         const server = mode === 'urlseen-serve' ? await serve(dir) : null;
@@ -133,7 +153,7 @@ async function main() {
             // spawnSync blocks this loop; the server is a process of its own and runs on.
             const run = spawnSync(
                 process.execPath,
-                [__filename, '--child', JSON.stringify({ mode, urls, links, server: server?.url })],
+                [__filename, '--child', JSON.stringify({ mode, urls, links, server: server?.url, feed })],
                 { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
             );
             if (run.status !== 0) {
@@ -159,7 +179,7 @@ async function main() {
 
 if (process.argv.includes('--child')) {
     const o = JSON.parse(process.argv[process.argv.indexOf('--child') + 1]);
-    crawl(o.mode, o.urls, o.links, o.server).then(
+    crawl(o.mode, o.urls, o.links, o.server, o.feed).then(
         (r) => {
             process.stdout.write(`${JSON.stringify(r)}\n`);
             process.exit(0);

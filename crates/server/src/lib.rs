@@ -81,6 +81,8 @@ pub mod remote;
 pub mod request;
 pub mod server;
 pub mod slowlog;
+pub mod spec;
+pub mod state;
 pub mod transaction;
 
 pub use app::{App, AppConfig, BloomParams, ExpireIf, KeyKind, Keyspace, Lookup};
@@ -95,8 +97,9 @@ pub use error::{CommandError, ProtocolError};
 pub use frame::{Frame, FrameError, Protocol};
 pub use metrics::{CommandStats, Metrics};
 pub use parse::Parse;
-pub use server::{ServerState, run};
+pub use server::run;
 pub use slowlog::{Slowlog, SlowlogEntry};
+pub use state::ServerState;
 
 /// The full command table over `app`: the connection commands, `BF.*`, `URL.*` and the
 /// keyspace commands, with the engine's `INFO` sections.

@@ -5,7 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -14,96 +14,16 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tracing::{debug, error, info, warn};
 
-use crate::client::{ClientInfo, ClientRegistry, ConnState};
+use crate::client::{ClientInfo, ConnState};
 use crate::config::{Config, UNAUTHENTICATED_MAX_QUERY_BUFFER};
 use crate::connection::{Connection, WRITE_CHUNK};
 use crate::dispatch::{Dispatch, MAX_BATCH, Outcome};
 use crate::error::{DENIED, MAX_CLIENTS, ProtocolError};
 use crate::metrics::Metrics;
-use crate::slowlog::Slowlog;
-use crate::transaction::{Gate, Hold, Watches};
+use crate::transaction::Hold;
 
-/// What every connection shares: the configuration, the metrics, the connected clients.
-#[derive(Debug)]
-pub struct ServerState {
-    config: Config,
-    metrics: Arc<Metrics>,
-    clients: Arc<ClientRegistry>,
-    started: Instant,
-    local_addr: Option<SocketAddr>,
-    next_client_id: AtomicU64,
-    /// Bytes of not-yet-executed requests over all clients (see
-    /// [`Limits::max_total_query_buffer`](crate::Limits)).
-    query_buffers: AtomicU64,
-    /// Held shared by every command, exclusively by `EXEC` (see
-    /// [`transaction`](crate::transaction)).
-    gate: Gate,
-    /// The keys clients `WATCH`.
-    watches: Arc<Watches>,
-    /// The slow log (`SLOWLOG`).
-    slowlog: Slowlog,
-}
-
-impl ServerState {
-    /// The state of a server listening on `local_addr`.
-    pub fn new(
-        config: Config,
-        metrics: Arc<Metrics>,
-        local_addr: Option<SocketAddr>,
-    ) -> ServerState {
-        ServerState {
-            slowlog: Slowlog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
-            config,
-            metrics,
-            clients: Arc::new(ClientRegistry::default()),
-            started: Instant::now(),
-            local_addr,
-            next_client_id: AtomicU64::new(1),
-            query_buffers: AtomicU64::new(0),
-            gate: Gate::default(),
-            watches: Arc::new(Watches::default()),
-        }
-    }
-
-    /// The keys clients watch.
-    pub fn watches(&self) -> &Arc<Watches> {
-        &self.watches
-    }
-
-    /// The slow log.
-    pub fn slowlog(&self) -> &Slowlog {
-        &self.slowlog
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The metrics.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    /// The connected clients.
-    pub fn clients(&self) -> &ClientRegistry {
-        &self.clients
-    }
-
-    /// Time since the server started.
-    pub fn uptime(&self) -> Duration {
-        self.started.elapsed()
-    }
-
-    /// The address the listener is bound to.
-    pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.local_addr
-    }
-
-    fn next_client_id(&self) -> u64 {
-        self.next_client_id.fetch_add(1, Relaxed)
-    }
-}
+// Where it was before it had a module of its own, for the paths that name it here.
+pub use crate::state::ServerState;
 
 /// Serves RESP on `listener` until `shutdown` completes, then shuts down gracefully.
 ///
@@ -163,8 +83,8 @@ where
                 }
             }
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) if server.config.protected_refuses(peer.ip()) => {
-                    server.metrics.connections_rejected.fetch_add(1, Relaxed);
+                Ok((stream, peer)) if server.config().protected_refuses(peer.ip()) => {
+                    server.metrics().connections_rejected.fetch_add(1, Relaxed);
                     warn!(%peer, "protected mode: refusing a client from beyond loopback");
                     tasks.spawn(refuse(stream, DENIED));
                 }
@@ -178,7 +98,7 @@ where
                         });
                     }
                     Err(_) => {
-                        server.metrics.connections_rejected.fetch_add(1, Relaxed);
+                        server.metrics().connections_rejected.fetch_add(1, Relaxed);
                         warn!(%peer, "max number of clients reached; refusing a connection");
                         tasks.spawn(refuse(stream, MAX_CLIENTS));
                     }
@@ -253,14 +173,14 @@ async fn client_task<S: Send + Sync + 'static>(
     server: &Arc<ServerState>,
     stop: watch::Receiver<bool>,
 ) {
-    let _live = Live::new(&server.metrics);
+    let _live = Live::new(server.metrics());
     let _ = stream.set_nodelay(true);
     let info = Arc::new(ClientInfo::new(id, Some(peer), stream.local_addr().ok()));
     #[cfg(unix)]
     info.set_fd(i64::from(std::os::fd::AsRawFd::as_raw_fd(&stream)));
     info.touch();
-    let _registered = server.clients.register(info.clone());
-    let mut state = ConnState::new(info, server.config.requirepass.is_none());
+    let _registered = server.client_registry().register(info.clone());
+    let mut state = ConnState::new(info, server.config().requirepass.is_none());
     let mut conn = Connection::new(stream);
     debug!(id, %peer, "client connected");
     let end = serve(&mut conn, &mut state, dispatch, server, stop).await;
@@ -294,8 +214,8 @@ where
     S: Send + Sync + 'static,
     T: AsyncRead + AsyncWrite + Unpin,
 {
-    let config = &server.config;
-    let metrics = &*server.metrics;
+    let config = server.config();
+    let metrics = server.metrics();
     let idle = config.idle_timeout.filter(|d| !d.is_zero());
     // A request read ahead while collecting a batch, to run after it.
     let mut pending: Option<Vec<Bytes>> = None;

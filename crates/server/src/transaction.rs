@@ -21,7 +21,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::{RwLockReadGuard, RwLockWriteGuard};
 
-use crate::dispatch::CommandSpec;
+use crate::spec::CommandSpec;
 
 /// The lock that makes `EXEC` atomic: commands hold it shared, `EXEC` exclusively.
 pub type Gate = tokio::sync::RwLock<()>;

@@ -19,12 +19,13 @@
 //! The engine replaces `persistence` and `keyspace` with its own through
 //! [`Dispatch::info_section`](crate::Dispatch::info_section).
 
-use std::fmt::{Display, Write as _};
+use std::fmt::Write as _;
 
+pub use crate::dispatch::InfoSection;
 use crate::dispatch::{ArgKind, ArgSpec, Command, CommandResult, CommandSpec, Ctx, Dispatch};
 use crate::frame::Frame;
 use crate::parse::Parse;
-use crate::server::ServerState;
+use crate::state::ServerState;
 
 /// The Redis version whose protocol and replies urlseen follows.
 pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
@@ -49,41 +50,6 @@ fn info<S>(ctx: Ctx<'_, S>, args: Parse) -> CommandResult {
     let mut text = String::new();
     ctx.dispatch.write_info(ctx.server, &wanted, &mut text);
     Ok(Frame::verbatim_txt(text))
-}
-
-/// One section of the `INFO` text being written: `# Title` then `key:value` lines.
-#[derive(Debug)]
-pub struct InfoSection {
-    text: String,
-}
-
-impl InfoSection {
-    pub(crate) fn new(name: &str) -> InfoSection {
-        let mut text = String::from("# ");
-        let mut chars = name.chars();
-        if let Some(first) = chars.next() {
-            text.extend(first.to_uppercase());
-            text.push_str(chars.as_str());
-        }
-        text.push_str("\r\n");
-        InfoSection { text }
-    }
-
-    /// Appends `key:value`. CR and LF in the value are written as spaces.
-    pub fn field(&mut self, key: &str, value: impl Display) -> &mut InfoSection {
-        let start = self.text.len();
-        let _ = write!(self.text, "{key}:{value}");
-        if self.text[start..].contains(['\r', '\n']) {
-            let line = self.text.split_off(start).replace(['\r', '\n'], " ");
-            self.text.push_str(&line);
-        }
-        self.text.push_str("\r\n");
-        self
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        &self.text
-    }
 }
 
 /// Registers the built-in sections.

@@ -53,7 +53,7 @@ use std::sync::Arc;
 
 use crate::app::{App, Keyspace, rss_bytes};
 use crate::dispatch::Dispatch;
-use crate::server::ServerState;
+use crate::state::ServerState;
 
 /// Adds the engine's commands and `INFO` sections (`keyspace`, `memory`) to `d`.
 pub fn register_engine(d: &mut Dispatch<Arc<App>>) {
@@ -167,8 +167,18 @@ fn human(bytes: u64) -> String {
     if unit == 0 { format!("{bytes}B") } else { format!("{value:.2}{}", UNITS[unit]) }
 }
 
+// Beside the list it fills: the table (`dispatch`) knows no command.
+impl<S: Send + Sync + 'static> Dispatch<S> {
+    /// A table with the built-in connection and transaction commands and `INFO` sections.
+    pub fn new(app: S) -> Dispatch<S> {
+        let mut d = Dispatch::empty(app);
+        register_builtins(&mut d);
+        d
+    }
+}
+
 /// Adds every built-in command and `INFO` section to `d`.
-pub(crate) fn register_builtins<S: Send + Sync + 'static>(d: &mut Dispatch<S>) {
+fn register_builtins<S: Send + Sync + 'static>(d: &mut Dispatch<S>) {
     d.register(ping::command())
         .register(echo::command())
         .register(hello::command())

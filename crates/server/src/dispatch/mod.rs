@@ -49,10 +49,13 @@
 //! ```
 
 mod batch;
-mod spec;
+mod command;
+mod info;
 
+pub use crate::spec::{ArgKind, ArgSpec, CommandSpec};
 pub use batch::MAX_BATCH;
-pub use spec::{ArgKind, ArgSpec, Command, CommandSpec};
+pub use command::Command;
+pub use info::InfoSection;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -65,12 +68,11 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::client::ConnState;
-use crate::cmd::info::InfoSection;
 use crate::error::{CommandError, exec_refused, unknown_command, unknown_subcommand};
 use crate::frame::Frame;
 use crate::metrics::{CommandStats, Metrics};
 use crate::parse::Parse;
-use crate::server::ServerState;
+use crate::state::ServerState;
 use crate::transaction::Hold;
 
 /// The hasher of the command tables: every request looks its name up, and SipHash (the
@@ -224,15 +226,6 @@ fn lowercase<'b>(name: &[u8], buf: &'b mut [u8; MAX_NAME]) -> Option<&'b [u8]> {
         *o = c.to_ascii_lowercase();
     }
     Some(out)
-}
-
-impl<S: Send + Sync + 'static> Dispatch<S> {
-    /// A table with the built-in connection and transaction commands and `INFO` sections.
-    pub fn new(app: S) -> Dispatch<S> {
-        let mut d = Dispatch::empty(app);
-        crate::cmd::register_builtins(&mut d);
-        d
-    }
 }
 
 impl<S> Dispatch<S> {
