@@ -1,6 +1,6 @@
 // Types of `urlseen/crawlee`.
 import type { StorageClient, RequestQueueClient } from '@crawlee/types';
-import type { Db, FsyncPolicy, Profile } from './index';
+import type { Db, FsyncPolicy, Namespace, NamespaceStats, Profile, RemoteNamespace } from './index';
 
 export interface UrlseenStorageOptions {
     /** Data directory of an embedded Db (none: in memory). */
@@ -34,9 +34,19 @@ export interface UrlseenStorageOptions {
     fsync?: FsyncPolicy;
 }
 
+/** A queue's client (`(await RequestQueue.open()).client`): Crawlee's, plus urlseen's own operations. */
+export interface UrlseenRequestQueueClient extends RequestQueueClient {
+    /** Makes every request of `host` new again; how many were forgotten. */
+    forgetHost(host: string): Promise<number>;
+    /** The urlseen statistics of the queue's namespace. */
+    seenStats(): Promise<NamespaceStats>;
+}
+
 export class UrlseenStorageClient implements StorageClient {
     constructor(options?: UrlseenStorageOptions);
-    requestQueue(id: string, options?: { clientKey?: string; timeoutSecs?: number }): RequestQueueClient;
+    requestQueue(id: string, options?: { clientKey?: string; timeoutSecs?: number }): UrlseenRequestQueueClient;
+    /** The urlseen namespace of a queue (made on first use). */
+    seenSet(queue: UrlseenRequestQueueClient): Promise<Namespace | RemoteNamespace>;
     requestQueues(): ReturnType<StorageClient['requestQueues']>;
     datasets(): ReturnType<StorageClient['datasets']>;
     dataset(id: string): ReturnType<StorageClient['dataset']>;

@@ -186,6 +186,16 @@ class UrlseenRequestQueueClient {
         return this.#name;
     }
 
+    /** Makes every request of `host` new again (its namespace's `forgetHost`); how many were forgotten. */
+    async forgetHost(host) {
+        return (await this.#storage.seenSet(this)).forgetHost(host);
+    }
+
+    /** The urlseen statistics of this queue's namespace. */
+    async seenStats() {
+        return (await this.#storage.seenSet(this)).stats();
+    }
+
     /** The key urlseen records for a request. */
     #key(request) {
         return this.#options.key === 'url' ? request.url : request.uniqueKey;

@@ -212,3 +212,30 @@ test('a request another process recorded first is answered present and not fetch
         assert.equal(await server.stop(), 0);
     }
 });
+
+test('a recrawl window and forget by host through the Crawlee storage, embedded and through a server', async (t) => {
+    const { urlseenStorage } = require('../crawlee.js');
+    const dir = tmpdir(t);
+    const server = await startServer(dir);
+    try {
+        const homes = [{ path: path.join(dir, 'seen') }, { server: server.url }];
+        for (const [i, where] of homes.entries()) {
+            const storage = urlseenStorage({ ...where, recrawlAfter: 86400, storageOptions: local(dir, `w${i}`) });
+            const queue = await openQueue(storage, 'window');
+            const reqs = [{ url: 'http://a.example/1' }, { url: 'http://b.example/1' }].map((r) => new Request(r));
+            await queue.addRequests(reqs);
+            for (let r = await queue.fetchNextRequest(); r; r = await queue.fetchNextRequest()) {
+                await queue.markRequestHandled(r);
+            }
+            // The queue client itself: Crawlee's RequestQueue answers a key it cached without it.
+            const present = async () => (await queue.client.batchAddRequests(reqs)).processedRequests.map((p) => [p.uniqueKey, p.wasAlreadyPresent]).sort();
+            assert.deepEqual(await present(), [['http://a.example/1', true], ['http://b.example/1', true]], JSON.stringify(where));
+            assert.equal(Number((await queue.client.seenStats()).recrawl_after), 86400);
+            assert.equal(await queue.client.forgetHost('a.example'), 1);
+            assert.deepEqual(await present(), [['http://a.example/1', false], ['http://b.example/1', true]], JSON.stringify(where));
+            await storage.close();
+        }
+    } finally {
+        assert.equal(await server.stop(), 0);
+    }
+});
