@@ -24,6 +24,9 @@ const { Client } = require('./client.js');
  */
 const DEFAULT_CAPACITY = 1_000_000;
 
+/** The suffix of a queue's namespace of handled requests. */
+const HANDLED_SUFFIX = ':handled';
+
 /** Crawlee's request id of a unique key (@crawlee/memory-storage's `uniqueKeyToRequestId`). */
 function requestId(uniqueKey) {
     const s = createHash('sha256').update(uniqueKey).digest('base64').replace(/(\+|\/|=)/g, '');
@@ -69,10 +72,12 @@ class UrlseenStorageClient {
     /**
      * The urlseen namespace of a queue (made on first use), named after the queue's name
      * (`default` for the default queue), not its id: a local storage gives each run's queue
-     * (and each process's) an id of its own.
+     * (and each process's) an id of its own. `which`: `'seen'`, the requests added, or
+     * `'handled'`, those handled (namespace `…:handled`), as the Python client keeps them.
      */
-    async seenSet(queue) {
-        const name = `${this.#options.namespace}:${await queue.queueName()}`;
+    async seenSet(queue, which = 'seen') {
+        const suffix = which === 'handled' ? HANDLED_SUFFIX : '';
+        const name = `${this.#options.namespace}:${await queue.queueName()}${suffix}`;
         let ns = this.#seenSets.get(name);
         if (ns) return ns;
         const o = this.#options;
@@ -132,9 +137,10 @@ class UrlseenStorageClient {
     async purge() {
         await this.#inner.purge?.();
         if (this.#db) {
-            const name = `${this.#options.namespace}:default`;
-            this.#seenSets.delete(name);
-            this.#db.drop(name);
+            for (const name of [`${this.#options.namespace}:default`, `${this.#options.namespace}:default${HANDLED_SUFFIX}`]) {
+                this.#seenSets.delete(name);
+                this.#db.drop(name);
+            }
         }
     }
 
@@ -188,6 +194,7 @@ class UrlseenRequestQueueClient {
 
     /** Makes every request of `host` new again (its namespace's `forgetHost`); how many were forgotten. */
     async forgetHost(host) {
+        await (await this.#storage.seenSet(this, 'handled')).forgetHost(host);
         return (await this.#storage.seenSet(this)).forgetHost(host);
     }
 
@@ -217,6 +224,13 @@ class UrlseenRequestQueueClient {
     async #add(requests, options) {
         const ns = await this.#storage.seenSet(this);
         const answers = await ns.containsMany(requests.map((r) => this.#key(r)));
+        const present = requests.filter((_, i) => answers[i] === true);
+        const handled = new Set();
+        if (present.length > 0) {
+            const handledSet = await this.#storage.seenSet(this, 'handled');
+            const found = await handledSet.containsMany(present.map((r) => this.#key(r)));
+            present.forEach((r, i) => found[i] === true && handled.add(r));
+        }
         const processedRequests = [];
         const fresh = [];
         requests.forEach((request, i) => {
@@ -225,8 +239,7 @@ class UrlseenRequestQueueClient {
                     uniqueKey: request.uniqueKey,
                     requestId: requestId(request.uniqueKey),
                     wasAlreadyPresent: true,
-                    // urlseen records what was added, not what was fetched.
-                    wasAlreadyHandled: false,
+                    wasAlreadyHandled: handled.has(request),
                 });
             } else {
                 // New (false), or a key urlseen refuses (null, a URL its profile cannot
@@ -270,6 +283,9 @@ class UrlseenRequestQueueClient {
      * requests across awaits, and must not find one gone meanwhile.
      */
     async updateRequest(request, options) {
+        // Recorded handled first: a kill before the inner queue's own mark leaves the request
+        // there, and the next listing finishes it unfetched.
+        if (request.handledAt) await (await this.#storage.seenSet(this, 'handled')).seenMany([this.#key(request)]);
         const info = await this.#inner.updateRequest(request, options);
         if (this.#options.dropHandled && request.handledAt) this.#drops.push(request.id);
         return info;
@@ -282,12 +298,18 @@ class UrlseenRequestQueueClient {
         return run;
     }
 
-    /** The listing without the requests another process recorded first: marked handled, unfetched. */
+    /**
+     * The listing without the requests to finish unfetched, which it marks handled: those
+     * another process recorded first, and those recorded handled before a kill that left them
+     * in the inner queue.
+     */
     async #finishTheirs(listing) {
-        if (this.#theirs.size === 0 || !listing?.items) return listing;
+        if (!listing?.items?.length) return listing;
+        const handledSet = await this.#storage.seenSet(this, 'handled');
+        const done = await handledSet.containsMany(listing.items.map((item) => this.#key(item)));
         const items = [];
-        for (const item of listing.items) {
-            if (!this.#theirs.delete(item.id)) {
+        for (const [i, item] of listing.items.entries()) {
+            if (!this.#theirs.delete(item.id) && done[i] !== true) {
                 items.push(item);
                 continue;
             }

@@ -228,14 +228,32 @@ test('a recrawl window and forget by host through the Crawlee storage, embedded 
                 await queue.markRequestHandled(r);
             }
             // The queue client itself: Crawlee's RequestQueue answers a key it cached without it.
-            const present = async () => (await queue.client.batchAddRequests(reqs)).processedRequests.map((p) => [p.uniqueKey, p.wasAlreadyPresent]).sort();
-            assert.deepEqual(await present(), [['http://a.example/1', true], ['http://b.example/1', true]], JSON.stringify(where));
+            const present = async () =>
+                (await queue.client.batchAddRequests(reqs)).processedRequests.map((p) => [p.uniqueKey, p.wasAlreadyPresent, p.wasAlreadyHandled]).sort();
+            assert.deepEqual(await present(), [['http://a.example/1', true, true], ['http://b.example/1', true, true]], JSON.stringify(where));
             assert.equal(Number((await queue.client.seenStats()).recrawl_after), 86400);
             assert.equal(await queue.client.forgetHost('a.example'), 1);
-            assert.deepEqual(await present(), [['http://a.example/1', false], ['http://b.example/1', true]], JSON.stringify(where));
+            assert.deepEqual(await present(), [['http://a.example/1', false, false], ['http://b.example/1', true, true]], JSON.stringify(where));
             await storage.close();
         }
     } finally {
         assert.equal(await server.stop(), 0);
     }
+});
+
+test('a request recorded handled before a kill that left it in the queue is finished unfetched', async (t) => {
+    const { urlseenStorage } = require('../crawlee.js');
+    const dir = tmpdir(t);
+    const storage = urlseenStorage({ path: path.join(dir, 'seen'), storageOptions: local(dir, 'q') });
+    const queue = await openQueue(storage, 'killed');
+    const answer = await queue.addRequest({ url: 'http://a.example/done' });
+    assert.equal(answer.wasAlreadyPresent, false);
+    // What a kill between urlseen's record of the handling and the queue's own mark leaves.
+    const handled = await storage.seenSet(queue.client, 'handled');
+    handled.seenMany(['http://a.example/done']);
+    assert.equal(await queue.fetchNextRequest(), null);
+    assert.equal(await queue.isFinished(), true);
+    const again = await queue.client.batchAddRequests([new Request({ url: 'http://a.example/done' })]);
+    assert.deepEqual(again.processedRequests.map((p) => [p.wasAlreadyPresent, p.wasAlreadyHandled]), [[true, true]]);
+    await storage.close();
 });
