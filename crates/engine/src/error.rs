@@ -256,9 +256,10 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
-    /// A dump could not begin: answers given "new" to other clients were still waiting for
-    /// their replies to be delivered (and their URLs to be recorded) after the time allowed,
-    /// and a dump taken then would lack them. Nothing was done; try again.
+    /// A dump's first data chunk could not be made: more answers "new" were waiting for their
+    /// replies to be delivered (and their URLs to be recorded) than half a chunk carries, and
+    /// still after the time allowed, and a dump taken then would lack them. Nothing was done;
+    /// try again.
     #[error(
         "namespace {name:?} has answers in flight that were not recorded within {waited_ms} ms \
          (a client not reading its replies?): nothing was dumped, try again"

@@ -131,11 +131,11 @@ impl InFlight {
     /// Waits until every fingerprint in flight now has left flight (recorded by its commit,
     /// or let go with its undelivered reply), for at most `limit`; whether they all did.
     ///
-    /// For a reader of the records themselves (a dump), to which a fingerprint answered "new"
-    /// to a client is invisible until its commit: that client may already have its reply and
-    /// ask on another connection. Commits follow their replies within milliseconds unless a
-    /// client stops reading; so a short poll, with no per-namespace condition variable to pay
-    /// for in each of a million namespaces.
+    /// For a reader of the records themselves (a dump) when there are too many in flight to
+    /// carry: a fingerprint answered "new" to a client is in no record until its commit.
+    /// Commits follow their replies within milliseconds unless a client stops reading; so a
+    /// short poll, with no per-namespace condition variable to pay for in each of a million
+    /// namespaces.
     pub(crate) fn settle(&self, limit: std::time::Duration) -> bool {
         let pending: Vec<u64> = match self.set.read().as_ref() {
             Some(set) => set.iter().copied().collect(),
@@ -158,6 +158,11 @@ impl InFlight {
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_millis(5));
         }
+    }
+
+    /// The fingerprints in flight now.
+    pub(crate) fn snapshot(&self) -> Vec<u64> {
+        self.set.read().as_ref().map_or_else(Vec::new, |set| set.iter().copied().collect())
     }
 
     /// Fingerprints in flight.

@@ -366,3 +366,40 @@ async fn a_read_on_another_connection_right_after_a_write_finds_it() {
         assert_eq!(missing, 0, "run {run}: the copy of a dump taken right after the write");
     }
 }
+
+/// A dump pipelined behind an add on the same connection: the add's "new" answers are recorded
+/// once the replies (the dump's among them) are delivered, so the dump cannot wait for them;
+/// its first data chunk carries them, at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dump_pipelined_behind_an_add_holds_it_without_waiting() {
+    let s = TestServer::start_engine(Config::default()).await;
+    let mut c = s.connect().await;
+    c.expect(&["BF.RESERVE", "k", "0.01", "100", "EXPANSION", "2"], b"+OK\r\n").await;
+    let started = std::time::Instant::now();
+    let mut batch = resp(&[b"BF.ADD", b"k", b"x"]);
+    batch.extend_from_slice(&resp(&[b"BF.SCANDUMP", b"k", b"0"]));
+    batch.extend_from_slice(&resp(&[b"BF.SCANDUMP", b"k", b"1"]));
+    c.send(&batch).await;
+    assert_eq!(c.read_frame().await, Frame::Integer(1));
+    let mut chunks = Vec::new();
+    for _ in 0..2 {
+        let Frame::Array(parts) = c.read_frame().await else { panic!() };
+        let [Frame::Integer(next), Frame::Bulk(data)] = &parts[..] else { panic!("{parts:?}") };
+        chunks.push((*next, data.clone()));
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    // The rest of the dump, then a copy that knows the item.
+    let mut iter = chunks.last().unwrap().0;
+    while iter != 0 {
+        let reply = call(&mut c, &[b"BF.SCANDUMP", b"k", iter.to_string().as_bytes()]).await;
+        let Frame::Array(parts) = reply else { panic!() };
+        let [Frame::Integer(next), Frame::Bulk(data)] = &parts[..] else { panic!() };
+        if *next != 0 {
+            chunks.push((*next, data.clone()));
+        }
+        iter = *next;
+    }
+    loadchunks(&mut c, "copy", &chunks).await;
+    c.expect(&["BF.EXISTS", "copy", "x"], b":1\r\n").await;
+    c.expect(&["BF.CARD", "copy"], b":1\r\n").await;
+}

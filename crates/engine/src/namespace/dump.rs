@@ -14,9 +14,10 @@ impl Namespace {
     /// long; the last one comes with [`crate::dump::ITER_FINAL`], which gives
     /// `next == 0` and no data. Load them with [`Db::load_chunk`](crate::Db::load_chunk).
     ///
-    /// The header call first waits for the fingerprints answered "new" whose replies are not
-    /// yet delivered to be recorded (see [`crate::reserve`]), and finishes any split in
-    /// progress, so an idle namespace dumps each
+    /// The first data chunk also carries the fingerprints answered "new" whose replies are
+    /// not yet delivered, so not yet recorded (see [`crate::reserve`]): a client that reads
+    /// the dump right after its write finds the write in it. The header call finishes any
+    /// split in progress, so an idle namespace dumps each
     /// fingerprint exactly once. Then it reads the leaf logs a chunk at a time, under each
     /// leaf's read lock: writes go on, and a dump taken while they do holds every record that
     /// was there when it began (some twice, if their leaf split meanwhile) and maybe some added
@@ -27,7 +28,8 @@ impl Namespace {
     /// [`crate::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dump::MAX_CHUNK_BYTES`],
     /// [`Error::DumpUnsupported`] for a counting namespace or a recrawl window, a leaf file
     /// that cannot be read; at `iter` 0, [`Error::Poisoned`] if a split in progress cannot be
-    /// finished, [`Error::Unsettled`] if answers in flight were not recorded within 10 s.
+    /// finished; at the first data chunk, [`Error::Unsettled`] if more answers are in flight
+    /// than half a chunk holds and they were not recorded within 10 s.
     pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
         use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
         if let Set::Recrawl(_) = self.set() {
@@ -46,22 +48,16 @@ impl Namespace {
         let budget = dump::chunk_records(max_bytes)?;
         match iter {
             0 => {
-                // Fingerprints answered "new" whose commits are still to come are in no
-                // leaf yet: their clients may hold the replies and ask for this dump on
-                // another connection (a pool), so it waits for them to be recorded.
-                if !self.in_flight.settle(SETTLE_LIMIT) {
-                    return Err(Error::Unsettled {
-                        name: self.name.to_string(),
-                        waited_ms: SETTLE_LIMIT.as_millis() as u64,
-                    });
-                }
                 // A split in progress has its records both in the frozen parent and, for
                 // those migrated, in a child: a walk would take them twice. Finishing it here
                 // makes the dump of an idle namespace exact.
                 tree.complete_splits();
                 tree.check()?;
                 let s = tree.stats();
-                let data = Header::encode(&self.name, &self.options, s.count, s.kept);
+                // As `BF.CARD` counts: the fingerprints in flight too (the first data chunk
+                // carries them).
+                let count = s.count + self.in_flight.len() as u64;
+                let data = Header::encode(&self.name, &self.options, count, s.kept);
                 return Ok(DumpChunk { next: ITER_HEADER, data });
             }
             ITER_FINAL => return Ok(DumpChunk { next: 0, data: Vec::new() }),
@@ -69,6 +65,25 @@ impl Namespace {
         }
         let from = dump::decode_iter(iter)?;
         let (mut recorded, mut kept) = (Vec::new(), Vec::new());
+        if iter == ITER_HEADER {
+            // Fingerprints answered "new" whose commits are still to come are in no leaf yet:
+            // their clients may hold the replies and ask for this dump on another connection
+            // of a pool, or pipeline it behind the write on their own (whose commit waits for
+            // this reply). The first data chunk carries them; one recorded meanwhile is also
+            // in its leaf, and taken twice, as a record whose leaf splits during a dump is.
+            // Half of the chunk at most, so that the walk still moves; past that (a million
+            // answers in flight at once) the dump waits for them to be recorded instead.
+            recorded = self.in_flight.snapshot();
+            if recorded.len() > budget / 2 {
+                if !self.in_flight.settle(SETTLE_LIMIT) {
+                    return Err(Error::Unsettled {
+                        name: self.name.to_string(),
+                        waited_ms: SETTLE_LIMIT.as_millis() as u64,
+                    });
+                }
+                recorded.clear();
+            }
+        }
         let after =
             tree.dump_records(from, budget, &mut recorded, &mut kept).map_err(|e| match e {
                 Error::Corrupt { .. } if from.records > 0 => Error::InvalidIterator(iter),
