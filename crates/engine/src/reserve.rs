@@ -131,8 +131,8 @@ impl InFlight {
     /// Waits until every fingerprint in flight now has left flight (recorded by its commit,
     /// or let go with its undelivered reply), for at most `limit`; whether they all did.
     ///
-    /// For a reader of the records themselves (a dump) when there are too many in flight to
-    /// carry: a fingerprint answered "new" to a client is in no record until its commit.
+    /// For a reader of the records themselves (a dump), before it carries what is still in
+    /// flight: a fingerprint answered "new" to a client is in no record until its commit.
     /// Commits follow their replies within milliseconds unless a client stops reading; so a
     /// short poll, with no per-namespace condition variable to pay for in each of a million
     /// namespaces.

@@ -3,9 +3,14 @@
 
 use super::*;
 
-/// How long a dump's first call waits for answers in flight to be recorded
-/// ([`Error::Unsettled`] after).
+/// How long a dump's first data chunk waits for answers in flight to be recorded, when there
+/// are too many to carry ([`Error::Unsettled`] after).
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a dump's first data chunk waits for answers in flight to be recorded before it
+/// carries those still in flight: another connection's commit follows its reply within
+/// milliseconds, and a recorded answer is dumped once, where a carried one may be taken twice.
+const CARRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Namespace {
     /// One chunk of a dump of this namespace, in RedisBloom's `BF.SCANDUMP` protocol:
@@ -65,30 +70,39 @@ impl Namespace {
         }
         let from = dump::decode_iter(iter)?;
         let (mut recorded, mut kept) = (Vec::new(), Vec::new());
+        let mut flying = Vec::new();
         if iter == ITER_HEADER {
             // Fingerprints answered "new" whose commits are still to come are in no leaf yet:
             // their clients may hold the replies and ask for this dump on another connection
             // of a pool, or pipeline it behind the write on their own (whose commit waits for
-            // this reply). The first data chunk carries them; one recorded meanwhile is also
-            // in its leaf, and taken twice, as a record whose leaf splits during a dump is.
+            // this reply). The first data chunk carries them; one recorded before the walk
+            // passes its leaf is taken twice (a copy counts it twice in `BF.CARD`), as a
+            // record whose leaf splits during a dump is.
             // Half of the chunk at most, so that the walk still moves; past that (a million
             // answers in flight at once) the dump waits for them to be recorded instead.
-            recorded = self.in_flight.snapshot();
-            if recorded.len() > budget / 2 {
+            // Added after the walk, which gets the rest of the budget: given them first, it
+            // would take a first leaf larger than that rest as a full chunk and not move on.
+            // Those of another connection are most often recorded within the moment waited.
+            self.in_flight.settle(CARRY_AFTER);
+            flying = self.in_flight.snapshot();
+            if flying.len() > budget / 2 {
                 if !self.in_flight.settle(SETTLE_LIMIT) {
                     return Err(Error::Unsettled {
                         name: self.name.to_string(),
                         waited_ms: SETTLE_LIMIT.as_millis() as u64,
                     });
                 }
-                recorded.clear();
+                flying.clear();
             }
         }
-        let after =
-            tree.dump_records(from, budget, &mut recorded, &mut kept).map_err(|e| match e {
+        let walk_budget = budget - flying.len();
+        let after = tree.dump_records(from, walk_budget, &mut recorded, &mut kept).map_err(
+            |e| match e {
                 Error::Corrupt { .. } if from.records > 0 => Error::InvalidIterator(iter),
                 other => other,
-            })?;
+            },
+        )?;
+        recorded.extend(flying);
         let next = match after {
             Some(pos) => dump::encode_iter(pos)?,
             None => ITER_FINAL,
