@@ -14,9 +14,12 @@
 //! instead (it is *detached*: each later write opens them and closes them again), so it
 //! holds no descriptor between writes, and its next lookup attaches it again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hashbrown::HashTable;
 
 use crate::namespace::Namespace;
 
@@ -41,27 +44,43 @@ pub(super) enum Found {
     Absent,
 }
 
+/// A loaded namespace's entry: 16 bytes, found by the name its namespace holds (a table of a
+/// million entries has 2²¹ of them, so each byte here is two a namespace).
 #[derive(Debug)]
 struct Loaded {
     ns: Arc<Namespace>,
     /// Its index in [`Catalog::ring`]; [`NO_SLOT`] for a namespace that is not persisted,
     /// which is never unloaded, so the hand has no need to pass it.
-    slot: usize,
-    /// Descriptors its files hold, counted in [`Catalog::files`] (0 while it is detached).
-    /// (A `u32`: a million namespaces in memory cost 8 bytes less each.)
-    files: u32,
-    /// Set by every lookup, cleared by the passing hand.
-    referenced: AtomicBool,
+    slot: u32,
+    /// [`REFERENCED`], set by every lookup and cleared by the passing hand, and below it the
+    /// descriptors its files hold, counted in [`Catalog::files`] (0 while it is detached).
+    state: AtomicU32,
 }
 
+impl Loaded {
+    fn files(&self) -> u32 {
+        self.state.load(Ordering::Relaxed) & !REFERENCED
+    }
+
+    /// Sets the descriptors its files hold (under the catalog's write lock: `&mut`).
+    fn set_files(&mut self, files: u32) {
+        let state = self.state.get_mut();
+        *state = (*state & REFERENCED) | files.min(!REFERENCED);
+    }
+}
+
+/// [`Loaded::state`]'s bit of a namespace looked up since the hand last passed it.
+const REFERENCED: u32 = 1 << 31;
+
 /// [`Loaded::slot`] of a namespace not in the ring.
-const NO_SLOT: usize = usize::MAX;
+const NO_SLOT: u32 = u32::MAX;
 
 /// See the [module docs](self).
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
-    /// Keyed by the namespace's own name (one allocation for the name, shared).
-    loaded: HashMap<Arc<str>, Loaded, NameHash>,
+    /// Found by the namespace's own name ([`Namespace::name`]), hashed with `hasher`.
+    loaded: HashTable<Loaded>,
+    hasher: NameHash,
     /// Names in the data directory that are not loaded (disjoint from `loaded`).
     on_disk: HashSet<String, NameHash>,
     /// The loaded names that can be unloaded (those in a data directory), in the order the
@@ -73,9 +92,17 @@ pub(super) struct Catalog {
 }
 
 impl Catalog {
+    fn find(&self, name: &str) -> Option<&Loaded> {
+        self.loaded.find(self.hasher.hash_one(name), |l| l.ns.name() == name)
+    }
+
+    fn find_mut(&mut self, name: &str) -> Option<&mut Loaded> {
+        self.loaded.find_mut(self.hasher.hash_one(name), |l| l.ns.name() == name)
+    }
+
     pub(super) fn get(&self, name: &str) -> Found {
-        if let Some(l) = self.loaded.get(name) {
-            l.referenced.store(true, Ordering::Relaxed);
+        if let Some(l) = self.find(name) {
+            l.state.fetch_or(REFERENCED, Ordering::Relaxed);
             return Found::Loaded(Arc::clone(&l.ns));
         }
         match self.on_disk.contains(name) {
@@ -85,13 +112,13 @@ impl Catalog {
     }
 
     pub(super) fn contains(&self, name: &str) -> bool {
-        self.loaded.contains_key(name) || self.on_disk.contains(name)
+        self.find(name).is_some() || self.on_disk.contains(name)
     }
 
     /// Every name, sorted.
     pub(super) fn names(&self) -> Vec<String> {
         let mut names: Vec<String> =
-            self.loaded.keys().map(|k| k.to_string()).chain(self.on_disk.iter().cloned()).collect();
+            self.loaded_names().into_iter().chain(self.on_disk.iter().cloned()).collect();
         names.sort_unstable();
         names
     }
@@ -102,17 +129,17 @@ impl Catalog {
 
     /// The loaded namespaces (in no particular order).
     pub(super) fn loaded(&self) -> Vec<Arc<Namespace>> {
-        self.loaded.values().map(|l| Arc::clone(&l.ns)).collect()
+        self.loaded.iter().map(|l| Arc::clone(&l.ns)).collect()
     }
 
     /// The loaded namespaces' names.
     pub(super) fn loaded_names(&self) -> Vec<String> {
-        self.loaded.keys().map(|name| name.to_string()).collect()
+        self.loaded.iter().map(|l| l.ns.name().to_owned()).collect()
     }
 
     /// Loaded namespace `name`, without marking it used (a housekeeping pass).
     pub(super) fn peek(&self, name: &str) -> Option<Arc<Namespace>> {
-        self.loaded.get(name).map(|l| Arc::clone(&l.ns))
+        self.find(name).map(|l| Arc::clone(&l.ns))
     }
 
     pub(super) fn loaded_len(&self) -> usize {
@@ -131,32 +158,35 @@ impl Catalog {
 
     /// Adds (or moves from disk) `ns`, loaded, holding `files` descriptors.
     pub(super) fn add_loaded(&mut self, ns: Arc<Namespace>, files: usize) {
-        let name = ns.shared_name();
-        self.remove(&name);
+        self.remove(ns.name());
         let slot = match ns.backing().durable() {
             Some(_) => {
-                self.ring.push(Arc::clone(&name));
-                self.ring.len() - 1
+                self.ring.push(ns.shared_name());
+                u32::try_from(self.ring.len() - 1).unwrap_or(NO_SLOT)
             }
             None => NO_SLOT,
         };
         // A namespace holds a few descriptors (see `Namespace::open_files`).
-        let files = u32::try_from(files).unwrap_or(u32::MAX);
+        let files = u32::try_from(files).unwrap_or(u32::MAX).min(!REFERENCED);
         self.files += files as usize;
-        let referenced = AtomicBool::new(true);
-        self.loaded.insert(name, Loaded { ns, slot, files, referenced });
+        let state = AtomicU32::new(REFERENCED | files);
+        let hash = self.hasher.hash_one(ns.name());
+        let hasher = &self.hasher;
+        self.loaded
+            .insert_unique(hash, Loaded { ns, slot, state }, |l| hasher.hash_one(l.ns.name()));
     }
 
     /// Forgets `name`; returns its namespace if it was loaded.
     pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Namespace>> {
         self.on_disk.remove(name);
-        let l = self.loaded.remove(name)?;
-        self.files -= l.files as usize;
+        let hash = self.hasher.hash_one(name);
+        let (l, _) = self.loaded.find_entry(hash, |l| l.ns.name() == name).ok()?.remove();
+        self.files -= l.files() as usize;
         if l.slot != NO_SLOT {
-            let slot = l.slot;
+            let slot = l.slot as usize;
             self.ring.swap_remove(slot);
-            if let Some(moved) = self.ring.get(slot)
-                && let Some(m) = self.loaded.get_mut(moved)
+            if let Some(moved) = self.ring.get(slot).cloned()
+                && let Some(m) = self.find_mut(&moved)
             {
                 m.slot = l.slot;
             }
@@ -166,18 +196,20 @@ impl Catalog {
 
     /// Notes that loaded `name`'s files are closed between writes (see the module docs).
     pub(super) fn detach(&mut self, name: &str) {
-        if let Some(l) = self.loaded.get_mut(name) {
-            self.files -= l.files as usize;
-            l.files = 0;
+        if let Some(l) = self.find_mut(name) {
+            let files = l.files();
+            l.set_files(0);
+            self.files -= files as usize;
         }
     }
 
     /// Notes that loaded `name`'s files stay open again, holding `files` descriptors.
     pub(super) fn attach(&mut self, name: &str, files: usize) {
-        if let Some(l) = self.loaded.get_mut(name) {
-            let files = u32::try_from(files).unwrap_or(u32::MAX);
-            self.files += (files - l.files.min(files)) as usize;
-            l.files = l.files.max(files);
+        let files = u32::try_from(files).unwrap_or(u32::MAX).min(!REFERENCED);
+        if let Some(l) = self.find_mut(name) {
+            let held = l.files();
+            l.set_files(held.max(files));
+            self.files += (files - held.min(files)) as usize;
         }
     }
 
@@ -201,11 +233,11 @@ impl Catalog {
             self.hand = if self.hand >= n { 0 } else { self.hand };
             let name = &self.ring[self.hand];
             self.hand += 1;
-            let Some(l) = self.loaded.get(name) else { continue };
-            if l.referenced.swap(false, Ordering::Relaxed) {
+            let Some(l) = self.find(name) else { continue };
+            if l.state.fetch_and(!REFERENCED, Ordering::Relaxed) & REFERENCED != 0 {
                 continue;
             }
-            if let Some(evict) = choose(&l.ns, l.files > 0) {
+            if let Some(evict) = choose(&l.ns, l.files() > 0) {
                 return Some((name.to_string(), Arc::clone(&l.ns), evict));
             }
         }

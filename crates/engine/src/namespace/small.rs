@@ -4,7 +4,7 @@
 //! A crawl platform's server holds thousands to millions of namespaces, most of them a few
 //! dozen URLs (docs/benchmarks.md, "Many namespaces in one server"). A tree costs a few
 //! kilobytes before its first URL (its nodes, a leaf, its filter, its routing); the list costs
-//! 12 bytes per item and nothing before. So a namespace made for a small capacity
+//! 12 bytes per item in one block of the heap, and nothing before. So a namespace made for a small capacity
 //! ([`SMALL_CAPACITY`]) starts as a list; a batch that could take it past [`SMALL_MAX`] items
 //! first replays it into a tree sized from its options, which splits as any tree does from
 //! then on.
@@ -116,7 +116,7 @@ pub(crate) fn small_set(
         return None;
     }
     let source = leaves.for_small(workers)?;
-    let list = List { entries: Box::default(), hosts: Box::default() };
+    let list = List::default();
     Some(SmallSet { list: Mutex::new(Some(list)), grown: OnceLock::new(), source })
 }
 
@@ -130,44 +130,169 @@ fn starts_small(options: &NamespaceOptions) -> bool {
         && !options.keep_urls
 }
 
-/// One item: its fingerprint (two halves, so that the list packs 12 bytes an item) and the
-/// hash of its URL's host (0 for none), which the tree's record keeps for a forget by host.
+/// One item: its fingerprint and the hash of its URL's host (0 for none), which the tree's
+/// record keeps for a forget by host.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    fp: [u32; 2],
+    fp: u64,
     host: u32,
-}
-
-impl Entry {
-    fn new(fp: u64, host: u32) -> Self {
-        Entry { fp: [(fp >> 32) as u32, fp as u32], host }
-    }
-
-    fn fp(&self) -> u64 {
-        (u64::from(self.fp[0]) << 32) | u64::from(self.fp[1])
-    }
 }
 
 /// A host the list's items came from: what the namespace's host dictionary lists once it is
 /// a tree (see `crate::host_dict`), kept here until then (a dictionary costs 80 bytes more).
-#[derive(Debug)]
-struct Host {
+#[derive(Debug, Clone, Copy)]
+struct Host<'a> {
     /// Its 64-bit hash, by which the list is sorted (as the dictionary, it takes two hosts
     /// with the same 64-bit hash for one).
     full: u64,
     /// Its 32-bit hash, the one records carry.
     hash: u32,
-    name: Box<str>,
+    name: &'a str,
 }
 
-/// What a small namespace holds while it is small: each a boxed slice as long as what it
-/// holds (16 bytes, no spare room; a batch's new items make a new slice).
-#[derive(Debug)]
-struct List {
-    /// Sorted by fingerprint, without repeats.
-    entries: Box<[Entry]>,
-    /// Sorted by [`Host::full`], without repeats.
-    hosts: Box<[Host]>,
+/// What a small namespace holds while it is small, packed in one block of the heap exactly as
+/// long as what it holds (a namespace of ten URLs from one host is one allocation, not one
+/// for its items, one for its hosts and one per host name: about 100 bytes less each, counted
+/// in the allocator's headers and size classes). A batch's new items or a new host make a new
+/// block. Little-endian, no alignment:
+///
+/// ```text
+/// items u32 | hosts u32 | items × (fp u64 | host hash u32), sorted by fp, without repeats
+///                       | hosts × (full u64 | hash u32 | name length u32 | name), sorted by full
+/// ```
+/// Empty, it is no block at all.
+#[derive(Debug, Default)]
+struct List(Box<[u8]>);
+
+const LIST_HEADER: usize = 8;
+const ENTRY_BYTES: usize = 12;
+const HOST_FIXED: usize = 16;
+
+fn read_u32(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(word)
+}
+
+fn read_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+impl List {
+    /// A list of `entries` (sorted, distinct) and the hosts encoded in `hosts` (`count` of
+    /// them, sorted).
+    fn pack(entries: impl ExactSizeIterator<Item = Entry>, count: usize, hosts: &[u8]) -> Self {
+        let len = entries.len();
+        if len == 0 && count == 0 {
+            return List::default();
+        }
+        let mut bytes = Vec::with_capacity(LIST_HEADER + len * ENTRY_BYTES + hosts.len());
+        bytes.extend_from_slice(&(len as u32).to_le_bytes());
+        bytes.extend_from_slice(&(count as u32).to_le_bytes());
+        for e in entries {
+            bytes.extend_from_slice(&e.fp.to_le_bytes());
+            bytes.extend_from_slice(&e.host.to_le_bytes());
+        }
+        bytes.extend_from_slice(hosts);
+        List(bytes.into_boxed_slice())
+    }
+
+    /// Items listed.
+    fn len(&self) -> usize {
+        if self.0.is_empty() { 0 } else { read_u32(&self.0, 0) as usize }
+    }
+
+    /// Hosts listed.
+    fn host_count(&self) -> usize {
+        if self.0.is_empty() { 0 } else { read_u32(&self.0, 4) as usize }
+    }
+
+    fn entry(&self, i: usize) -> Entry {
+        let at = LIST_HEADER + i * ENTRY_BYTES;
+        Entry { fp: read_u64(&self.0, at), host: read_u32(&self.0, at + 8) }
+    }
+
+    fn entries(&self) -> impl ExactSizeIterator<Item = Entry> + '_ {
+        (0..self.len()).map(|i| self.entry(i))
+    }
+
+    /// Whether `fp` is listed (a binary search).
+    fn holds(&self, fp: u64) -> bool {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.entry(mid).fp.cmp(&fp) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        false
+    }
+
+    /// The encoded hosts.
+    fn host_bytes(&self) -> &[u8] {
+        self.0.get(LIST_HEADER + self.len() * ENTRY_BYTES..).unwrap_or_default()
+    }
+
+    /// The hosts, each with the offset of its encoding in [`Self::host_bytes`].
+    fn hosts(&self) -> impl Iterator<Item = (usize, Host<'_>)> + '_ {
+        let bytes = self.host_bytes();
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= bytes.len() {
+                return None;
+            }
+            let len = read_u32(bytes, at + 12) as usize;
+            let name = &bytes[at + HOST_FIXED..at + HOST_FIXED + len];
+            let host = Host {
+                full: read_u64(bytes, at),
+                hash: read_u32(bytes, at + 8),
+                // Written from a `&str` by `note`.
+                name: std::str::from_utf8(name).unwrap_or_default(),
+            };
+            let here = at;
+            at += HOST_FIXED + len;
+            Some((here, host))
+        })
+    }
+
+    /// Whether the host whose 64-bit hash is `full` is listed.
+    fn lists(&self, full: u64) -> bool {
+        self.hosts().any(|(_, h)| h.full == full)
+    }
+
+    /// Lists `host` unless it is listed.
+    fn note(&mut self, hash: u32, full: u64, host: &str) {
+        let mut at = self.host_bytes().len();
+        for (offset, h) in self.hosts() {
+            if h.full == full {
+                return;
+            }
+            if h.full > full {
+                at = offset;
+                break;
+            }
+        }
+        let old = self.host_bytes();
+        let mut hosts = Vec::with_capacity(old.len() + HOST_FIXED + host.len());
+        hosts.extend_from_slice(&old[..at]);
+        hosts.extend_from_slice(&full.to_le_bytes());
+        hosts.extend_from_slice(&hash.to_le_bytes());
+        hosts.extend_from_slice(&(host.len() as u32).to_le_bytes());
+        hosts.extend_from_slice(host.as_bytes());
+        hosts.extend_from_slice(&old[at..]);
+        *self = List::pack(self.entries(), self.host_count() + 1, &hosts);
+    }
+
+    /// Lists `added` (distinct, none listed yet) with the items.
+    fn add(&mut self, mut added: Vec<Entry>) {
+        added.extend(self.entries());
+        added.sort_unstable_by_key(|e| e.fp);
+        *self = List::pack(added.into_iter(), self.host_count(), self.host_bytes());
+    }
 }
 
 /// The tree a list grew into, and the host dictionary its hosts went to.
@@ -175,23 +300,6 @@ struct List {
 struct Grown {
     set: Set,
     hosts: HostDict,
-}
-
-impl List {
-    /// Whether the host whose 64-bit hash is `full` is listed.
-    fn lists(&self, full: u64) -> bool {
-        self.hosts.binary_search_by_key(&full, |h| h.full).is_ok()
-    }
-
-    /// Lists `host` unless it is listed.
-    fn note(&mut self, hash: u32, full: u64, host: &str) {
-        if let Err(at) = self.hosts.binary_search_by_key(&full, |h| h.full) {
-            let mut hosts = std::mem::take(&mut self.hosts).into_vec();
-            hosts.reserve_exact(1);
-            hosts.insert(at, Host { full, hash, name: host.into() });
-            self.hosts = hosts.into_boxed_slice();
-        }
-    }
 }
 
 /// A small namespace's set: the list while it lasts, then the tree it grew into.
@@ -239,7 +347,7 @@ impl SmallSet {
     ) -> Result<()> {
         let mut guard = self.list.lock();
         if let Some(list) = guard.as_mut()
-            && (list.lists(full) || list.hosts.len() < SMALL_MAX)
+            && (list.lists(full) || list.host_count() < SMALL_MAX)
         {
             list.note(hash, full, host);
             return Ok(());
@@ -281,7 +389,7 @@ impl SmallSet {
             failed
         };
         let mut guard = self.list.lock();
-        let room = guard.as_ref().is_some_and(|l| l.hosts.len() + hosts.len() <= SMALL_MAX);
+        let room = guard.as_ref().is_some_and(|l| l.host_count() + hosts.len() <= SMALL_MAX);
         if let (true, Some(list)) = (room, guard.as_mut()) {
             return list_them(list, &mut name);
         }
@@ -306,7 +414,7 @@ impl SmallSet {
                 .vouch(hash, host);
         };
         let names: Vec<&str> =
-            list.hosts.iter().filter(|h| h.hash == hash).map(|h| &*h.name).collect();
+            list.hosts().filter(|(_, h)| h.hash == hash).map(|(_, h)| h.name).collect();
         match names[..] {
             [] => Vouch::Absent,
             [only] if only == host => Vouch::Only,
@@ -337,15 +445,14 @@ impl SmallSet {
     /// made it, and a dictionary listing its hosts.
     fn tree_of(&self, list: &List, name: &str, options: &NamespaceOptions) -> Result<Grown> {
         let dict = HostDict::in_memory();
-        for h in &list.hosts {
-            dict.note(h.hash, h.full, &h.name)?;
+        for (_, h) in list.hosts() {
+            dict.note(h.hash, h.full, h.name)?;
         }
-        let entries = &list.entries;
         let leaves = self.source.open(name)?;
         let tree = Dsbf::new(TreeParams::from(options), Arc::clone(&self.source.0.workers), leaves);
         tree.set_keep_positives(keeps_positives(options));
-        let fps: Vec<u64> = entries.iter().map(Entry::fp).collect();
-        let hosts: Vec<u32> = entries.iter().map(|e| e.host).collect();
+        let fps: Vec<u64> = list.entries().map(|e| e.fp).collect();
+        let hosts: Vec<u32> = list.entries().map(|e| e.host).collect();
         let mut recorded = vec![false; fps.len()];
         // Distinct and new: recorded as they are (a false positive of the new filters among
         // them is recorded too, so no item of the list is lost).
@@ -371,7 +478,7 @@ impl SmallSet {
     ) -> Option<Result<()>> {
         let mut list = self.list.lock();
         let small = list.as_mut()?;
-        if small.entries.len() + fps.len() > SMALL_MAX {
+        if small.len() + fps.len() > SMALL_MAX {
             return match self.tree_of(small, name, options) {
                 Ok(grown) => {
                     // Set before the list goes: whoever finds no list finds the tree.
@@ -385,18 +492,13 @@ impl SmallSet {
         let mut added: Vec<Entry> = Vec::new();
         for (i, &fp) in fps.iter().enumerate() {
             // A repeat inside the batch is seen by its second copy (at most SMALL_MAX new).
-            out[i] = small.entries.binary_search_by_key(&fp, Entry::fp).is_ok()
-                || added.iter().any(|e| e.fp() == fp);
+            out[i] = small.holds(fp) || added.iter().any(|e| e.fp == fp);
             if !out[i] {
-                added.push(Entry::new(fp, hosts.get(i).copied().unwrap_or(0)));
+                added.push(Entry { fp, host: hosts.get(i).copied().unwrap_or(0) });
             }
         }
         if !added.is_empty() {
-            let mut entries = Vec::with_capacity(small.entries.len() + added.len());
-            entries.extend_from_slice(&small.entries);
-            entries.append(&mut added);
-            entries.sort_unstable_by_key(Entry::fp);
-            small.entries = entries.into_boxed_slice();
+            small.add(added);
         }
         Some(Ok(()))
     }
@@ -405,25 +507,23 @@ impl SmallSet {
     /// a tree by now: ask the tree.
     pub(crate) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Option<()> {
         let list = self.list.lock();
-        let entries = &list.as_ref()?.entries;
+        let list = list.as_ref()?;
         for (fp, hit) in fps.iter().zip(out.iter_mut()) {
-            *hit = entries.binary_search_by_key(fp, Entry::fp).is_ok();
+            *hit = list.holds(*fp);
         }
         Some(())
     }
 
     /// Items in the list (`None` once it is a tree).
     pub(crate) fn len(&self) -> Option<u64> {
-        self.list.lock().as_ref().map(|list| list.entries.len() as u64)
+        self.list.lock().as_ref().map(|list| list.len() as u64)
     }
 
     /// Bytes of the heap the list takes: itself and its items (`None` once it is a tree).
     pub(crate) fn memory_bytes(&self) -> Option<u64> {
         let list = self.list.lock();
         let list = list.as_ref()?;
-        let hosts: usize =
-            list.hosts.iter().map(|h| std::mem::size_of::<Host>() + h.name.len()).sum();
-        Some((std::mem::size_of::<Self>() + std::mem::size_of_val(&*list.entries) + hosts) as u64)
+        Some((std::mem::size_of::<Self>() + list.0.len()) as u64)
     }
 }
 

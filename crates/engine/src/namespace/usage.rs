@@ -76,15 +76,20 @@ pub(crate) struct Share {
     /// Set once the namespace is in a `Db` (a recrawl window's generations have none: their
     /// window reports them).
     ledger: OnceLock<Arc<Ledger>>,
-    /// Measure again once the namespace's length reaches this.
+    /// Measure again once the namespace's length reaches this; [`LEFT`] once it was dropped
+    /// from its `Db` (its figure left the totals, and it reports nothing more).
     next_len: AtomicU64,
     /// The splits begun and ended at the last measure.
     epoch: AtomicU64,
-    /// The figure in the ledger; held while measuring, so two measures never interleave.
+    /// The figure in the ledger; held while measuring (and while [`LEFT`] is set), so two
+    /// measures never interleave.
     reported: Mutex<Usage>,
-    /// Dropped from its `Db`: its figure left the totals, and it reports nothing more.
-    left: std::sync::atomic::AtomicBool,
 }
+
+/// [`Share::next_len`] of a namespace dropped from its `Db` (a length no namespace reaches,
+/// so [`Namespace::account`] never measures it). A flag of its own would cost 8 bytes more a
+/// namespace.
+const LEFT: u64 = u64::MAX;
 
 /// At least this many URLs between two measures.
 const MIN_STEP: u64 = 64;
@@ -114,7 +119,7 @@ impl Namespace {
     pub(crate) fn leave_ledger(&self) {
         let Some(ledger) = self.share.ledger.get() else { return };
         let mut reported = self.share.reported.lock();
-        if !self.share.left.swap(true, Ordering::Relaxed) {
+        if self.share.next_len.swap(LEFT, Ordering::Relaxed) != LEFT {
             ledger.replace(*reported, Usage::default());
             *reported = Usage::default();
         }
@@ -124,7 +129,7 @@ impl Namespace {
     pub(crate) fn measure(&self) {
         let Some(ledger) = self.share.ledger.get() else { return };
         let mut reported = self.share.reported.lock();
-        if self.share.left.load(Ordering::Relaxed) {
+        if self.share.next_len.load(Ordering::Relaxed) == LEFT {
             return;
         }
         let epoch = self.split_epoch();
@@ -137,7 +142,7 @@ impl Namespace {
             0 => 1,
             _ => (len / 16).max(sizes.nodes.saturating_mul(16)).max(MIN_STEP),
         };
-        self.share.next_len.store(len.saturating_add(step), Ordering::Relaxed);
+        self.share.next_len.store(len.saturating_add(step).min(LEFT - 1), Ordering::Relaxed);
         self.share.epoch.store(epoch, Ordering::Relaxed);
     }
 
@@ -240,7 +245,7 @@ impl Drop for Share {
     /// The namespace is gone: its figure leaves the totals.
     fn drop(&mut self) {
         if let Some(ledger) = self.ledger.get()
-            && !*self.left.get_mut()
+            && *self.next_len.get_mut() != LEFT
         {
             ledger.replace(*self.reported.get_mut(), Usage::default());
         }
