@@ -9,8 +9,8 @@
 //! policy's to say ([`Fsync::commit_syncs`]), in one place.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::leaf_log::LeafStore;
 use crate::log::{FingerprintLog, LogHold, RecordKind};
 use crate::persist::RecoveryReport;
+use crate::small_journal::SmallJournal;
 use crate::storage::Storage;
 use crate::tree::{Dsbf, Logged};
 
@@ -44,6 +45,19 @@ pub(crate) enum Backing {
     Volatile,
     /// A namespace directory in a data directory.
     Durable(Box<Durable>),
+    /// A small namespace in its data directory's journal, until it moves to a directory of its
+    /// own (see `crate::small_journal`).
+    Journal(Box<InJournal>),
+}
+
+/// A small namespace's place in the journal, and its directory once it moved there.
+#[derive(Debug)]
+pub(crate) struct InJournal {
+    pub journal: Arc<SmallJournal>,
+    pub id: u32,
+    /// Set (once) when its list became a tree in a directory of its own: from then on the
+    /// namespace is [`Backing::Durable`] in all but name.
+    pub moved: OnceLock<Durable>,
 }
 
 impl Backing {
@@ -52,6 +66,15 @@ impl Backing {
         match self {
             Backing::Volatile => None,
             Backing::Durable(d) => Some(d),
+            Backing::Journal(j) => j.moved.get(),
+        }
+    }
+
+    /// The journal, while the namespace is in it (not moved).
+    pub fn journal(&self) -> Option<&InJournal> {
+        match self {
+            Backing::Journal(j) if j.moved.get().is_none() => Some(j),
+            _ => None,
         }
     }
 
@@ -60,6 +83,9 @@ impl Backing {
     /// # Errors
     /// [`Error::Poisoned`], [`Error::ReadOnly`].
     pub fn check(&self) -> Result<()> {
+        if let Some(j) = self.journal() {
+            return j.journal.log().check();
+        }
         self.durable().map_or(Ok(()), |d| d.log.check())
     }
 
@@ -129,6 +155,13 @@ impl Backing {
     /// [`Error::Poisoned`] for a failure only a reopen recovers from; the I/O error the attempt
     /// met (then it stays poisoned).
     pub fn recover(&self, leaves: Option<&LeafStore>) -> Result<bool> {
+        if let Some(j) = self.journal() {
+            let log = j.journal.log();
+            return match log.recovery_due() {
+                true => log.recover(),
+                false => Ok(false),
+            };
+        }
         let Some(d) = self.durable() else { return Ok(false) };
         let files = match leaves {
             Some(LeafStore::Files(files)) => Some(files),
@@ -149,6 +182,9 @@ impl Backing {
 
     /// Whether a commit waits for the disk: a data directory whose policy syncs per commit.
     pub fn commit_syncs(&self) -> bool {
+        if let Some(j) = self.journal() {
+            return j.journal.log().policy().commit_syncs();
+        }
         self.durable().is_some_and(|d| d.log.policy().commit_syncs())
     }
 
@@ -194,6 +230,9 @@ impl Backing {
 
     /// Whether the namespace was opened read-only.
     pub fn is_read_only(&self) -> bool {
+        if let Backing::Journal(j) = self {
+            return j.journal.log().is_read_only();
+        }
         self.durable().is_some_and(|d| d.log.is_read_only())
     }
 }

@@ -126,6 +126,7 @@ pub mod recrawl;
 pub mod redis;
 pub mod reserve;
 mod routing;
+mod small_journal;
 mod split;
 mod split_workers;
 pub mod storage;

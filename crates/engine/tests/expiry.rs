@@ -21,6 +21,12 @@ fn small() -> NamespaceOptions {
     NamespaceOptions { capacity: 1_000, ..NamespaceOptions::default() }
 }
 
+/// A namespace with a directory of its own from the start (made for more than a small one,
+/// which lives in the data directory's journal until it grows).
+fn with_files() -> NamespaceOptions {
+    NamespaceOptions { capacity: 10_000, ..NamespaceOptions::default() }
+}
+
 /// Where a namespace's files are (`DIR/ns/<hex of name>`, docs/durability.md).
 fn ns_dir(root: &Path, name: &str) -> PathBuf {
     let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
@@ -106,7 +112,7 @@ fn drop_clears_the_time_across_a_restart() {
     {
         let db = Db::open_with(dir.path(), options(&clock, Fsync::Always)).unwrap();
         db.create_namespace_with_expiry("job", small(), Expiry::At(T0 + 60_000)).unwrap();
-        db.create_namespace_with_expiry("kept", small(), Expiry::At(T0 + 90_000)).unwrap();
+        db.create_namespace_with_expiry("kept", with_files(), Expiry::At(T0 + 90_000)).unwrap();
         assert!(db.drop_namespace("job").unwrap());
         db.create_namespace("job", small()).unwrap();
         assert_eq!(db.expiry("job"), Some(Expiry::Never));
@@ -133,7 +139,7 @@ fn the_active_cycle_frees_files_nobody_touches() {
     let clock = FakeClock::at(T0);
     let db = Db::open_with(dir.path(), options(&clock, Fsync::EverySec)).unwrap();
     for i in 0..50 {
-        let ns = db.create_namespace(&format!("job:{i}"), small()).unwrap();
+        let ns = db.create_namespace(&format!("job:{i}"), with_files()).unwrap();
         ns.seen("https://a.example/").unwrap();
         db.set_expiry(&format!("job:{i}"), Expiry::At(T0 + 1_000 + i)).unwrap();
     }

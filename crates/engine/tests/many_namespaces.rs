@@ -11,9 +11,10 @@ fn options(fsync: Fsync, max_open_files: usize) -> DbOptions {
     DbOptions { fsync, max_open_files, ..DbOptions::default() }
 }
 
-/// Small namespaces, as a crawl platform's per-job sets start.
+/// Namespaces with directories of their own (made for more than a small namespace, which
+/// lives in the data directory's journal until it grows: see `small_journal.rs`).
 fn small() -> NamespaceOptions {
-    NamespaceOptions { capacity: 1_000, ..NamespaceOptions::default() }
+    NamespaceOptions { capacity: 10_000, ..NamespaceOptions::default() }
 }
 
 fn url(ns: usize, i: usize) -> String {

@@ -13,7 +13,13 @@ use urlseen_engine::storage::FaultyStorage;
 mod support;
 
 use support::{crash_image, small};
-use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace};
+use urlseen_engine::{Db, DbOptions, Error, Fsync, Namespace, NamespaceOptions};
+
+/// A namespace with a directory of its own from the start (a small one lives in the data
+/// directory's journal until it grows: `small_journal.rs` has its own faults).
+fn with_files() -> NamespaceOptions {
+    NamespaceOptions { capacity: 10_000, ..small() }
+}
 
 /// A little over the engine's one attempt per second.
 const RETRY_AFTER: Duration = Duration::from_millis(1_100);
@@ -41,7 +47,7 @@ fn a_full_disk_that_frees_up_resumes_writes_without_a_reopen() {
     for fsync in [Fsync::Always, Fsync::EverySec, Fsync::No] {
         let dir = tempfile::tempdir().unwrap();
         let (db, storage) = open_faulty(dir.path(), fsync);
-        let ns = db.namespace_or_create("full", small()).unwrap();
+        let ns = db.namespace_or_create("full", with_files()).unwrap();
         let urls = distinct_urls(31, 12_000);
         let mut chunks = urls.chunks(100);
         let mut acked = Vec::new();
@@ -89,7 +95,7 @@ fn a_full_disk_that_frees_up_resumes_writes_without_a_reopen() {
 fn no_file_descriptor_left_refuses_writes_until_one_is_free() {
     let dir = tempfile::tempdir().unwrap();
     let (db, storage) = open_faulty(dir.path(), Fsync::Always);
-    let ns = db.namespace_or_create("fds", small()).unwrap();
+    let ns = db.namespace_or_create("fds", with_files()).unwrap();
     let urls = distinct_urls(32, 8_000);
     let mut chunks = urls.chunks(100);
     let mut acked = Vec::new();

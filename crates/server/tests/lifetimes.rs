@@ -112,7 +112,11 @@ async fn expiry_holds_across_a_restart() {
     {
         let mut server = start(dir.path()).await;
         let mut c = server.connect().await;
+        // With a directory of its own (small namespaces live in the data directory's journal).
+        c.expect(&["URL.RESERVE", "soon", "CAPACITY", "100000"], b"+OK\r\n").await;
         c.expect(&["URL.SEEN", "soon", "https://a.example/"], b"*1\r\n:0\r\n").await;
+        c.expect(&["URL.SEEN", "small", "https://a.example/"], b"*1\r\n:0\r\n").await;
+        c.expect(&["PEXPIRE", "small", "400"], b":1\r\n").await;
         c.expect(&["URL.SEEN", "later", "https://a.example/"], b"*1\r\n:0\r\n").await;
         c.expect(&["URL.SEEN", "kept", "https://a.example/"], b"*1\r\n:0\r\n").await;
         c.expect(&["BF.ADD", "bf", "x"], b":1\r\n").await;
@@ -132,6 +136,8 @@ async fn expiry_holds_across_a_restart() {
     let mut c = server.connect().await;
     c.expect(&["EXISTS", "soon"], b":0\r\n").await;
     c.expect(&["TTL", "soon"], b":-2\r\n").await;
+    c.expect(&["EXISTS", "small"], b":0\r\n").await;
+    c.expect(&["URL.CHECK", "small", "https://a.example/"], b"*1\r\n:0\r\n").await;
     c.expect(&["PEXPIRETIME", "later"], format!(":{FAR}\r\n").as_bytes()).await;
     c.expect(&["PEXPIRETIME", "bf"], format!(":{FAR}\r\n").as_bytes()).await;
     c.expect(&["TTL", "kept"], b":-1\r\n").await;
@@ -143,6 +149,10 @@ async fn the_active_cycle_deletes_an_expired_namespace_s_files() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path()).await;
     let mut c = server.connect().await;
+    // With directories of their own (small namespaces live in the data directory's journal).
+    c.expect(&["URL.RESERVE", "job", "CAPACITY", "100000"], b"+OK\r\n").await;
+    c.expect(&["BF.RESERVE", "bf", "0.01", "100000"], b"+OK\r\n").await;
+    c.expect(&["URL.RESERVE", "stays", "CAPACITY", "100000"], b"+OK\r\n").await;
     c.expect(&["URL.SEEN", "job", "https://a.example/"], b"*1\r\n:0\r\n").await;
     c.expect(&["BF.ADD", "bf", "x"], b":1\r\n").await;
     c.expect(&["URL.SEEN", "stays", "https://a.example/"], b"*1\r\n:0\r\n").await;

@@ -228,6 +228,10 @@ async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_wr
     let app = Arc::new(App::new(Db::open_with(dir.path(), options).unwrap(), AppConfig::default()));
     let mut server = TestServer::start_app(Config::default(), app.clone()).await;
     let mut c = server.connect().await;
+    // A namespace with a directory of its own (a small one lives in the data directory's
+    // journal, which every small namespace shares: its fsync failure is `j`'s, below).
+    c.expect(&["URL.RESERVE", "d", "CAPACITY", "100000"], b"+OK\r\n").await;
+    c.expect(&["URL.SEEN", "j", "https://a.example/"], b"*1\r\n:0\r\n").await;
     // Under `always` this reply means a.example's record is on the disk.
     c.expect(&["URL.SEEN", "d", "https://a.example/"], b"*1\r\n:0\r\n").await;
     c.expect(&["BF.RESERVE", "n", "0.01", "100", "NONSCALING"], b"+OK\r\n").await;
@@ -248,6 +252,11 @@ async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_wr
     let Frame::Error(failed) = failed else { panic!("not an error: {failed:?}") };
     let failed = String::from_utf8_lossy(&failed).into_owned();
     assert!(failed.starts_with("MISCONF write failed: nothing of this command is acknowledged (its items may or may not be recorded)"), "{failed}");
+    let failed = c.call(&["URL.SEEN", "j", "https://b.example/"]).await;
+    assert!(
+        matches!(&failed, Frame::Error(e) if e.starts_with(b"MISCONF write failed")),
+        "{failed:?}"
+    );
     storage.fail_syncs(false);
     // The retry is refused too, not answered "seen"; so is every other write.
     for args in [
@@ -270,6 +279,15 @@ async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_wr
             && String::from_utf8_lossy(e).contains("reopened")),
         "{refused:?}"
     );
+    // The small namespaces' journal failed its own fsync (`j`'s write below): it refuses
+    // writes until a reopen, as Redis stops taking writes when its append-only file cannot
+    // be synced.
+    let refused = c.call(&["URL.SEEN", "j", "https://y.example/"]).await;
+    assert!(
+        matches!(&refused, Frame::Error(e) if e.starts_with(b"MISCONF ")
+            && String::from_utf8_lossy(e).contains("reopened")),
+        "{refused:?}"
+    );
     drop(c);
     server.shutdown().await;
     drop(server);
@@ -279,6 +297,9 @@ async fn a_failed_durable_write_says_its_outcome_is_unknown_and_refuses_later_wr
     assert!(ns.contains("https://a.example/").unwrap(), "an acknowledged URL was lost");
     assert!(ns.contains("https://y.example/").unwrap(), "a URL recorded after recovery was lost");
     assert!(!ns.contains("https://z.example/").unwrap(), "a refused write was kept");
+    let j = db.namespace("j").unwrap();
+    assert!(j.contains("https://a.example/").unwrap(), "an acknowledged URL was lost");
+    assert!(j.seen("https://y.example/").is_ok_and(|seen| !seen), "writes go on after a reopen");
 }
 
 /// redis-rs' transaction path, `pipe().atomic()` (MULTI … EXEC), works as against Redis: the

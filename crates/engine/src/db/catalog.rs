@@ -176,6 +176,28 @@ impl Catalog {
             .insert_unique(hash, Loaded { ns, slot, state }, |l| hasher.hash_one(l.ns.name()));
     }
 
+    /// Loaded `name`, a namespace of the journal that moved to a directory of its own, joins
+    /// the ring with the `files` it holds now (see [`crate::small_journal`]).
+    pub(super) fn note_moved(&mut self, name: &str, files: usize) {
+        let Some(l) = self.find(name) else { return };
+        if l.slot != NO_SLOT || l.ns.backing().durable().is_none() {
+            return;
+        }
+        let ns = Arc::clone(&l.ns);
+        self.add_loaded(ns, files);
+    }
+
+    /// The loaded namespaces that are persisted in directories of their own (those the hand
+    /// may unload): what the housekeeping syncs and checkpoints.
+    pub(super) fn persisted_names(&self) -> Vec<Arc<str>> {
+        self.ring.clone()
+    }
+
+    /// How many [`Self::persisted_names`] there are.
+    pub(super) fn persisted_len(&self) -> usize {
+        self.ring.len()
+    }
+
     /// Forgets `name`; returns its namespace if it was loaded.
     pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Namespace>> {
         self.on_disk.remove(name);

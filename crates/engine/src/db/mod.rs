@@ -24,10 +24,13 @@ use crate::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
-use crate::namespace::{LeafSource, Leaves, Ledger, Namespace, Set, Usage};
+use crate::namespace::{
+    JournalHome, LeafSource, Leaves, Ledger, Namespace, Set, Usage, starts_small,
+};
 use crate::options::NamespaceOptions;
 use crate::persist::{self, Access, DbOptions, DirLock};
 use crate::recrawl::{Generations, Home};
+use crate::small_journal::SmallJournal;
 use crate::tree::SplitWorkers;
 
 /// The namespace [`Db::seen`] and [`Db::contains`] use.
@@ -104,6 +107,11 @@ struct Inner {
     /// the spill directory): made once, kept by each small namespace until it becomes a tree
     /// (see `namespace/small.rs`). `None` in a data directory, whose namespaces start as trees.
     small_leaves: Option<LeafSource>,
+    /// A data directory's small namespaces, in one journal (see `crate::small_journal`).
+    journal: Option<Arc<SmallJournal>>,
+    /// Namespaces of the journal that moved to a directory of their own since the catalog
+    /// last looked: it counts their files from then on (see [`Inner::note_moved`]).
+    moved: Arc<Mutex<Vec<Arc<str>>>>,
     options: DbOptions,
     closed: AtomicBool,
     /// Running totals of what the namespaces hold (see [`Db::usage`]).
@@ -174,6 +182,8 @@ impl Db {
                 read_only: false,
                 spill,
                 small_leaves: Some(small_leaves),
+                journal: None,
+                moved: Arc::default(),
                 options,
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
@@ -236,6 +246,18 @@ impl Db {
             }
         }
         let expiries = Expiries::open(&options.storage, &root, options.fsync, false)?;
+        let moved = Arc::default();
+        let home =
+            JournalHome { root: root.clone(), db: options.clone(), moved: Arc::clone(&moved) };
+        let small_leaves = LeafSource::data_dir(Arc::clone(&workers), home);
+        let journal = open_journal(
+            &root,
+            &options,
+            &workers,
+            &small_leaves,
+            &mut catalog,
+            Access::ReadWrite,
+        )?;
         let inner = Arc::new(Inner {
             namespaces: RwLock::new(catalog),
             loading: Mutex::default(),
@@ -245,7 +267,9 @@ impl Db {
             root: Some((root, Some(lock))),
             read_only: false,
             spill: None,
-            small_leaves: None,
+            small_leaves: Some(small_leaves),
+            journal: Some(journal),
+            moved,
             options,
             closed: AtomicBool::new(false),
             ledger: Arc::default(),
@@ -312,6 +336,12 @@ impl Db {
         }
         // No housekeeping thread: there is nothing to sync or checkpoint.
         let expiries = Expiries::open(&options.storage, &root, options.fsync, true)?;
+        let moved = Arc::default();
+        let home =
+            JournalHome { root: root.clone(), db: options.clone(), moved: Arc::clone(&moved) };
+        let small_leaves = LeafSource::data_dir(Arc::clone(&workers), home);
+        let journal =
+            open_journal(&root, &options, &workers, &small_leaves, &mut catalog, Access::ReadOnly)?;
         Ok(Db {
             inner: Arc::new(Inner {
                 namespaces: RwLock::new(catalog),
@@ -322,7 +352,9 @@ impl Db {
                 root: Some((root, lock)),
                 read_only: true,
                 spill: None,
-                small_leaves: None,
+                small_leaves: Some(small_leaves),
+                journal: Some(journal),
+                moved,
                 options,
                 closed: AtomicBool::new(false),
                 ledger: Arc::default(),
@@ -395,6 +427,7 @@ impl Db {
         // Room is made after the files are made (a create that fails holds none): for a
         // moment the bound is passed by one namespace's.
         if let Err(e) = self.add_loaded(&mut map, &ns) {
+            let _ = forget_journaled(&ns);
             drop(ns);
             let _ = self.inner.remove_files(name, None);
             return Err(e);
@@ -439,6 +472,30 @@ impl Db {
                     Some(source) => Leaves::Later(source.clone()),
                 };
                 Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers), leaves)?
+            }
+            Some(_)
+                if dir.is_none()
+                    && starts_small(&options)
+                    && let (Some(journal), Some(source)) =
+                        (&inner.journal, &inner.small_leaves) =>
+            {
+                // Under `always` on disk before the reply, else within the second (the
+                // journal is synced once a second for all of them).
+                journal.check_writable()?;
+                let (id, lsn) = journal.create(name, &options)?;
+                journal.log().commit(lsn)?;
+                let journal = Arc::clone(journal);
+                let workers = &inner.workers;
+                Namespace::in_journal(
+                    name.to_owned(),
+                    options,
+                    journal,
+                    id,
+                    source,
+                    workers,
+                    &[],
+                    &[],
+                )?
             }
             Some((root, _)) => {
                 let dir = dir.unwrap_or_else(|| persist::namespace_dir(root, name));
@@ -580,7 +637,7 @@ impl Db {
         }
         loop {
             let short = map.files() > 0 && map.files() + files > max;
-            if !short && map.loaded_len() < max {
+            if !short && map.persisted_len() < max {
                 return Ok(());
             }
             let victim = map.next_victim(|ns, open| {
@@ -718,6 +775,9 @@ impl Db {
     /// The first failure.
     pub fn sync(&self) -> Result<()> {
         self.inner.expiries.sync()?;
+        if let Some(journal) = &self.inner.journal {
+            journal.log().sync_all()?;
+        }
         for_each_loaded(&self.inner, |ns| ns.sync())?;
         self.sync_unloaded()
     }
@@ -756,6 +816,9 @@ impl Db {
         }
         let _housekeeping_done = self.inner.busy.lock();
         self.checkpoint()?;
+        if let Some(journal) = &self.inner.journal {
+            journal.log().sync_all()?;
+        }
         self.sync_unloaded()
     }
 
@@ -793,9 +856,32 @@ impl Inner {
             // Out of the totals now, not when the last holder of it lets go (a connection's
             // cache may keep it until its next command).
             ns.leave_ledger();
+            // Gone from the journal before its directory (if it moved to one) goes: a crash in
+            // between must not bring the journal's copy back.
+            forget_journaled(ns)?;
+            if ns.backing().journal().is_some() {
+                // Only in the journal: no files.
+                return Ok(true);
+            }
         }
         self.remove_files(name, ns.as_deref().and_then(Namespace::data_dir))?;
         Ok(true)
+    }
+
+    /// Counts the files of the journal's namespaces that moved to directories of their own
+    /// since the last call (see `crate::small_journal`); their new files were synced when they
+    /// moved.
+    fn note_moved(&self) {
+        let moved = std::mem::take(&mut *self.moved.lock());
+        if moved.is_empty() {
+            return;
+        }
+        let mut map = self.namespaces.write();
+        for name in moved {
+            if let Some(ns) = map.peek(&name) {
+                map.note_moved(&name, ns.open_files());
+            }
+        }
     }
 
     /// Removes the files of namespace `name` (in `dir`, when it is loaded from elsewhere).
@@ -826,6 +912,9 @@ impl Drop for Db {
         {
             let _housekeeping_done = self.inner.busy.lock();
             let _ = self.checkpoint();
+            if let Some(journal) = &self.inner.journal {
+                let _ = journal.log().sync_all();
+            }
             let _ = self.sync_unloaded();
         }
     }
@@ -849,10 +938,18 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
             if inner.closed.load(Ordering::Acquire) {
                 return;
             }
+            inner.note_moved();
+            if let Some(journal) = &inner.journal
+                && journal.log().policy().syncs_every_second()
+            {
+                // A failure poisons the journal; writers see it on their next call.
+                let _ = journal.log().sync_all();
+            }
             // Retried next second if it fails (a namespace that is loaded again meanwhile is
             // synced by its own log too).
             let _ = sync_unloaded(&inner);
-            let _ = for_each_loaded(&inner, |ns| {
+            // The namespaces with files of their own: the journal's are synced above.
+            let _ = for_each_persisted(&inner, |ns| {
                 for ns in ns.parts() {
                     let Some(d) = ns.backing().durable() else { continue };
                     if d.log.policy().syncs_every_second() {
@@ -889,6 +986,79 @@ fn load_dir(
         ns.checkpoint()?;
     }
     Ok(Some((r.name, Arc::new(ns))))
+}
+
+/// Opens the small-namespace journal of data directory `root` (see `crate::small_journal`)
+/// and adds the namespaces it holds to `catalog`, loaded. One that has a directory too moved
+/// there and crashed before its journal said so: the directory is kept (it holds every item
+/// of the journal's copy), and the journal's copy goes (read-write). One whose directory is an
+/// unfinished create (no meta) keeps its journal copy.
+fn open_journal(
+    root: &Path,
+    options: &DbOptions,
+    workers: &Arc<SplitWorkers>,
+    source: &LeafSource,
+    catalog: &mut Catalog,
+    access: Access,
+) -> Result<Arc<SmallJournal>> {
+    let read_only = access == Access::ReadOnly;
+    let storage = &options.storage;
+    let (journal, live) = SmallJournal::open(storage, root, options.fsync, read_only)?;
+    let journal = Arc::new(journal);
+    let mut gone = 0;
+    for r in live {
+        if catalog.contains(&r.name) {
+            let dir = persist::namespace_dir(root, &r.name);
+            let meta = dir.join("meta");
+            let has_meta = storage
+                .read(&meta)
+                .map_err(|e| Error::io("read", &meta, e))?
+                .is_some_and(|m| !m.is_empty());
+            if has_meta {
+                if !read_only {
+                    gone = journal.gone(r.id)?;
+                }
+                continue;
+            }
+            if !read_only {
+                storage_remove(options, &dir)?;
+            }
+            catalog.remove(&r.name);
+        }
+        let (name, id) = (r.name, r.id);
+        let j = Arc::clone(&journal);
+        let ns =
+            Namespace::in_journal(name, r.options, j, id, source, workers, &r.hosts, &r.items)?;
+        catalog.add_loaded(Arc::new(ns), 0);
+    }
+    if gone > 0 {
+        journal.log().sync_all()?;
+    }
+    Ok(journal)
+}
+
+/// Writes that `ns`, a namespace made in the journal (moved since, or not), is gone from it
+/// (see `crate::small_journal`); nothing for another.
+fn forget_journaled(ns: &Namespace) -> Result<()> {
+    if let Backing::Journal(j) = ns.backing() {
+        let lsn = j.journal.gone(j.id)?;
+        j.journal.log().commit(lsn)?;
+    }
+    Ok(())
+}
+
+/// [`for_each_loaded`] over the loaded namespaces in directories of their own only (a bounded
+/// number: see [`DbOptions::max_open_files`]), not the journal's, which may be millions.
+fn for_each_persisted(
+    inner: &Inner,
+    mut f: impl FnMut(&Arc<Namespace>) -> Result<()>,
+) -> Result<()> {
+    let names = inner.namespaces.read().persisted_names();
+    for name in names {
+        let Some(ns) = inner.namespaces.read().peek(&name) else { continue };
+        f(&ns)?;
+    }
+    Ok(())
 }
 
 /// Calls `f` on each loaded namespace, holding one at a time (one that is held cannot be

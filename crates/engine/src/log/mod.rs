@@ -9,6 +9,9 @@
 //!         | kinds 4 and 5 (recorded, kept, with hosts): n fingerprints u64, then their n host
 //!           hashes u32, zero-padded to a multiple of 8 (see `crate::host`)
 //!         | kind 6 (forget a host): host hash u32 | [0; 4]
+//!         | kind 7 (forget URLs of a host): fingerprints u64 | host hash u32 | [0; 4]
+//!         | kind 8: a word of the small-namespace journal each (only in that file, see
+//!           `crate::small_journal`)
 //! ```
 //! Kinds 4 to 6 came with forgetting by host (`docs/forget.md`): a build from before reads a
 //! log that has one as damaged (downgrading a data directory is not supported).
@@ -299,6 +302,11 @@ impl FingerprintLog {
         let (valid_end, torn) = parse_stream(storage, path, from, on_record)?;
         let log = Self::with_file(storage, path, Fsync::No, valid_end, Box::new(NoFile), true);
         Ok((log, torn))
+    }
+
+    /// A log at `path` that does not exist, opened read-only: empty, refusing every write.
+    pub(crate) fn open_read_only_empty(storage: &Arc<dyn Storage>, path: &Path) -> Self {
+        Self::with_file(storage, path, Fsync::No, HEADER_LEN, Box::new(NoFile), true)
     }
 
     fn open_at(storage: &Arc<dyn Storage>, path: &Path, policy: Fsync, end: u64) -> Result<Self> {

@@ -28,6 +28,10 @@ pub enum RecordKind {
     /// `fingerprints`, and every kept record of that host, is forgotten (see
     /// `Namespace::forget_prefix`): replay drops them from the tree at this point.
     ForgetUrls = 7,
+    /// A record of the data directory's small-namespace journal (`crate::small_journal`),
+    /// whose payload ([`Record::fingerprints`]) is that journal's words. Found only in that
+    /// file: in a namespace's log it is damage.
+    Journal = 8,
 }
 
 /// One record read back from a log.
@@ -217,6 +221,7 @@ pub(super) fn parse_record(bytes: &[u8]) -> Option<(RecordKind, Vec<u64>, Vec<u3
         5 => RecordKind::KeptHosts,
         6 => RecordKind::ForgetHost,
         7 => RecordKind::ForgetUrls,
+        8 => RecordKind::Journal,
         _ => return None,
     };
     let payload = &body[8..];

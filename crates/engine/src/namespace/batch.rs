@@ -202,14 +202,40 @@ impl Namespace {
         };
         if let Set::Small(small) = self.set() {
             self.check_writable(None)?;
-            if let Some(done) = small.insert(fps, hosts, out, &self.name, &self.options) {
-                done?;
-                // On the heap, recorded once answered: a caller that fails to hand the answers
-                // on leaves them recorded, as a tree on the heap does.
-                return match then {
-                    Some(then) => then(out).map_err(handed_on),
-                    None => Ok(()),
+            // In a journal, nothing of this batch reaches the file before `then` has seen the
+            // answers, as below for a tree.
+            let journal = match &self.backing {
+                Backing::Journal(j) => Some(&j.journal),
+                _ => None,
+            };
+            let hold = journal.filter(|_| then.is_some()).map(|j| j.log().hold());
+            let backing = &self.backing;
+            if let Some(done) = small.insert(fps, hosts, out, &self.name, &self.options, backing) {
+                let lsn = done?;
+                if let Some(Err(e)) = then.as_mut().map(|then| then(out)) {
+                    if let Some(hold) = hold {
+                        hold.discard(format!(
+                            "namespace {:?}: the answers of a batch could not be handed on \
+                             ({e}); it was not recorded; reopen to go on",
+                            self.name
+                        ));
+                    }
+                    // On the heap, recorded once answered: a caller that fails to hand the
+                    // answers on leaves them recorded, as a tree on the heap does.
+                    return Err(handed_on(e));
+                }
+                let Some(journal) = journal else { return Ok(()) };
+                // A "seen" may rest on another writer's items, appended and not yet committed
+                // (see below).
+                let end = if out.iter().any(|&seen| seen) { journal.log().end() } else { lsn };
+                return match hold {
+                    Some(hold) => hold.commit(end),
+                    None => journal.log().commit(end),
                 };
+            }
+            if let Some(hold) = hold {
+                // Nothing of this batch was appended: the list is a tree by now.
+                hold.commit(0)?;
             }
             // A tree by now (another writer's batch outgrew the list): asked below.
         }

@@ -28,7 +28,7 @@ mod stats;
 mod unload;
 mod usage;
 pub use batch::ManyOp;
-pub(crate) use small::{LeafSource, Leaves};
+pub(crate) use small::{JournalHome, LeafSource, Leaves, starts_small};
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
 pub(crate) use usage::Ledger;
 pub use usage::Usage;
@@ -171,6 +171,59 @@ impl Namespace {
         Self::from_parts(name, options, set, Backing::Volatile)
     }
 
+    /// A small namespace in its data directory's journal (see `crate::small_journal`), as
+    /// namespace `id` of `journal`: new, or read back with the `hosts` and `items` it listed.
+    /// It becomes a tree in a directory of its own, made by `source`, once it outgrows its
+    /// list.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for options a journal namespace does not take (it starts
+    /// small); the tree's, for more items than a list holds.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn in_journal(
+        name: String,
+        options: NamespaceOptions,
+        journal: Arc<crate::small_journal::SmallJournal>,
+        id: u32,
+        source: &LeafSource,
+        workers: &Arc<SplitWorkers>,
+        hosts: &[(u32, String)],
+        items: &[(u64, u32)],
+    ) -> Result<Self> {
+        let Some(small) = small::small_set(&options, &Leaves::Later(source.clone()), workers)
+        else {
+            return Err(Error::InvalidOption {
+                name: "capacity",
+                reason: format!("namespace {name:?} does not start small, so not in a journal"),
+            });
+        };
+        // Read back into the list alone (nothing journaled again).
+        let volatile = Backing::Volatile;
+        for (hash, host) in hosts {
+            let full = crate::host::host_hashes(host, options.seed).1;
+            small.note_host(*hash, full, host, &name, &options, &volatile)?;
+        }
+        if !items.is_empty() {
+            let fps: Vec<u64> = items.iter().map(|i| i.0).collect();
+            let item_hosts: Vec<u32> = items.iter().map(|i| i.1).collect();
+            let mut out = vec![false; fps.len()];
+            match small.insert(&fps, &item_hosts, &mut out, &name, &options, &volatile) {
+                Some(done) => {
+                    done?;
+                }
+                None => {
+                    return Err(Error::InvalidOption {
+                        name: "journal",
+                        reason: format!("namespace {name:?} holds more than a list does"),
+                    });
+                }
+            }
+        }
+        let moved = std::sync::OnceLock::new();
+        let backing = Backing::Journal(Box::new(crate::backing::InJournal { journal, id, moved }));
+        Self::from_parts(name, options, Set::Small(small), backing)
+    }
+
     pub(crate) fn from_parts(
         name: String,
         options: NamespaceOptions,
@@ -291,7 +344,7 @@ impl Namespace {
     /// The tree's, when the list's items cannot be recorded in it.
     pub(crate) fn tree_set(&self) -> Result<&Set> {
         match &self.held {
-            Set::Small(small) => small.grow(&self.name, &self.options),
+            Set::Small(small) => small.grow(&self.name, &self.options, &self.backing),
             held => Ok(held),
         }
     }
@@ -440,7 +493,7 @@ impl Namespace {
         match (&self.hosts, &self.held) {
             (Some(dict), _) => dict.note(hash, full, host),
             (None, Set::Small(small)) => {
-                small.note_host(hash, full, host, &self.name, &self.options)
+                small.note_host(hash, full, host, &self.name, &self.options, &self.backing)
             }
             (None, _) => unreachable!("only a small namespace is made without a dictionary"),
         }
@@ -454,7 +507,9 @@ impl Namespace {
     ) -> Vec<(usize, Error)> {
         match (&self.hosts, &self.held) {
             (Some(dict), _) => dict.note_batch(hosts, name),
-            (None, Set::Small(small)) => small.note_hosts(hosts, name, &self.name, &self.options),
+            (None, Set::Small(small)) => {
+                small.note_hosts(hosts, name, &self.name, &self.options, &self.backing)
+            }
             (None, _) => unreachable!("only a small namespace is made without a dictionary"),
         }
     }
@@ -644,6 +699,10 @@ impl Namespace {
     pub fn sync(&self) -> Result<()> {
         if let Set::Recrawl(gens) = self.set() {
             return gens.namespaces().iter().try_for_each(|ns| ns.sync());
+        }
+        if let Some(j) = self.backing.journal() {
+            // The journal, which every small namespace of its data directory shares.
+            return j.journal.log().sync_all();
         }
         if self.backing.durable().is_none() {
             return Ok(());

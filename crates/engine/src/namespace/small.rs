@@ -18,15 +18,18 @@
 //! spill directory, opened only then). A data directory's namespaces are loaded on first use
 //! and cost a few hundred bytes unloaded (docs/durability.md, "Many namespaces").
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
 use super::{Set, keeps_positives};
+use crate::backing::{Backing, InJournal};
 use crate::error::{Error, Result};
 use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_log::LeafStore;
 use crate::options::{NamespaceOptions, SplitMode};
+use crate::persist::DbOptions;
 use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
 
 /// Items a list holds before it becomes a tree: a 1.5 KiB list, about the fixed cost of a
@@ -51,6 +54,18 @@ pub(crate) struct LeafSource(Arc<Source>);
 struct Source {
     open: Box<OpenLeaves>,
     workers: Arc<SplitWorkers>,
+    /// A data directory's: where a namespace of its journal moves when it becomes a tree.
+    home: Option<JournalHome>,
+}
+
+/// A data directory, where a small namespace of its journal (see `crate::small_journal`) gets
+/// a directory of its own when it becomes a tree.
+pub(crate) struct JournalHome {
+    pub root: PathBuf,
+    pub db: DbOptions,
+    /// The names of the namespaces that moved, for their `Db` to count their files from then
+    /// on (see `crate::db::catalog`).
+    pub moved: Arc<Mutex<Vec<Arc<str>>>>,
 }
 
 impl LeafSource {
@@ -58,7 +73,18 @@ impl LeafSource {
         workers: Arc<SplitWorkers>,
         open: impl Fn(&str) -> Result<LeafStore> + Send + Sync + 'static,
     ) -> Self {
-        LeafSource(Arc::new(Source { open: Box::new(open), workers }))
+        LeafSource(Arc::new(Source { open: Box::new(open), workers, home: None }))
+    }
+
+    /// What the small namespaces of data directory `home` grow into: a directory each.
+    pub(crate) fn data_dir(workers: Arc<SplitWorkers>, home: JournalHome) -> Self {
+        let open = |_: &str| -> Result<LeafStore> {
+            Err(Error::InvalidOption {
+                name: "storage",
+                reason: "a namespace of a data directory grows into a directory".into(),
+            })
+        };
+        LeafSource(Arc::new(Source { open: Box::new(open), workers, home: Some(home) }))
     }
 
     /// Leaves on the heap.
@@ -121,7 +147,7 @@ pub(crate) fn small_set(
 }
 
 /// Whether a namespace made with `options` starts as a list (see [`small_set`]).
-fn starts_small(options: &NamespaceOptions) -> bool {
+pub(crate) fn starts_small(options: &NamespaceOptions) -> bool {
     options.capacity <= SMALL_CAPACITY
         && !options.is_exact()
         && !options.counting
@@ -295,6 +321,23 @@ impl List {
     }
 }
 
+/// Lists `host` in `list`, first in the journal when the namespace is in one (a host is
+/// journaled before the items that carry its hash). A journal that refuses it (poisoned by a
+/// failed write) leaves it unlisted, and [`SmallSet::insert`] refuses the items that carry it
+/// (the whole command fails as a write, not each URL as a bad one).
+fn note_in(list: &mut List, backing: &Backing, hash: u32, full: u64, host: &str) -> Result<()> {
+    if list.lists(full) {
+        return Ok(());
+    }
+    if let Some(j) = backing.journal()
+        && j.journal.host(j.id, hash, host).is_err()
+    {
+        return Ok(());
+    }
+    list.note(hash, full, host);
+    Ok(())
+}
+
 /// The tree a list grew into, and the host dictionary its hosts went to.
 #[derive(Debug)]
 struct Grown {
@@ -344,21 +387,20 @@ impl SmallSet {
         host: &str,
         ns: &str,
         options: &NamespaceOptions,
+        backing: &Backing,
     ) -> Result<()> {
         let mut guard = self.list.lock();
         if let Some(list) = guard.as_mut()
             && (list.lists(full) || list.host_count() < SMALL_MAX)
         {
-            list.note(hash, full, host);
-            return Ok(());
+            return note_in(list, backing, hash, full, host);
         }
         drop(guard);
-        if self.grow(ns, options).is_err() {
+        if self.grow(ns, options, backing).is_err() {
             // The tree could not be made (its leaf files, say): listed here, which only costs
             // a move; the batch's insert meets the failure again and answers it.
             if let Some(list) = self.list.lock().as_mut() {
-                list.note(hash, full, host);
-                return Ok(());
+                return note_in(list, backing, hash, full, host);
             }
         }
         self.grown_hosts().expect("grown or listed").note(hash, full, host)
@@ -374,6 +416,7 @@ impl SmallSet {
         mut name: impl FnMut(usize) -> Result<String>,
         ns: &str,
         options: &NamespaceOptions,
+        backing: &Backing,
     ) -> Vec<(usize, Error)> {
         let list_them = |list: &mut List, name: &mut dyn FnMut(usize) -> Result<String>| {
             let mut failed = Vec::new();
@@ -381,9 +424,8 @@ impl SmallSet {
                 if list.lists(full) {
                     continue;
                 }
-                match name(k) {
-                    Ok(host) => list.note(hash, full, &host),
-                    Err(e) => failed.push((k, e)),
+                if let Err(e) = name(k).and_then(|host| note_in(list, backing, hash, full, &host)) {
+                    failed.push((k, e));
                 }
             }
             failed
@@ -394,7 +436,7 @@ impl SmallSet {
             return list_them(list, &mut name);
         }
         drop(guard);
-        if self.grow(ns, options).is_err() {
+        if self.grow(ns, options, backing).is_err() {
             // The tree could not be made: listed here (see `note_host`).
             if let Some(list) = self.list.lock().as_mut() {
                 return list_them(list, &mut name);
@@ -426,13 +468,18 @@ impl SmallSet {
     ///
     /// # Errors
     /// The tree's, when the list's items cannot be recorded in it.
-    pub(crate) fn grow(&self, name: &str, options: &NamespaceOptions) -> Result<&Set> {
+    pub(crate) fn grow(
+        &self,
+        name: &str,
+        options: &NamespaceOptions,
+        backing: &Backing,
+    ) -> Result<&Set> {
         if let Some(set) = self.grown() {
             return Ok(set);
         }
         let mut list = self.list.lock();
         if let Some(small) = list.as_ref() {
-            let grown = self.tree_of(small, name, options)?;
+            let grown = self.tree_of(small, name, options, backing)?;
             // Set before the list goes: whoever finds no list finds the tree.
             let _ = self.grown.set(Box::new(grown));
             *list = None;
@@ -443,7 +490,16 @@ impl SmallSet {
 
     /// A tree holding the list's entries, as namespace `name` made with `options` would have
     /// made it, and a dictionary listing its hosts.
-    fn tree_of(&self, list: &List, name: &str, options: &NamespaceOptions) -> Result<Grown> {
+    fn tree_of(
+        &self,
+        list: &List,
+        name: &str,
+        options: &NamespaceOptions,
+        backing: &Backing,
+    ) -> Result<Grown> {
+        if let Some(j) = backing.journal() {
+            return self.move_to_dir(list, name, options, j);
+        }
         let dict = HostDict::in_memory();
         for (_, h) in list.hosts() {
             dict.note(h.hash, h.full, h.name)?;
@@ -463,6 +519,66 @@ impl SmallSet {
         Ok(Grown { set: Set::Tree { tree, exact: None }, hosts: dict })
     }
 
+    /// The tree of a namespace of the journal `j`, in a directory of its own made now: the
+    /// list's items in its log and leaves, its hosts in its host file, all of it synced before
+    /// the journal is told the namespace is gone from it (a crash in between leaves both, and
+    /// opening keeps the directory, see `crate::small_journal`). The backing is
+    /// [`Backing::Durable`] in all but name from then on.
+    fn move_to_dir(
+        &self,
+        list: &List,
+        name: &str,
+        options: &NamespaceOptions,
+        j: &InJournal,
+    ) -> Result<Grown> {
+        let Some(home) = &self.source.0.home else {
+            return Err(Error::InvalidOption {
+                name: "storage",
+                reason: "a namespace of a journal was made without its data directory".into(),
+            });
+        };
+        let dir = crate::persist::namespace_dir(&home.root, name);
+        let workers = &self.source.0.workers;
+        let (backing, set) = crate::persist::create_at(dir, name, options, &home.db, workers)?;
+        let (Backing::Durable(d), Set::Tree { tree, .. }) = (backing, &set) else {
+            return Err(Error::InvalidOption {
+                name: "storage",
+                reason: "a small namespace's directory holds no tree".into(),
+            });
+        };
+        tree.set_keep_positives(keeps_positives(options));
+        let dict = HostDict::open(&d.storage, &d.dir, false, options.seed)?;
+        if let Some(file) = dict.file() {
+            d.log.precede_with(file);
+        }
+        for (_, h) in list.hosts() {
+            dict.note(h.hash, h.full, h.name)?;
+        }
+        let fps: Vec<u64> = list.entries().map(|e| e.fp).collect();
+        let hosts: Vec<u32> = list.entries().map(|e| e.host).collect();
+        let mut recorded = vec![false; fps.len()];
+        tree.insert_batch_with(&fps, &hosts, &mut recorded, Mode::Record, &mut |logged| {
+            Ok::<u64, Error>(d.append(logged)?.0)
+        })?;
+        tree.check()?;
+        // The log (its hosts file first), the meta, and their directory entries.
+        d.log.sync_all()?;
+        let storage = &d.storage;
+        let meta = d.dir.join("meta");
+        storage.sync_file(&meta).map_err(|e| Error::io("fsync", &meta, e))?;
+        storage.sync_dir(&d.dir).map_err(|e| Error::io("fsync", &d.dir, e))?;
+        if let Some(parent) = d.dir.parent() {
+            storage.sync_dir(parent).map_err(|e| Error::io("fsync", parent, e))?;
+        }
+        // Appended, not committed: a commit here could wait for a writer that holds the
+        // journal and waits for this list (see `Namespace::seen_fingerprints_inner`). Lost,
+        // it is written at the next open, which finds the directory.
+        j.journal.gone(j.id)?;
+        let _ = j.moved.set(*d);
+        home.moved.lock().push(name.into());
+        Ok(Grown { set, hosts: dict })
+    }
+
     /// Check-and-insert of `fps` with their `hosts` (empty for none) into the list: `out[i]`
     /// is whether `fps[i]` was there already (earlier in the batch included). `None` when the
     /// tree is to be asked instead: the list is a tree by now, or becomes one here because
@@ -475,11 +591,12 @@ impl SmallSet {
         out: &mut [bool],
         name: &str,
         options: &NamespaceOptions,
-    ) -> Option<Result<()>> {
+        backing: &Backing,
+    ) -> Option<Result<u64>> {
         let mut list = self.list.lock();
         let small = list.as_mut()?;
         if small.len() + fps.len() > SMALL_MAX {
-            return match self.tree_of(small, name, options) {
+            return match self.tree_of(small, name, options, backing) {
                 Ok(grown) => {
                     // Set before the list goes: whoever finds no list finds the tree.
                     let _ = self.grown.set(Box::new(grown));
@@ -497,10 +614,31 @@ impl SmallSet {
                 added.push(Entry { fp, host: hosts.get(i).copied().unwrap_or(0) });
             }
         }
+        let mut lsn = 0;
         if !added.is_empty() {
+            if let Some(j) = backing.journal() {
+                let hosts_listed =
+                    |e: &Entry| e.host == 0 || small.hosts().any(|(_, h)| h.hash == e.host);
+                if !added.iter().all(hosts_listed) {
+                    // A host the journal refused (see `note_in`).
+                    let refused =
+                        j.journal.log().check().err().unwrap_or_else(|| Error::Poisoned {
+                            reason: "a host of this batch could not be journaled; retry".into(),
+                        });
+                    return Some(Err(refused));
+                }
+                // Appended under the list's lock, before another writer can find them listed
+                // and answer "seen" on them (it then commits the journal's end, this included).
+                let fps: Vec<u64> = added.iter().map(|e| e.fp).collect();
+                let hosts: Vec<u32> = added.iter().map(|e| e.host).collect();
+                lsn = match j.journal.items(j.id, &fps, &hosts) {
+                    Ok(lsn) => lsn,
+                    Err(e) => return Some(Err(e)),
+                };
+            }
             small.add(added);
         }
-        Some(Ok(()))
+        Some(Ok(lsn))
     }
 
     /// Read-only lookup: `out[i]` is whether `fps[i]` is in the list. `None` if the list is
@@ -531,6 +669,8 @@ impl SmallSet {
 mod tests {
     use super::*;
 
+    const V: Backing = Backing::Volatile;
+
     fn options() -> NamespaceOptions {
         NamespaceOptions { capacity: 100, ..NamespaceOptions::default() }
     }
@@ -547,22 +687,24 @@ mod tests {
             (0..SMALL_MAX as u64 * 3).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
         // A repeat inside a batch is seen by its second copy.
         let mut out = [false; 2];
-        small.insert(&[fps[0], fps[0]], &[7, 7], &mut out, "t", &options).unwrap().unwrap();
+        small.insert(&[fps[0], fps[0]], &[7, 7], &mut out, "t", &options, &V).unwrap().unwrap();
         assert_eq!(out, [false, true]);
         for chunk in fps[1..SMALL_MAX].chunks(10) {
             let mut out = vec![true; chunk.len()];
-            small.insert(chunk, &[], &mut out, "t", &options).unwrap().unwrap();
+            small.insert(chunk, &[], &mut out, "t", &options, &V).unwrap().unwrap();
             assert!(out.iter().all(|&seen| !seen), "new items answered new");
         }
         assert_eq!(small.len(), Some(SMALL_MAX as u64));
         assert!(small.grown().is_none());
         // One past the list's room: a tree now, which holds every item, and is to be asked.
         assert!(
-            small.insert(&fps[SMALL_MAX..=SMALL_MAX], &[], &mut [true], "t", &options).is_none()
+            small
+                .insert(&fps[SMALL_MAX..=SMALL_MAX], &[], &mut [true], "t", &options, &V)
+                .is_none()
         );
         let Some(Set::Tree { tree, .. }) = small.grown() else { panic!("not grown") };
         assert_eq!(small.len(), None);
-        assert!(small.insert(&fps[..1], &[], &mut [false], "t", &options).is_none());
+        assert!(small.insert(&fps[..1], &[], &mut [false], "t", &options, &V).is_none());
         assert_eq!(tree.len(), SMALL_MAX as u64);
         let mut seen = vec![false; SMALL_MAX];
         tree.contains_batch(&fps[..SMALL_MAX], &mut seen);
@@ -582,10 +724,10 @@ mod tests {
             assert_eq!(small.vouch(8, "d.example"), Vouch::Shared(vec!["c.example".into()]));
             assert_eq!(small.vouch(9, "c.example"), Vouch::Absent);
         };
-        small.note_host(7, 70, "a.example", "t", &options).unwrap();
-        small.note_host(7, 70, "a.example", "t", &options).unwrap();
+        small.note_host(7, 70, "a.example", "t", &options, &V).unwrap();
+        small.note_host(7, 70, "a.example", "t", &options, &V).unwrap();
         assert_eq!(small.vouch(7, "a.example"), Vouch::Only);
-        small.note_host(7, 71, "b.example", "t", &options).unwrap();
+        small.note_host(7, 71, "b.example", "t", &options, &V).unwrap();
         // A batch names only the hosts not listed yet.
         let mut named = Vec::new();
         let failed = small.note_hosts(
@@ -596,15 +738,16 @@ mod tests {
             },
             "t",
             &options,
+            &V,
         );
         assert!(failed.is_empty());
         assert_eq!(named, [1]);
         check(&small);
-        small.grow("t", &options).unwrap();
+        small.grow("t", &options, &V).unwrap();
         assert!(small.grown_hosts().is_some());
         check(&small);
         // Noted after the growth: in the tree's dictionary.
-        small.note_host(9, 90, "e.example", "t", &options).unwrap();
+        small.note_host(9, 90, "e.example", "t", &options, &V).unwrap();
         assert_eq!(small.vouch(9, "e.example"), Vouch::Only);
     }
 
@@ -615,15 +758,15 @@ mod tests {
         // One at a time: the list takes SMALL_MAX hosts, the next makes it a tree.
         let small = heap_set(&options);
         for i in 0..1_000u32 {
-            small.note_host(i, u64::from(i) + 1, &host(i), "t", &options).unwrap();
+            small.note_host(i, u64::from(i) + 1, &host(i), "t", &options, &V).unwrap();
             assert_eq!(small.grown().is_some(), i as usize >= SMALL_MAX, "after {i}");
         }
         assert!((0..1_000u32).all(|i| small.vouch(i, &host(i)) == Vouch::Only));
         // A batch of more hosts than the list has room for: a tree first, every host named.
         let small = heap_set(&options);
-        small.note_host(5, 6, &host(5), "t", &options).unwrap();
+        small.note_host(5, 6, &host(5), "t", &options, &V).unwrap();
         let hosts: Vec<(u32, u64)> = (0..10_000u32).map(|i| (i, u64::from(i) + 1)).collect();
-        let failed = small.note_hosts(&hosts, |k| Ok(host(k as u32)), "t", &options);
+        let failed = small.note_hosts(&hosts, |k| Ok(host(k as u32)), "t", &options, &V);
         assert!(failed.is_empty());
         assert!(small.grown().is_some());
         assert!((0..10_000u32).all(|i| small.vouch(i, &host(i)) == Vouch::Only));
@@ -634,11 +777,13 @@ mod tests {
         let options = options();
         let small = heap_set(&options);
         let mut out = [false; 3];
-        small.insert(&[3, 1, 2], &[], &mut out, "t", &options).unwrap().unwrap();
+        small.insert(&[3, 1, 2], &[], &mut out, "t", &options, &V).unwrap().unwrap();
         let mut hit = [false; 4];
         small.contains(&[1, 2, 3, 4], &mut hit).unwrap();
         assert_eq!(hit, [true, true, true, false]);
-        let Set::Tree { tree, .. } = small.grow("t", &options).unwrap() else { panic!("no tree") };
+        let Set::Tree { tree, .. } = small.grow("t", &options, &V).unwrap() else {
+            panic!("no tree")
+        };
         tree.contains_batch(&[1, 2, 3], &mut hit[..3]);
         assert_eq!(hit[..3], [true, true, true]);
         assert!(small.contains(&[1], &mut [false]).is_none());

@@ -122,7 +122,49 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
             check_generations(&storage, &dir, name.as_deref(), &mut checks);
         }
     }
+    if let Some(journal) = check_journal(&storage, root) {
+        checks.push(journal);
+    }
     Ok(checks)
+}
+
+/// Checks the small namespaces' journal (`crate::small_journal`), if there is one: every
+/// record's checksum and what it says, as opening reads it.
+fn check_journal(storage: &Arc<dyn Storage>, root: &Path) -> Option<NamespaceCheck> {
+    let path = root.join(crate::small_journal::JOURNAL_FILE);
+    if !storage.file_len(&path).is_ok_and(|len| len.is_some()) {
+        return None;
+    }
+    let mut c = NamespaceCheck {
+        dir: path.clone(),
+        name: Some("(small namespaces' journal)".into()),
+        repairable: true,
+        ..Default::default()
+    };
+    match FingerprintLog::verify(storage, &path) {
+        Ok((records, _, end, torn)) => {
+            c.notes.push(format!("journal: {records} records, {end} bytes"));
+            if torn > 0 {
+                c.problems.push(format!(
+                    "journal: a torn or damaged tail of {torn} bytes after byte {end} (opening \
+                     cuts it)"
+                ));
+            }
+        }
+        Err(e) => {
+            c.problems.push(format!("journal: {e}"));
+            c.repairable = false;
+            return Some(c);
+        }
+    }
+    match crate::small_journal::SmallJournal::open(storage, root, Fsync::No, true) {
+        Ok((_, live)) => c.notes.push(format!("journal: {} small namespaces", live.len())),
+        Err(e) => {
+            c.problems.push(format!("journal: {e}"));
+            c.repairable = false;
+        }
+    }
+    Some(c)
 }
 
 /// Checks each generation directory of the recrawl window in `dir` as a namespace of its own

@@ -297,6 +297,11 @@ fn replay(
             }
             report.replayed_forgets += 1;
         }
+        RecordKind::Journal => {
+            report.forget_error.get_or_insert_with(|| {
+                "a record of the small namespaces' journal (kind 8) in a namespace's log".into()
+            });
+        }
         RecordKind::ForgetUrls => {
             // The same forget as when it was made: those fingerprints of that host, and the
             // host's kept records.
@@ -316,7 +321,7 @@ fn replay(
         RecordKind::Kept | RecordKind::KeptHosts => {
             report.replayed_kept += record.fingerprints.len() as u64;
         }
-        RecordKind::ForgetUrls => {}
+        RecordKind::ForgetUrls | RecordKind::Journal => {}
         _ => report.replayed_fingerprints += record.fingerprints.len() as u64,
     }
 }
@@ -507,7 +512,7 @@ pub(crate) fn recover(
     }
     report.truncated_bytes = truncated;
     if let Some(e) = &report.forget_error {
-        return Err(Error::corrupt(&log_path, &format!("replaying a forget by host: {e}")));
+        return Err(Error::corrupt(&log_path, &format!("replaying the log: {e}")));
     }
     let mut scratch = None;
     let set = match access {
