@@ -56,8 +56,9 @@ pub(crate) struct InJournal {
     pub journal: Arc<SmallJournal>,
     pub id: u32,
     /// Set (once) when its list became a tree in a directory of its own: from then on the
-    /// namespace is [`Backing::Durable`] in all but name.
-    pub moved: OnceLock<Durable>,
+    /// namespace is [`Backing::Durable`] in all but name. (Boxed: a log's state is a few
+    /// hundred bytes, which a million small namespaces would each carry unused.)
+    pub moved: OnceLock<Box<Durable>>,
 }
 
 impl Backing {
@@ -66,7 +67,7 @@ impl Backing {
         match self {
             Backing::Volatile => None,
             Backing::Durable(d) => Some(d),
-            Backing::Journal(j) => j.moved.get(),
+            Backing::Journal(j) => j.moved.get().map(|d| &**d),
         }
     }
 

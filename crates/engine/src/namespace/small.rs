@@ -574,7 +574,7 @@ impl SmallSet {
         // journal and waits for this list (see `Namespace::seen_fingerprints_inner`). Lost,
         // it is written at the next open, which finds the directory.
         j.journal.gone(j.id)?;
-        let _ = j.moved.set(*d);
+        let _ = j.moved.set(d);
         home.moved.lock().push(name.into());
         Ok(Grown { set, hosts: dict })
     }
