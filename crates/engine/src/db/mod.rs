@@ -103,9 +103,9 @@ struct Inner {
     /// The spill directory of a temporary `Db`, removed when the `Db` and every namespace it
     /// made are dropped.
     spill: Option<Arc<tempfile::TempDir>>,
-    /// Where a small namespace's tree puts its leaves when it has one (the heap, or files in
-    /// the spill directory): made once, kept by each small namespace until it becomes a tree
-    /// (see `namespace/small.rs`). `None` in a data directory, whose namespaces start as trees.
+    /// Where a small namespace's tree puts its leaves when it has one (the heap, files in the
+    /// spill directory, or in a data directory a directory of its own): made once, kept by
+    /// each small namespace until it becomes a tree (see `namespace/small.rs`).
     small_leaves: Option<LeafSource>,
     /// A data directory's small namespaces, in one journal (see `crate::small_journal`).
     journal: Option<Arc<SmallJournal>>,

@@ -13,10 +13,11 @@
 //! promise of the tree is weakened while a namespace is small: a recorded item is found in
 //! the list, then in the tree, which records every item of the list before it is used.
 //!
-//! Only a namespace that is not persisted ([`crate::Backing::Volatile`]) starts small; its
-//! tree's leaves, when it has one, go where the `Db` keeps leaves (the heap, or files in its
-//! spill directory, opened only then). A data directory's namespaces are loaded on first use
-//! and cost a few hundred bytes unloaded (docs/durability.md, "Many namespaces").
+//! Its tree's leaves, when it has one, go where the `Db` keeps leaves (the heap, or files in
+//! its spill directory, opened only then). In a data directory a small namespace lives in the
+//! directory's journal (`crate::small_journal`): its creation, new hosts and new items are
+//! journaled under the list's lock, and its tree moves to a directory of its own
+//! ([`SmallSet::grow`]; docs/durability.md, "Small namespaces: one journal").
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! DIR/LOCK                      held (flock) by the process that has the directory open
+//! DIR/small.log                 the small namespaces, until each becomes a tree and moves to
+//!                               a directory below (see `crate::small_journal`)
 //! DIR/ns/<hex of name>/meta     the namespace's name and options (magic, version, checksum)
 //! DIR/ns/<hex of name>/log      every fingerprint recorded, append-only (see `log`)
 //! DIR/ns/<hex of name>/snapshot the tree at a log offset: its shape, every leaf's filter, and
