@@ -159,7 +159,9 @@ impl Catalog {
     /// Adds (or moves from disk) `ns`, loaded, holding `files` descriptors.
     pub(super) fn add_loaded(&mut self, ns: Arc<Namespace>, files: usize) {
         self.remove(ns.name());
-        let slot = match ns.backing().durable() {
+        // Files of its own (a recrawl window's are its generations'); not a namespace of the
+        // journal, which has none until it moves (see `note_moved`).
+        let slot = match ns.data_dir() {
             Some(_) => {
                 self.ring.push(ns.shared_name());
                 u32::try_from(self.ring.len() - 1).unwrap_or(NO_SLOT)
@@ -180,15 +182,15 @@ impl Catalog {
     /// the ring with the `files` it holds now (see [`crate::small_journal`]).
     pub(super) fn note_moved(&mut self, name: &str, files: usize) {
         let Some(l) = self.find(name) else { return };
-        if l.slot != NO_SLOT || l.ns.backing().durable().is_none() {
+        if l.slot != NO_SLOT || l.ns.data_dir().is_none() {
             return;
         }
         let ns = Arc::clone(&l.ns);
         self.add_loaded(ns, files);
     }
 
-    /// The loaded namespaces that are persisted in directories of their own (those the hand
-    /// may unload): what the housekeeping syncs and checkpoints.
+    /// The loaded namespaces with files of their own (those the hand may unload, and recrawl
+    /// windows): what the housekeeping, `Db::sync` and `Db::checkpoint` sync and checkpoint.
     pub(super) fn persisted_names(&self) -> Vec<Arc<str>> {
         self.ring.clone()
     }

@@ -778,7 +778,9 @@ impl Db {
         if let Some(journal) = &self.inner.journal {
             journal.log().sync_all()?;
         }
-        for_each_loaded(&self.inner, |ns| ns.sync())?;
+        // The namespaces with files of their own: the journal's were synced with it.
+        self.inner.note_moved();
+        for_each_persisted(&self.inner, |ns| ns.sync())?;
         self.sync_unloaded()
     }
 
@@ -795,7 +797,9 @@ impl Db {
     /// The first failure.
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.expiries.sync()?;
-        for_each_loaded(&self.inner, |ns| ns.checkpoint())
+        // The namespaces with files of their own: the journal's have no snapshot.
+        self.inner.note_moved();
+        for_each_persisted(&self.inner, |ns| ns.checkpoint())
     }
 
     /// Checkpoints and syncs everything, then closes. Dropping a `Db` does the same but can only

@@ -128,7 +128,7 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
     Ok(checks)
 }
 
-/// Checks the small namespaces' journal (`crate::small_journal`), if there is one: every
+/// Checks the small namespaces' journal (`crate::small_journal`), if it holds anything: every
 /// record's checksum and what it says, as opening reads it.
 fn check_journal(storage: &Arc<dyn Storage>, root: &Path) -> Option<NamespaceCheck> {
     let path = root.join(crate::small_journal::JOURNAL_FILE);
@@ -142,6 +142,8 @@ fn check_journal(storage: &Arc<dyn Storage>, root: &Path) -> Option<NamespaceChe
         ..Default::default()
     };
     match FingerprintLog::verify(storage, &path) {
+        // An empty journal (every data directory opened read-write has one) is not reported.
+        Ok((0, _, _, 0)) => return None,
         Ok((records, _, end, torn)) => {
             c.notes.push(format!("journal: {records} records, {end} bytes"));
             if torn > 0 {
