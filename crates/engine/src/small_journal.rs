@@ -81,7 +81,7 @@ pub(crate) struct SmallJournal {
 
 impl SmallJournal {
     /// Opens (or, read-write, creates) the journal in data directory `root`, and returns the
-    /// namespaces it holds, sorted by name. Read-only, nothing is created, cut or rewritten.
+    /// namespaces it holds, in no particular order. Read-only, nothing is created, cut or rewritten.
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::Corrupt`] for a bad record in the middle or a record that does
@@ -119,8 +119,7 @@ impl SmallJournal {
             return Err(e);
         }
         let next_id = AtomicU32::new(replay.next_id);
-        let mut live: Vec<Replayed> = replay.live.into_values().collect();
-        live.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let live: Vec<Replayed> = replay.live.into_values().collect();
         let live_bytes: u64 = live.iter().map(|r| r.bytes).sum();
         let journal = SmallJournal { log, next_id };
         let total = journal.log.end();

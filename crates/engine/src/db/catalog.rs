@@ -178,6 +178,12 @@ impl Catalog {
             .insert_unique(hash, Loaded { ns, slot, state }, |l| hasher.hash_one(l.ns.name()));
     }
 
+    /// Makes room for `more` loaded namespaces at once (a journal's, read back at open).
+    pub(super) fn reserve(&mut self, more: usize) {
+        let hasher = &self.hasher;
+        self.loaded.reserve(more, |l| hasher.hash_one(l.ns.name()));
+    }
+
     /// Loaded `name`, a namespace of the journal that moved to a directory of its own, joins
     /// the ring with the `files` it holds now (see [`crate::small_journal`]).
     pub(super) fn note_moved(&mut self, name: &str, files: usize) {

@@ -1010,6 +1010,7 @@ fn open_journal(
     let (journal, live) = SmallJournal::open(storage, root, options.fsync, read_only)?;
     let journal = Arc::new(journal);
     let mut gone = 0;
+    catalog.reserve(live.len());
     for r in live {
         if catalog.contains(&r.name) {
             let dir = persist::namespace_dir(root, &r.name);
