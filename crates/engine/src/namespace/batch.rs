@@ -211,7 +211,16 @@ impl Namespace {
             let hold = journal.filter(|_| then.is_some()).map(|j| j.log().hold());
             let backing = &self.backing;
             if let Some(done) = small.insert(fps, hosts, out, &self.name, &self.options, backing) {
-                let lsn = done?;
+                let (lsn, hold) = match (done, hold) {
+                    (Ok(lsn), hold) => (lsn, hold),
+                    (Err(e), Some(hold)) => {
+                        // Nothing of this batch was appended (the insert appends last): let the
+                        // journal go on, rather than poison it for every small namespace.
+                        hold.commit(0)?;
+                        return Err(e);
+                    }
+                    (Err(e), None) => return Err(e),
+                };
                 if let Some(Err(e)) = then.as_mut().map(|then| then(out)) {
                     if let Some(hold) = hold {
                         hold.discard(format!(
