@@ -1,5 +1,5 @@
-//! `urlseen serve --redis`: the `URL.*` namespaces live in Redis or Redis Cluster (the engine's
-//! distributed backend, [`urlseen_redis`]), shared with every other `urlseen serve
+//! `urlseen serve --redis`: the `URL.*` namespaces live in Redis or Redis Cluster (the
+//! distributed backend, the crate [`urlseen_redis`]), shared with every other `urlseen serve
 //! --redis` and `urlseen filter --redis` process on the same servers.
 //!
 //! `URL.RESERVE` (with `RECRAWL`: a recrawl window in Redis, docs/recrawl.md), `URL.SEEN`,
@@ -11,7 +11,7 @@
 //! `Db`'s (`DbOptions::clock`), so tests run them on a fake clock.
 //!
 //! Key lifetimes (`EXPIRE`, `TTL`, `PERSIST`, `URL.RESERVE … TTL`) of a namespace in Redis are
-//! the engine's ([`RedisDb::update_expiry`]): every Redis key of the namespace gets the time,
+//! the backend's ([`RedisDb::update_expiry`]): every Redis key of the namespace gets the time,
 //! and Redis deletes them. A namespace this process had open and that expired is opened again
 //! (new and empty) by the next command, never answered from what this process still held.
 
