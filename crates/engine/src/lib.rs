@@ -89,8 +89,8 @@
 //!   frozen log in bounded chunks, retire it) drives a `SplitHome`, which the tree implements
 //!   under its locks and `urlseen-redis` as idempotent scripts under a node lock
 //!   (`LockedSplit`, for a forget's rebuild too). What that crate needs of the engine's
-//!   insides (`routing`, `split`, and a few items of `tree`, `dump`, `host` and `options`) is
-//!   public and `#[doc(hidden)]`: no part of the API, free to change in any release.
+//!   insides (`routing`, `split`, and a few items of `tree`, `dump` and `host`) is public and
+//!   `#[doc(hidden)]`: no part of the API, free to change in any release.
 //! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a
 //!   data directory), which it asks to check, append (an `Lsn`), commit (an `Ack`), sync and
 //!   checkpoint; when a commit syncs is the [`Fsync`] policy's to say
