@@ -1,5 +1,5 @@
 //! One trait over every place a namespace's leaves can live: in this process ([`Namespace`]) or
-//! in Redis ([`RedisNamespace`](crate::redis::RedisNamespace), feature `redis`).
+//! in Redis (`RedisNamespace`, the `urlseen-redis` crate's).
 //!
 //! Code that only asks "seen?" (the `filter` command, a crawler's frontier, a benchmark) takes a
 //! `&dyn SeenSet<Error = E>` or a generic `S: SeenSet` and runs unchanged on either backend.

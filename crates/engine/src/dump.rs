@@ -91,7 +91,8 @@ pub struct DumpChunk {
 }
 
 /// The iterator of a tree position.
-pub(crate) fn encode_iter(pos: DumpPos) -> Result<i64> {
+#[doc(hidden)]
+pub fn encode_iter(pos: DumpPos) -> Result<i64> {
     if pos.node >= 1 << NODE_BITS || pos.records >= 1 << RECORD_BITS {
         return Err(Error::InvalidOption {
             name: "dump",
@@ -105,7 +106,8 @@ pub(crate) fn encode_iter(pos: DumpPos) -> Result<i64> {
 }
 
 /// The tree position of an iterator (not 0, not [`ITER_FINAL`]).
-pub(crate) fn decode_iter(iter: i64) -> Result<DumpPos> {
+#[doc(hidden)]
+pub fn decode_iter(iter: i64) -> Result<DumpPos> {
     if iter < ITER_HEADER || iter == ITER_FINAL {
         return Err(Error::InvalidIterator(iter));
     }
@@ -118,12 +120,14 @@ pub(crate) fn decode_iter(iter: i64) -> Result<DumpPos> {
 }
 
 /// The identity of a namespace's options: equal for the dump's header and chunks.
-pub(crate) fn identity(options: &NamespaceOptions) -> u64 {
+#[doc(hidden)]
+pub fn identity(options: &NamespaceOptions) -> u64 {
     xxh3_64(&encode_meta("", options))
 }
 
 /// How many fingerprints a chunk of at most `max_bytes` holds.
-pub(crate) fn chunk_records(max_bytes: usize) -> Result<usize> {
+#[doc(hidden)]
+pub fn chunk_records(max_bytes: usize) -> Result<usize> {
     if !(MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES).contains(&max_bytes) {
         return Err(Error::InvalidOption {
             name: "dump chunk size",
@@ -183,7 +187,8 @@ pub struct Header {
 }
 
 impl Header {
-    pub(crate) fn encode(name: &str, options: &NamespaceOptions, count: u64, kept: u64) -> Vec<u8> {
+    #[doc(hidden)]
+    pub fn encode(name: &str, options: &NamespaceOptions, count: u64, kept: u64) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&identity(options).to_le_bytes());
         body.extend_from_slice(&count.to_le_bytes());
@@ -228,8 +233,9 @@ impl Header {
 }
 
 /// A data chunk.
+#[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Data {
+pub struct Data {
     pub identity: u64,
     /// The iterator it follows.
     pub from: i64,
@@ -294,8 +300,9 @@ impl Data {
 }
 
 /// Where a restore is in its dump: the chunks it takes must follow each other.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ChunkOrder {
+pub struct ChunkOrder {
     identity: u64,
     /// The iterator the next chunk must follow.
     expected: i64,

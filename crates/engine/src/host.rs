@@ -69,7 +69,8 @@ const HOST_SEED: u64 = 0x686f_7374_2d68_6173;
 /// # Errors
 /// [`crate::Error::InvalidHost`] for a URL, a path or anything that is not a host once
 /// canonicalized.
-pub(crate) fn canonical_host(
+#[doc(hidden)]
+pub fn canonical_host(
     canon: &urlseen_canon::Canonicalizer,
     host: &str,
 ) -> Result<String, crate::Error> {

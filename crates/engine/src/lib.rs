@@ -82,13 +82,15 @@
 //! - **One DSBF's sizes, seeds and routes**: `tree::params` (one
 //!   `TreeParams::from(&NamespaceOptions)`, each leaf's size by depth and place, `level_seed`,
 //!   `probe_seed`) and `routing` (`Paths`, the walk down; `Directory`, the ranges), used by
-//!   the tree here and by `redis` (feature `redis`), whose namespaces are the same tree; one
+//!   the tree here and by the `urlseen-redis` crate, whose namespaces are the same tree; one
 //!   [`fingerprint::Fingerprinter`] for every backend; one [`SeenSet`] trait over all of them
 //!   (the server answers through it).
 //! - **One split protocol**: `split` (freeze a full leaf and publish its children, migrate its
 //!   frozen log in bounded chunks, retire it) drives a `SplitHome`, which the tree implements
-//!   under its locks and `redis` as idempotent scripts under a node lock (`LockedSplit`, for
-//!   a forget's rebuild too).
+//!   under its locks and `urlseen-redis` as idempotent scripts under a node lock
+//!   (`LockedSplit`, for a forget's rebuild too). What that crate needs of the engine's
+//!   insides (`routing`, `split`, and a few items of `tree`, `dump` and `host`) is public and
+//!   `#[doc(hidden)]`: no part of the API, free to change in any release.
 //! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a
 //!   data directory), which it asks to check, append (an `Lsn`), commit (an `Ack`), sync and
 //!   checkpoint; when a commit syncs is the [`Fsync`] policy's to say
@@ -122,12 +124,15 @@ mod namespace;
 mod options;
 mod persist;
 pub mod recrawl;
-#[cfg(feature = "redis")]
-pub mod redis;
 pub mod reserve;
-mod routing;
+// The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
+// crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
+// public but no part of the documented API, and may change in any release.
+#[doc(hidden)]
+pub mod routing;
 mod small_journal;
-mod split;
+#[doc(hidden)]
+pub mod split;
 mod split_workers;
 pub mod storage;
 pub mod tree;

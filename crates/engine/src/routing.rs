@@ -25,7 +25,7 @@ use crate::tree::params::level_seed;
 
 /// How a tree routes fingerprints (see the module docs). Stored in the snapshot header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Routing {
+pub enum Routing {
     /// A hash per level (snapshots before version 4).
     Levels,
     /// One hash, read as nested ranges.
@@ -64,7 +64,7 @@ const SEEDED_LEVELS: usize = 8;
 /// The walk down a tree: its routing rule and its levels' seeds. The one definition of a
 /// fingerprint's path, for the tree in this process and the Redis backend alike.
 #[derive(Debug, Clone)]
-pub(crate) struct Paths {
+pub struct Paths {
     routing: Routing,
     seed: u64,
     /// [`level_seed`] of depths `0..SEEDED_LEVELS`.
@@ -73,7 +73,7 @@ pub(crate) struct Paths {
 
 impl Paths {
     /// The paths of a tree seeded `seed` and routed by `routing`.
-    pub(crate) fn new(routing: Routing, seed: u64) -> Paths {
+    pub fn new(routing: Routing, seed: u64) -> Paths {
         let mut level_seeds = [0u64; SEEDED_LEVELS];
         for (depth, s) in level_seeds.iter_mut().enumerate() {
             *s = level_seed(seed, depth as u32);
@@ -82,13 +82,13 @@ impl Paths {
     }
 
     /// The routing rule.
-    pub(crate) fn routing(&self) -> Routing {
+    pub fn routing(&self) -> Routing {
         self.routing
     }
 
     /// What a walk for `fp` starts from: its range hash, or (per-level routing) nothing.
     #[inline(always)]
-    pub(crate) fn start(&self, fp: u64) -> u64 {
+    pub fn start(&self, fp: u64) -> u64 {
         match self.routing {
             Routing::Levels => 0,
             Routing::Ranges => range_hash(fp, self.level_seeds[0]),
@@ -104,7 +104,7 @@ impl Paths {
     /// Which of the `n` children of a node at `depth` gets `fp`, whose walk state is `x`
     /// (from [`Self::start`], then passed from level to level).
     #[inline(always)]
-    pub(crate) fn child(&self, x: &mut u64, fp: u64, depth: u32, n: usize) -> usize {
+    pub fn child(&self, x: &mut u64, fp: u64, depth: u32, n: usize) -> usize {
         match self.routing {
             Routing::Levels => self.level_child(fp, depth, n),
             Routing::Ranges => step(x, n),
@@ -113,7 +113,7 @@ impl Paths {
 
     /// The location hash of level `depth` (per-level routing): which of `n` children gets `fp`.
     #[inline]
-    pub(crate) fn level_child(&self, fp: u64, depth: u32, n: usize) -> usize {
+    pub fn level_child(&self, fp: u64, depth: u32, n: usize) -> usize {
         let seed = match self.level_seeds.get(depth as usize) {
             Some(&s) => s,
             None => level_seed(self.seed, depth),
@@ -196,7 +196,7 @@ impl Span {
 /// Kept under the tree's lock and changed with the shape: a split adds its children (and marks
 /// them as below a frozen filter), a finished split clears that mark.
 #[derive(Debug, Clone)]
-pub(crate) struct Directory {
+pub struct Directory {
     /// Every node's span, by node id.
     spans: Vec<Span>,
     /// The first range hash of each live leaf, ascending; `starts[0]` is 0.
@@ -223,7 +223,8 @@ const WHOLE: u32 = 1 << 31;
 pub(crate) const NO_NODE: NodeId = NodeId::MAX;
 
 /// What a node of the tree is, as the directory needs to know it.
-pub(crate) enum Shape<'a> {
+#[derive(Debug)]
+pub enum Shape<'a> {
     Leaf,
     Inner(&'a [NodeId]),
     Splitting(&'a [NodeId]),
@@ -233,7 +234,7 @@ impl Directory {
     /// The directory of a tree of `nodes` nodes whose shape `shape` tells, rooted at node 0.
     /// Shapes that do not describe a tree (checked by the caller before) give a directory of
     /// what was reachable.
-    pub(crate) fn build<'a>(nodes: usize, shape: impl Fn(NodeId) -> Shape<'a>) -> Directory {
+    pub fn build<'a>(nodes: usize, shape: impl Fn(NodeId) -> Shape<'a>) -> Directory {
         let mut dir = Directory {
             spans: vec![EMPTY; nodes],
             starts: Vec::new(),
@@ -320,7 +321,7 @@ impl Directory {
     /// Where each of the `n` children that a split of node `id` would make starts its range
     /// (`None` for an empty range or an unknown node): with its depth, it names the child's
     /// place in the tree, whatever its id.
-    pub(crate) fn child_places(&self, id: NodeId, n: usize) -> Vec<Option<u64>> {
+    pub fn child_places(&self, id: NodeId, n: usize) -> Vec<Option<u64>> {
         match self.spans.get(id as usize) {
             Some(span) => span.split(n).iter().map(|s| (!s.is_empty()).then_some(s.lo)).collect(),
             None => vec![None; n],
@@ -330,8 +331,7 @@ impl Directory {
     /// Which of the `n` children of node `id` range hash `h` (inside the node's range) goes
     /// to; `None` for a node the directory does not know. (The Redis backend's splits: the
     /// in-process tree walks down instead.)
-    #[cfg(feature = "redis")]
-    pub(crate) fn child_of(&self, id: NodeId, h: u64, n: usize) -> Option<usize> {
+    pub fn child_of(&self, id: NodeId, h: u64, n: usize) -> Option<usize> {
         let span = self.spans.get(id as usize)?;
         (!span.is_empty()).then(|| span.child_of(h, n))
     }
@@ -493,7 +493,6 @@ mod tests {
     }
 
     /// A split's child for a range hash, from the node's span alone, is the walk's.
-    #[cfg(feature = "redis")]
     #[test]
     fn a_nodes_child_from_its_span_is_the_walks() {
         // Root of 3; node 2 splits into 4, 5; node 5 into 6, 7, 8; node 7 into 9, 10.

@@ -1,5 +1,5 @@
 //! A leaf's split, one protocol for every home of a tree (in process: [`crate::tree`]; in
-//! Redis: `crate::redis`).
+//! Redis: the `urlseen-redis` crate, which is why this module is public, and hidden).
 //!
 //! A node passes through three stages, and any step can be resumed after any other:
 //! 1. **Leaf.** A leaf whose log reaches its split point is *frozen*: it takes no more records,
@@ -23,7 +23,7 @@ use crate::tree::NodeId;
 
 /// Where a node stands, as its home publishes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
+pub enum Stage {
     Leaf,
     Splitting,
     Inner,
@@ -31,7 +31,7 @@ pub(crate) enum Stage {
 
 /// What freezing a leaf did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Freeze {
+pub enum Freeze {
     /// The leaf is frozen and its children are published: the node is splitting.
     Frozen,
     /// Nothing to do now, and why: [`SplitOutcome::NotFull`] (below its split point; in
@@ -43,7 +43,7 @@ pub(crate) enum Freeze {
 
 /// What one migration step achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// More of the frozen log is left.
     More,
     /// The whole log is in the children.
@@ -55,8 +55,7 @@ pub(crate) enum Step {
 
 /// What one split attempt did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-// `Busy` and `WaitingForParent` happen in Redis only.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+// `Busy` and `WaitingForParent` happen in Redis only (crates/redis).
 pub enum SplitOutcome {
     /// The node is now inner (by us or by someone before us).
     Done,
@@ -73,7 +72,7 @@ pub enum SplitOutcome {
 
 /// A home of a tree's nodes, as a split sees it: the three steps of [`run`]. Each is safe to
 /// repeat, and to call after a step of another worker that stopped anywhere.
-pub(crate) trait SplitHome {
+pub trait SplitHome {
     type Error;
 
     /// Where node `id` stands.
@@ -92,7 +91,7 @@ pub(crate) trait SplitHome {
 
 /// Takes node `id` from wherever it stands to inner: freezes it (if a full leaf), migrates its
 /// frozen log chunk by chunk, and retires it.
-pub(crate) fn run<H: SplitHome>(home: &H, id: NodeId) -> Result<SplitOutcome, H::Error> {
+pub fn run<H: SplitHome>(home: &H, id: NodeId) -> Result<SplitOutcome, H::Error> {
     match home.stage(id)? {
         Stage::Inner => {
             // Published inner by a worker that may have stopped before dropping the frozen

@@ -4,16 +4,14 @@
 //! error, in every mode and home. Before, a batch's items deferred by a full leaf were asked
 //! again of each frozen filter on their way down, and one call of 10^6 URLs into a namespace
 //! created for 10^3 answered 20% of them "seen". And nothing recorded is ever answered "new".
+//! (The Redis home's case is the urlseen-redis crate's: crates/redis/tests/fpr_any_batch.rs.)
 
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 use std::time::Duration;
 
-#[cfg(feature = "redis")]
-mod redis_support;
-
 use proptest::prelude::*;
-use support::fps;
+use support::{allowed, fps};
 use urlseen_engine::{Db, NamespaceOptions};
 
 mod support;
@@ -31,13 +29,6 @@ enum Home {
     Memory,
     Spill,
     DataDir,
-}
-/// The most false positives `n` checks under `fpr` may give: the mean plus four standard
-/// deviations and three more (so that a handful of checks cannot fail on one), a chance of
-/// about 10^-5 per case for a filter that keeps the bound.
-fn allowed(n: usize, fpr: f64) -> usize {
-    let mean = n as f64 * fpr;
-    (mean + 4.0 * mean.sqrt() + 3.0) as usize
 }
 
 fn check_one_batch(mode: Mode, home: Home, capacity: u64, fpr: f64, batch: usize, seed: u64) {
@@ -116,43 +107,5 @@ fn a_million_new_items_in_one_call_into_a_namespace_for_a_thousand() {
         for home in [Home::Memory, Home::DataDir] {
             check_one_batch(Mode::Bloom, home, 1_000, 0.01, batch, 7);
         }
-    }
-}
-
-/// The Redis home: one call far larger than the namespace was made for, through the Redis
-/// backend's batch path (inline and background splits), under the bound plus sampling error,
-/// and nothing answered "new" is lost.
-#[cfg(feature = "redis")]
-#[test]
-fn the_bound_holds_for_one_big_batch_in_redis() {
-    use urlseen_engine::redis::RedisMode;
-    use urlseen_engine::{SeenSet, SplitMode};
-
-    let server = redis_support::Server::start();
-    let db = redis_support::open(vec![server.url()], RedisMode::Auto);
-    for (i, (capacity, batch, mode)) in [
-        (1_000u64, 100_000usize, SplitMode::Inline),
-        (1_000, 100_000, SplitMode::Background),
-        (1, 20_000, SplitMode::Inline),
-        (30_000, 200_000, SplitMode::Inline),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let mut options = NamespaceOptions { capacity, fpr: 0.01, ..NamespaceOptions::default() };
-        options.split.mode = mode;
-        let ns = db.namespace(&format!("fpr{i}"), options).unwrap();
-        let items = fps(100 + i as u64, batch);
-        let mut out = vec![false; batch];
-        ns.seen_fingerprints(&items, &mut out).unwrap();
-        let seen = out.iter().filter(|&&s| s).count();
-        assert!(
-            seen <= allowed(batch, 0.01),
-            "redis, capacity {capacity}, {mode:?}: {seen} of {batch} new items answered seen"
-        );
-        let recorded: Vec<u64> = items.iter().zip(&out).filter(|p| !*p.1).map(|p| *p.0).collect();
-        let mut again = vec![false; recorded.len()];
-        ns.contains_fingerprints(&recorded, &mut again).unwrap();
-        assert!(again.iter().all(|&s| s), "redis: a recorded item answered new");
     }
 }

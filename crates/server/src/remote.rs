@@ -1,5 +1,5 @@
-//! `urlseen serve --redis`: the `URL.*` namespaces live in Redis or Redis Cluster (the engine's
-//! distributed backend, [`urlseen_engine::redis`]), shared with every other `urlseen serve
+//! `urlseen serve --redis`: the `URL.*` namespaces live in Redis or Redis Cluster (the
+//! distributed backend, the crate [`urlseen_redis`]), shared with every other `urlseen serve
 //! --redis` and `urlseen filter --redis` process on the same servers.
 //!
 //! `URL.RESERVE` (with `RECRAWL`: a recrawl window in Redis, docs/recrawl.md), `URL.SEEN`,
@@ -11,7 +11,7 @@
 //! `Db`'s (`DbOptions::clock`), so tests run them on a fake clock.
 //!
 //! Key lifetimes (`EXPIRE`, `TTL`, `PERSIST`, `URL.RESERVE … TTL`) of a namespace in Redis are
-//! the engine's ([`RedisDb::update_expiry`]): every Redis key of the namespace gets the time,
+//! the backend's ([`RedisDb::update_expiry`]): every Redis key of the namespace gets the time,
 //! and Redis deletes them. A namespace this process had open and that expired is opened again
 //! (new and empty) by the next command, never answered from what this process still held.
 
@@ -19,8 +19,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use urlseen_engine::redis::{RedisDb, RedisSet};
 use urlseen_engine::{Clock, Expiry, ExpiryUpdate, NamespaceOptions, RecrawlReport, SeenSet};
+use urlseen_redis::{RedisDb, RedisSet};
 
 use crate::error::{CommandError, URL_NOT_UTF8};
 
@@ -59,10 +59,10 @@ pub struct RemoteInfo {
     pub recrawl: Option<RecrawlReport>,
 }
 
-impl From<urlseen_engine::redis::Error> for CommandError {
+impl From<urlseen_redis::Error> for CommandError {
     /// The reply of a Redis backend failure: `?` on a backend call gives it.
-    fn from(e: urlseen_engine::redis::Error) -> Self {
-        if let urlseen_engine::redis::Error::Engine(e) = e {
+    fn from(e: urlseen_redis::Error) -> Self {
+        if let urlseen_redis::Error::Engine(e) = e {
             // An invalid URL or option: the same reply as a local namespace gives.
             return crate::error::engine_error(&e);
         }
@@ -101,11 +101,11 @@ impl Remote {
         &self,
         key: &[u8],
         options: &NamespaceOptions,
-        f: impl Fn(&RedisSet) -> Result<T, urlseen_engine::redis::Error>,
+        f: impl Fn(&RedisSet) -> Result<T, urlseen_redis::Error>,
     ) -> Result<T, CommandError> {
         let ns = self.namespace(key, options)?;
         match f(&ns) {
-            Err(urlseen_engine::redis::Error::Expired { .. }) => {
+            Err(urlseen_redis::Error::Expired { .. }) => {
                 self.namespaces.lock().remove(key);
                 let ns = self.namespace(key, options)?;
                 Ok(f(&ns)?)
@@ -192,7 +192,7 @@ impl Remote {
         };
         let stats = match &ns {
             RedisSet::Plain(plain) => match plain.stats() {
-                Err(urlseen_engine::redis::Error::Expired { .. }) => {
+                Err(urlseen_redis::Error::Expired { .. }) => {
                     // Gone by its lifetime: Redis holds no such namespace.
                     self.namespaces.lock().remove(key);
                     return Ok(None);
@@ -263,7 +263,7 @@ impl Remote {
         ns: &RedisSet,
         urls: &[U],
         write: bool,
-    ) -> Result<Vec<Result<bool, CommandError>>, urlseen_engine::redis::Error> {
+    ) -> Result<Vec<Result<bool, CommandError>>, urlseen_redis::Error> {
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
         let mut fps = Vec::with_capacity(urls.len());
         let mut positions = Vec::with_capacity(urls.len());

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod common;
-#[path = "../../engine/tests/redis_support/mod.rs"]
+#[path = "../../redis/tests/redis_support/mod.rs"]
 mod redis_support;
 
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use common::{Client, EXPIRE_SCRIPT, Redis, TestServer, show};
 use redis_support::{Server, open};
 use urlseen_engine::Db;
-use urlseen_engine::redis::RedisMode;
+use urlseen_redis::RedisMode;
 use urlseen_server::{App, AppConfig, Config, Frame};
 
 /// A server whose URL namespaces are in `redis`.

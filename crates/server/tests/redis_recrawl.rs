@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod common;
-#[path = "../../engine/tests/redis_support/mod.rs"]
+#[path = "../../redis/tests/redis_support/mod.rs"]
 mod redis_support;
 
 use std::sync::Arc;
@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::TestServer;
 use redis_support::{Server, open};
-use urlseen_engine::redis::RedisMode;
 use urlseen_engine::{Clock, Db, DbOptions, FakeClock};
+use urlseen_redis::RedisMode;
 use urlseen_server::{App, AppConfig, Config, Frame};
 
 fn get(info: &[(Frame, Frame)], k: &str) -> Option<Frame> {

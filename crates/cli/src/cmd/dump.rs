@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use urlseen_engine::dump::{Header, MAX_CHUNK_BYTES};
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 use urlseen_engine::{
     DumpChunk, DumpReader, DumpWriter, Fsync, LoadStep, NamespaceOptions, SplitPolicy,
 };
+use urlseen_redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr};
 

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use urlseen_canon::Canonicalizer;
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 use urlseen_engine::{
     Clock, Db, Expiry, Fsync, NamespaceOptions, SeenSet, SeenThenError, SplitPolicy, SystemClock,
 };
+use urlseen_redis::{RedisDb, RedisMode, RedisOptions, RedisSet};
 
 use crate::args::{CanonArgs, parse_count, parse_fpr, parse_seconds};
 use crate::lines::{LineBatch, LineBatches, write_line};

@@ -161,7 +161,10 @@ impl TreeParams {
         }
     }
 
-    pub(super) fn probe_seed(&self) -> u64 {
+    /// The leaf filters' probe seed ([`probe_seed`] of the tree's seed): hidden, for the Redis
+    /// backend's replicas of the leaves (crates/redis).
+    #[doc(hidden)]
+    pub fn probe_seed(&self) -> u64 {
         probe_seed(self.seed)
     }
 }

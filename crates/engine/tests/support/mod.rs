@@ -1,5 +1,5 @@
 //! Helpers several of the engine's integration tests share: each test file is a crate of its
-//! own, so what they share lives here (`mod support;`).
+//! own, so what they share lives here (`mod support;`; urlseen-redis's tests include it by path).
 
 #![allow(dead_code, reason = "each test file uses a part of the helpers")]
 
@@ -41,4 +41,12 @@ pub fn crash_image(from: &Path, to: &Path) {
             std::fs::copy(&path, &dest).unwrap();
         }
     }
+}
+
+/// The most false positives `n` checks under `fpr` may give: the mean plus four standard
+/// deviations and three more (so that a handful of checks cannot fail on one), a chance of
+/// about 10^-5 per case for a filter that keeps the bound.
+pub fn allowed(n: usize, fpr: f64) -> usize {
+    let mean = n as f64 * fpr;
+    (mean + 4.0 * mean.sqrt() + 3.0) as usize
 }

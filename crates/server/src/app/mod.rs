@@ -40,7 +40,7 @@ use urlseen_engine::{
     CanonOptions, Db, Namespace, NamespaceOptions, Profile, Reservation, SplitMode, SplitPolicy,
 };
 
-use urlseen_engine::redis::RedisDb;
+use urlseen_redis::RedisDb;
 
 use crate::client::OnReply;
 use crate::error::{

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 use urlseen_corpus::Generator;
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisOptions};
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
 use urlseen_filter::plan;
+use urlseen_redis::{RedisDb, RedisMode, RedisOptions};
 
 use crate::args::{parse_count, parse_fpr};
 

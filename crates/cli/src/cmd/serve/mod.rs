@@ -347,10 +347,10 @@ async fn serve(settings: Settings, db: Db) -> anyhow::Result<()> {
         let redis = tokio::task::spawn_blocking({
             let urls = urls.clone();
             move || {
-                urlseen_engine::Db::open_redis(urlseen_engine::redis::RedisOptions {
+                urlseen_redis::RedisDb::open(urlseen_redis::RedisOptions {
                     retry_for: redis_retry_for,
                     log_retries: true,
-                    ..urlseen_engine::redis::RedisOptions::new(urls)
+                    ..urlseen_redis::RedisOptions::new(urls)
                 })
             }
         })

@@ -1,6 +1,7 @@
 //! Check-and-insert and lookups of a namespace in Redis: a batch is routed to its leaves, tested
 //! against each leaf's replica, and its misses are sent to Redis in one script call per leaf
-//! (see the module docs of [`super`]); and the [`SeenSet`](crate::SeenSet) the crawler uses.
+//! (see the crate docs, [`crate`]); and the [`SeenSet`](urlseen_engine::SeenSet) the crawler
+//! uses.
 
 use super::*;
 
@@ -378,22 +379,22 @@ impl RedisNamespace {
     }
 }
 
-impl crate::SeenSet for RedisNamespace {
+impl urlseen_engine::SeenSet for RedisNamespace {
     type Error = Error;
 
     fn fingerprint(&self, url: &str) -> Result<u64> {
-        Ok(self.fingerprinter.fingerprint(url).map_err(crate::Error::from)?)
+        Ok(self.fingerprinter.fingerprint(url).map_err(urlseen_engine::Error::from)?)
     }
 
     fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
         let fp_host = self.fingerprinter.with_canonical(url, |canonical, fp| {
-            let Some(host) = crate::host::host_of(canonical) else { return (fp, 0) };
-            let h = crate::host::host_hash(host, self.options.seed);
+            let Some(host) = urlseen_engine::host::host_of(canonical) else { return (fp, 0) };
+            let h = urlseen_engine::host::host_hash(host, self.options.seed);
             // Listed in Redis before any record carries `h`: by the insert that sends it.
             self.hosts.note(h, host);
             (fp, h)
         });
-        Ok(fp_host.map_err(crate::Error::from)?)
+        Ok(fp_host.map_err(urlseen_engine::Error::from)?)
     }
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {

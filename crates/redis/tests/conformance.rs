@@ -25,7 +25,6 @@
 //! compare each backend with the exact answers, and the one that compares false positives
 //! across backends grows on a stream without them.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -36,8 +35,8 @@ use std::thread;
 
 use redis_support::{Cluster, Server};
 use urlseen_corpus::distinct_urls;
-use urlseen_engine::redis::{RedisDb, RedisMode};
 use urlseen_engine::{Db, DbOptions, Fsync, NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
+use urlseen_redis::{RedisDb, RedisMode};
 
 /// A batch of URLs asked of a namespace, one answer each ("seen").
 type Ask = Box<dyn Fn(&[&str]) -> Vec<bool> + Send + Sync>;

@@ -1,6 +1,6 @@
 //! Dump and restore of a namespace in Redis, in the same chunks as the in-process engine's
-//! ([`crate::dump`]): a dump made here loads into a data directory or a server, and the other
-//! way round.
+//! ([`urlseen_engine::dump`]): a dump made here loads into a data directory or a server, and
+//! the other way round.
 //!
 //! A leaf's log in Redis is a string of 8-byte fingerprints, so a chunk is one `GETRANGE` per
 //! leaf it covers, and a restore appends each fingerprint to the log of the leaf it routes to
@@ -12,20 +12,21 @@ use ::redis::Value;
 
 use super::meta::State;
 use super::{Error, RedisDb, RedisNamespace, Result};
-use crate::dump::{
+use urlseen_engine::dump::{
     self, ChunkOrder, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER, decode_iter, encode_iter,
 };
-use crate::tree::DumpPos;
+use urlseen_engine::tree::DumpPos;
 
 impl RedisNamespace {
-    /// One chunk of a dump of this namespace: as [`Namespace::dump_chunk`](crate::Namespace),
-    /// reading the leaves' logs from Redis (one `GETRANGE` per leaf the chunk covers).
+    /// One chunk of a dump of this namespace: as
+    /// [`Namespace::dump_chunk`](urlseen_engine::Namespace), reading the leaves' logs from Redis
+    /// (one `GETRANGE` per leaf the chunk covers).
     ///
     /// The header carries the options this namespace was opened with; every client must open
     /// it with the same ones, so they are its options.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidIterator`], a chunk size out of range, connection errors.
+    /// [`urlseen_engine::Error::InvalidIterator`], a chunk size out of range, connection errors.
     pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<DumpChunk> {
         let budget = dump::chunk_records(max_bytes)?;
         match iter {
@@ -102,7 +103,7 @@ impl RedisNamespace {
         // leaves, if leaves do not grow), no leaf gets past one and a half of its own before
         // it splits (a whole chunk at once could leave leaves several times over, their FPR
         // with them).
-        let least = self.split_point() as f64 * (1.0 - crate::tree::SPLIT_SPREAD);
+        let least = self.split_point() as f64 * (1.0 - urlseen_engine::tree::SPLIT_SPREAD);
         let step = ((least / 2.0) as usize).max(1);
         let mut out = vec![false; step.min(fps.len())];
         for part in fps.chunks(step) {
@@ -121,19 +122,19 @@ pub struct RedisRestore {
 }
 
 impl RedisDb {
-    /// Starts restoring a dump ([`crate::Namespace::dump_chunk`] or
+    /// Starts restoring a dump ([`urlseen_engine::Namespace::dump_chunk`] or
     /// [`RedisNamespace::dump_chunk`]) into namespace `name`, created with the dump's options.
     /// A namespace of that name that holds anything is refused. Unlike a restore into a `Db`,
     /// the namespace is visible to other clients while it fills (Redis has no way to publish a
     /// namespace's many keys at once).
     ///
     /// # Errors
-    /// As [`Header::decode`]; [`crate::Error::NamespaceExists`] for a namespace that holds
+    /// As [`Header::decode`]; [`urlseen_engine::Error::NamespaceExists`] for a namespace that holds
     /// URLs; as [`RedisDb::namespace`].
     pub fn restore(&self, name: &str, header: &[u8]) -> Result<RedisRestore> {
         let h = Header::decode(header)?;
         if h.options.counting || h.options.exact {
-            return Err(Error::Engine(crate::Error::DumpUnsupported {
+            return Err(Error::Engine(urlseen_engine::Error::DumpUnsupported {
                 name: name.to_owned(),
                 reason: "the Redis backend has no exact or counting mode",
             }));
@@ -141,7 +142,7 @@ impl RedisDb {
         let order = ChunkOrder::after(&h);
         let ns = self.namespace(name, h.options)?;
         if ns.stats()?.count > 0 {
-            return Err(Error::Engine(crate::Error::NamespaceExists(name.to_owned())));
+            return Err(Error::Engine(urlseen_engine::Error::NamespaceExists(name.to_owned())));
         }
         Ok(RedisRestore { ns, order, done: false })
     }
@@ -155,7 +156,9 @@ impl RedisRestore {
     /// connection errors.
     pub fn load_chunk(&mut self, iter: i64, chunk: &[u8]) -> Result<bool> {
         if self.done {
-            return Err(Error::Engine(crate::Error::NamespaceExists(self.ns.name().to_owned())));
+            return Err(Error::Engine(urlseen_engine::Error::NamespaceExists(
+                self.ns.name().to_owned(),
+            )));
         }
         let data = self.order.check(iter, chunk)?;
         self.ns.restore_fingerprints(&data.recorded)?;

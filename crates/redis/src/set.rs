@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Error, RedisNamespace, RedisWindow, Result};
-use crate::options::NamespaceOptions;
+use urlseen_engine::NamespaceOptions;
 
 /// A namespace in Redis, with or without a recrawl window: what [`super::RedisDb::open_namespace`]
 /// opens. Cheap to clone.
@@ -34,7 +34,7 @@ impl RedisSet {
     }
 
     /// Check-and-insert of fingerprints with their URLs' host hashes (from
-    /// [`SeenSet::fingerprint_host`](crate::SeenSet::fingerprint_host)), which a plain
+    /// [`SeenSet::fingerprint_host`](urlseen_engine::SeenSet::fingerprint_host)), which a plain
     /// namespace's records keep for a forget by host; a window's generations keep none.
     ///
     /// # Errors
@@ -58,11 +58,11 @@ impl RedisSet {
     ///
     /// # Errors
     /// As [`RedisNamespace::forget_host`]; a window refuses
-    /// ([`crate::Error::ForgetByUnsupported`]): its generations keep no hosts in Redis.
+    /// ([`urlseen_engine::Error::ForgetByUnsupported`]): its generations keep no hosts in Redis.
     pub fn forget_host(&self, host: &str) -> Result<u64> {
         match self {
             RedisSet::Plain(ns) => ns.forget_host(host),
-            RedisSet::Window(w) => Err(Error::Engine(crate::Error::ForgetByUnsupported {
+            RedisSet::Window(w) => Err(Error::Engine(urlseen_engine::Error::ForgetByUnsupported {
                 name: w.name().to_owned(),
                 what: "by host",
                 reason: "it has a recrawl window in Redis, whose generations do not keep their \
@@ -72,7 +72,7 @@ impl RedisSet {
     }
 }
 
-impl crate::SeenSet for RedisSet {
+impl urlseen_engine::SeenSet for RedisSet {
     type Error = Error;
 
     fn fingerprint(&self, url: &str) -> Result<u64> {

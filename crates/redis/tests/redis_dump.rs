@@ -1,7 +1,6 @@
 //! Dump and restore between a data directory and Redis, both ways, in the same chunks: the
 //! copies know every URL, keep splitting, and bad chunks load nothing. Needs `redis-server`.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -9,8 +8,8 @@ mod redis_support;
 use redis_support::{Server, open};
 use urlseen_corpus::distinct_urls;
 use urlseen_engine::dump::MIN_CHUNK_BYTES;
-use urlseen_engine::redis::{RedisMode, RedisNamespace};
 use urlseen_engine::{Db, Error, LoadStep, NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
+use urlseen_redis::{RedisMode, RedisNamespace};
 
 fn small() -> NamespaceOptions {
     NamespaceOptions {
@@ -138,6 +137,6 @@ fn a_namespace_moves_from_a_data_directory_to_redis_and_back() {
     let header = exact.dump_chunk(0, MIN_CHUNK_BYTES).unwrap().data;
     assert!(matches!(
         db.restore("exact", &header),
-        Err(urlseen_engine::redis::Error::Engine(Error::DumpUnsupported { .. }))
+        Err(urlseen_redis::Error::Engine(Error::DumpUnsupported { .. }))
     ));
 }

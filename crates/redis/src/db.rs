@@ -93,12 +93,19 @@ pub struct RedisDb {
     pub(super) options: Arc<RedisOptions>,
 }
 
-impl crate::Db {
+/// `Db::open_redis`, the engine's facade opening the Redis backend, as it did while the backend
+/// was a feature of the engine: a trait, since this crate cannot add a method to
+/// [`Db`](urlseen_engine::Db) (`use urlseen_redis::OpenRedis`).
+pub trait OpenRedis {
     /// Opens the Redis backend (see [`RedisDb::open`]).
     ///
     /// # Errors
     /// See [`RedisDb::open`].
-    pub fn open_redis(options: impl Into<RedisOptions>) -> Result<RedisDb> {
+    fn open_redis(options: impl Into<RedisOptions>) -> Result<RedisDb>;
+}
+
+impl OpenRedis for urlseen_engine::Db {
+    fn open_redis(options: impl Into<RedisOptions>) -> Result<RedisDb> {
         RedisDb::open(options.into())
     }
 }
@@ -194,7 +201,7 @@ impl RedisDb {
         options.validate()?;
         if options.keep_urls {
             // A URL journal lives in a data directory; the Redis backend has none.
-            return Err(Error::Engine(crate::Error::InvalidOption {
+            return Err(Error::Engine(urlseen_engine::Error::InvalidOption {
                 name: "keep_urls",
                 reason: "keeping URLs (for a forget by prefix) is not supported with the Redis \
                          backend"
@@ -203,7 +210,7 @@ impl RedisDb {
         }
         if options.recrawl_after.is_some() {
             // A window is a tree per generation: `RedisDb::open_namespace` (redis/recrawl.rs).
-            return Err(Error::Engine(crate::Error::InvalidOption {
+            return Err(Error::Engine(urlseen_engine::Error::InvalidOption {
                 name: "recrawl_after",
                 reason: "a recrawl window in Redis is opened with RedisDb::open_namespace".into(),
             }));
@@ -243,11 +250,12 @@ impl RedisDb {
         // A namespace made before the default split threshold was lowered (its text says
         // threshold=1) keeps splitting where it did: a client with the default options opens it
         // with those it was made with.
-        let legacy = (options.split.threshold == crate::DEFAULT_SPLIT_THRESHOLD).then(|| {
-            let mut old = options.clone();
-            old.split.threshold = 1.0;
-            old
-        });
+        let legacy =
+            (options.split.threshold == urlseen_engine::DEFAULT_SPLIT_THRESHOLD).then(|| {
+                let mut old = options.clone();
+                old.split.threshold = 1.0;
+                old
+            });
         let ns = RedisNamespace {
             name: name.to_owned(),
             fingerprinter: Fingerprinter::new(&options),

@@ -17,8 +17,8 @@ use super::router::{Place, Req};
 use super::scripts::Script;
 use super::split::{Kind, LockedSplit};
 use super::{Error, RedisNamespace, Result, SplitOutcome, SplitStop};
-use crate::split;
-use crate::tree::NodeId;
+use urlseen_engine::split;
+use urlseen_engine::tree::NodeId;
 
 /// The hosts a client listed in the namespace's host dictionary (`urlseen:{ns}:hosts`), and
 /// those it must list before an insert may carry their hash. About 100 bytes of client RAM per
@@ -185,14 +185,17 @@ impl RedisNamespace {
     fn refusal(&self, host: &str, h: u32, s: Scan) -> Result<Option<Error>> {
         if s.unknown > 0 {
             return Ok(Some(
-                crate::Error::ForgetHostUnknown { name: self.name.clone(), records: s.unknown }
-                    .into(),
+                urlseen_engine::Error::ForgetHostUnknown {
+                    name: self.name.clone(),
+                    records: s.unknown,
+                }
+                .into(),
             ));
         }
         let listed = self.listed(h)?;
         if listed.iter().any(|l| l != host) {
             return Ok(Some(
-                crate::Error::HostHashShared {
+                urlseen_engine::Error::HostHashShared {
                     name: self.name.clone(),
                     host: host.to_owned(),
                     hash: h,
@@ -203,7 +206,7 @@ impl RedisNamespace {
         }
         if listed.is_empty() && s.carried > 0 {
             return Ok(Some(
-                crate::Error::HostHashUnlisted {
+                urlseen_engine::Error::HostHashUnlisted {
                     name: self.name.clone(),
                     host: host.to_owned(),
                     hash: h,
@@ -228,13 +231,15 @@ impl RedisNamespace {
     /// atomic over the namespace, each leaf's rebuild is).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidHost`]; [`crate::Error::ForgetHostUnknown`] if records of
-    /// unknown host exist (written by a build that kept no hosts, or with
-    /// [`crate::SeenSet::seen_fingerprints`]), [`crate::Error::HostHashShared`] and
-    /// [`crate::Error::HostHashUnlisted`] (the collision guard), all as [`Error::Engine`] and
-    /// forgetting nothing if found before the first leaf is rebuilt (a refusal met later, by a
-    /// host listed meanwhile, leaves the leaves rebuilt so far forgotten); Redis failures (the
-    /// leaves rebuilt so far stay forgotten, a leaf frozen is rebuilt whole by any client).
+    /// [`urlseen_engine::Error::InvalidHost`]; [`urlseen_engine::Error::ForgetHostUnknown`] if
+    /// records of unknown host exist (written by a build that kept no hosts, or with
+    /// [`urlseen_engine::SeenSet::seen_fingerprints`]),
+    /// [`urlseen_engine::Error::HostHashShared`] and
+    /// [`urlseen_engine::Error::HostHashUnlisted`] (the collision guard), all as
+    /// [`Error::Engine`] and forgetting nothing if found before the first leaf is rebuilt (a
+    /// refusal met later, by a host listed meanwhile, leaves the leaves rebuilt so far
+    /// forgotten); Redis failures (the leaves rebuilt so far stay forgotten, a leaf frozen is
+    /// rebuilt whole by any client).
     pub fn forget_host(&self, host: &str) -> Result<u64> {
         self.forget_host_as(host, None)
     }
@@ -251,8 +256,8 @@ impl RedisNamespace {
     }
 
     fn forget_host_as(&self, host: &str, stop: Option<SplitStop>) -> Result<u64> {
-        let host = crate::host::canonical_host(self.fingerprinter.canonicalizer(), host)?;
-        let h = crate::host::host_hash(&host, self.options.seed);
+        let host = urlseen_engine::host::canonical_host(self.fingerprinter.canonicalizer(), host)?;
+        let h = urlseen_engine::host::host_hash(&host, self.options.seed);
         self.complete_splits()?;
         let meta = self.retrying(|| self.refresh_meta())?;
         let leaves: Vec<NodeId> = meta.leaves().collect();
@@ -410,12 +415,12 @@ impl RedisNamespace {
 
 impl RedisNamespace {
     /// Check-and-insert of fingerprints with their host hashes (from
-    /// [`crate::SeenSet::fingerprint_host`] of this namespace, which lists each host in the
-    /// namespace's host dictionary before a record carries its hash); `hosts` empty: every
+    /// [`urlseen_engine::SeenSet::fingerprint_host`] of this namespace, which lists each host in
+    /// the namespace's host dictionary before a record carries its hash); `hosts` empty: every
     /// host unknown (a forget by host then refuses while such records exist).
     ///
     /// # Errors
-    /// As [`crate::SeenSet::seen_fingerprints`].
+    /// As [`urlseen_engine::SeenSet::seen_fingerprints`].
     ///
     /// # Panics
     /// If `out.len() != fps.len()`, or `hosts` is neither empty nor as long as `fps`.

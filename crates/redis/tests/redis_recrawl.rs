@@ -3,7 +3,6 @@
 //! window, the FPR bound and flat Redis memory over 3W, expiry by Redis with no client running
 //! (split children included), and exactly one "new" under concurrency.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -12,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis_support::{Server, open};
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisSet, RedisWindow};
 use urlseen_engine::{Clock, FakeClock, NamespaceOptions, SeenSet};
+use urlseen_redis::{RedisDb, RedisMode, RedisSet, RedisWindow};
 
 /// The next boundary of a 1 s slot after the real time, plus `offset` ms: a fake clock that
 /// is never behind the real one (Redis expires generations by its own clock).
@@ -47,14 +46,14 @@ fn urls(tag: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("https://{tag}.example/page/{i}")).collect()
 }
 
-fn count_new(set: &impl SeenSet<Error = urlseen_engine::redis::Error>, urls: &[String]) -> usize {
+fn count_new(set: &impl SeenSet<Error = urlseen_redis::Error>, urls: &[String]) -> usize {
     let fps: Vec<u64> = urls.iter().map(|u| set.fingerprint(u).unwrap()).collect();
     let mut out = vec![false; fps.len()];
     set.seen_fingerprints(&fps, &mut out).unwrap();
     out.iter().filter(|s| !**s).count()
 }
 
-fn count_held(set: &impl SeenSet<Error = urlseen_engine::redis::Error>, urls: &[String]) -> usize {
+fn count_held(set: &impl SeenSet<Error = urlseen_redis::Error>, urls: &[String]) -> usize {
     let fps: Vec<u64> = urls.iter().map(|u| set.fingerprint(u).unwrap()).collect();
     let mut out = vec![false; fps.len()];
     set.contains_fingerprints(&fps, &mut out).unwrap();

@@ -1,5 +1,5 @@
-//! Recrawl windows in Redis: the generations of [`crate::recrawl`], each a [`RedisNamespace`]
-//! of its own.
+//! Recrawl windows in Redis: the generations of [`urlseen_engine::recrawl`], each a
+//! [`RedisNamespace`] of its own.
 //!
 //! A namespace `news` with a window `W` of `g` generations is, in Redis:
 //!
@@ -31,18 +31,18 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::fingerprint::Fingerprinter;
 use ::redis::Value;
 use parking_lot::Mutex;
+use urlseen_engine::fingerprint::Fingerprinter;
 
 use super::router::{Layout, Place, Req};
 use super::{
     Backoff, Error, RedisDb, RedisNamespace, RedisSet, RedisStats, Result, meta_key, meta_place,
     namespace_key, node_key,
 };
-use crate::options::NamespaceOptions;
-use crate::recrawl::{Clock, GenerationReport, RecrawlReport, SystemClock};
-use crate::tree::NodeId;
+use urlseen_engine::NamespaceOptions;
+use urlseen_engine::recrawl::{Clock, GenerationReport, RecrawlReport, SystemClock};
+use urlseen_engine::tree::NodeId;
 
 /// Longest time a generation's keys outlive its window: the clock skew tolerated between
 /// clients (one whose clock is behind still reads a generation this long after others stopped).
@@ -109,7 +109,7 @@ pub struct RedisWindow {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RedisWindowStats {
-    /// The window, its generations (as [`crate::NamespaceStats::recrawl`] reports them):
+    /// The window, its generations (as [`urlseen_engine::NamespaceStats::recrawl`] reports them):
     /// `memory_bytes` is the filters this client holds for the generation, `disk_bytes` the
     /// bytes of its fingerprint logs in Redis.
     pub report: RecrawlReport,
@@ -137,7 +137,8 @@ impl RedisDb {
         self.open_namespace_with(name, options, Arc::new(SystemClock))
     }
 
-    /// [`RedisDb::open_namespace`] with a clock (a [`FakeClock`](crate::FakeClock) in tests).
+    /// [`RedisDb::open_namespace`] with a clock (a [`FakeClock`](urlseen_engine::FakeClock) in
+    /// tests).
     ///
     /// # Errors
     /// As [`RedisDb::open_namespace`].
@@ -458,8 +459,9 @@ impl RedisWindow {
         Ok(())
     }
 
-    /// Check-and-insert (see [`SeenSet::seen_fingerprints`](crate::SeenSet::seen_fingerprints)):
-    /// "seen" if a live generation holds it, else recorded in the current one.
+    /// Check-and-insert (see
+    /// [`SeenSet::seen_fingerprints`](urlseen_engine::SeenSet::seen_fingerprints)): "seen" if a
+    /// live generation holds it, else recorded in the current one.
     pub(super) fn seen(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         let now = self.clock.now_millis();
         let gens = self.generations(now, true)?;
@@ -475,7 +477,7 @@ impl RedisWindow {
             .map(|(i, (f, _))| (*f, i))
             .unzip();
         let mut answers = vec![false; rest.len()];
-        crate::SeenSet::seen_fingerprints(&*current.ns, &rest, &mut answers)?;
+        urlseen_engine::SeenSet::seen_fingerprints(&*current.ns, &rest, &mut answers)?;
         // Early in a slot, a client whose clock is behind may still record in the previous
         // generation a URL this one has just recorded here: look there again for the URLs
         // answered new, so that only a record made after this look answers new twice.
@@ -486,7 +488,7 @@ impl RedisWindow {
                 rest.iter().zip(&answers).filter(|(_, s)| !**s).map(|(f, _)| *f).collect();
             if !fresh.is_empty() {
                 let mut there = vec![false; fresh.len()];
-                crate::SeenSet::contains_fingerprints(&*previous.ns, &fresh, &mut there)?;
+                urlseen_engine::SeenSet::contains_fingerprints(&*previous.ns, &fresh, &mut there)?;
                 let mut there = there.into_iter();
                 for a in answers.iter_mut().filter(|a| !**a) {
                     *a = there.next().unwrap_or(false);
@@ -541,7 +543,7 @@ fn union(gens: &[Arc<Gen>], fps: &[u64], out: &mut [bool]) -> Result<()> {
     out.fill(false);
     let mut hit = vec![false; fps.len()];
     for g in gens {
-        crate::SeenSet::contains_fingerprints(&*g.ns, fps, &mut hit)?;
+        urlseen_engine::SeenSet::contains_fingerprints(&*g.ns, fps, &mut hit)?;
         for (o, h) in out.iter_mut().zip(&hit) {
             *o |= *h;
         }
@@ -549,11 +551,11 @@ fn union(gens: &[Arc<Gen>], fps: &[u64], out: &mut [bool]) -> Result<()> {
     Ok(())
 }
 
-impl crate::SeenSet for RedisWindow {
+impl urlseen_engine::SeenSet for RedisWindow {
     type Error = Error;
 
     fn fingerprint(&self, url: &str) -> Result<u64> {
-        Ok(self.fingerprinter.fingerprint(url).map_err(crate::Error::from)?)
+        Ok(self.fingerprinter.fingerprint(url).map_err(urlseen_engine::Error::from)?)
     }
 
     fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {

@@ -5,7 +5,6 @@
 //! completed by another client. `URLSEEN_FORGET_URLS=1000000` runs the big case on 1M URLs
 //! (see `docs/forget.md`); CI runs 100,000.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -16,8 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use redis_support::{Server, options};
-use urlseen_engine::redis::{Error, RedisDb, RedisMode, RedisNamespace};
 use urlseen_engine::{NamespaceOptions, SeenSet};
+use urlseen_redis::{Error, RedisDb, RedisMode, RedisNamespace};
 
 const HOSTS: usize = 1_000;
 
@@ -302,7 +301,7 @@ fn records_without_a_host_make_a_forget_refuse() {
 /// forget run again finishes the rest.
 #[test]
 fn a_forget_whose_client_dies_part_way_is_completed_by_others() {
-    use urlseen_engine::redis::SplitStop;
+    use urlseen_redis::SplitStop;
     for (k, stop) in [SplitStop::AfterFreeze, SplitStop::AfterChunks(1)].into_iter().enumerate() {
         let server = Server::start();
         let urls = corpus(20_000, "crash");

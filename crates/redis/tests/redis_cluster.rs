@@ -1,7 +1,6 @@
 //! The Redis backend on a real 3-master Redis Cluster (`redis-cli --cluster create`): leaves
 //! spread over the masters' slots, shared by several clients while they split.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -12,8 +11,8 @@ use std::thread;
 
 use redis_support::{Cluster, new_in_order, open};
 use urlseen_corpus::distinct_urls;
-use urlseen_engine::redis::RedisMode;
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
+use urlseen_redis::RedisMode;
 
 fn small() -> NamespaceOptions {
     NamespaceOptions {

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use urlseen_engine::redis::{RedisDb, RedisMode, RedisNamespace, RedisOptions};
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
+use urlseen_redis::{RedisDb, RedisMode, RedisNamespace, RedisOptions};
 
 /// Fails the test with an actionable message if the Redis binaries are not installed.
 pub fn require(binary: &str) -> PathBuf {

@@ -8,7 +8,7 @@ use super::*;
 pub enum Error {
     /// An engine error (an invalid URL, an invalid option).
     #[error(transparent)]
-    Engine(#[from] crate::Error),
+    Engine(#[from] urlseen_engine::Error),
     /// A connection to a Redis node failed (refused, reset, timed out).
     #[error("redis {node}: {source}")]
     Redis {

@@ -1,7 +1,6 @@
 //! The Redis backend against real `redis-server` processes: shared namespaces, splits under
 //! load, a split worker that dies, a Redis that dies and comes back, the Fig. 9 layout.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -12,8 +11,8 @@ use std::thread;
 
 use redis_support::{Server, new_in_order, open, small};
 use urlseen_corpus::distinct_urls;
-use urlseen_engine::redis::{RedisMode, SplitOutcome, SplitStop};
 use urlseen_engine::{NamespaceOptions, SeenSet, SplitMode, SplitPolicy};
+use urlseen_redis::{RedisMode, SplitOutcome, SplitStop};
 
 /// Four "processes" (each its own client, so its own replicas and connections) feed the same
 /// URLs in different orders while leaves split: every URL is new for at most one of them, the
@@ -83,7 +82,7 @@ fn processes_sharing_a_namespace_get_one_new_per_url() {
 #[test]
 fn threads_with_overlapping_round_trips_get_one_new_per_url() {
     let server = Server::start();
-    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+    let db = urlseen_redis::RedisDb::open(urlseen_redis::RedisOptions {
         inflight_per_leaf: 4,
         ..redis_support::options(vec![server.url()], RedisMode::Single)
     })
@@ -216,8 +215,8 @@ fn a_log_that_lost_entries_is_refused_not_read_again() {
     // it still answers "seen": those URLs were recorded.)
     assert!(a.seen_batch(&first).unwrap().iter().all(|&s| s));
     match a.seen_batch(&distinct_urls(16, 100)) {
-        Err(urlseen_engine::redis::Error::LostData {
-            lost: urlseen_engine::redis::Lost::Entries { had, now, .. },
+        Err(urlseen_redis::Error::LostData {
+            lost: urlseen_redis::Lost::Entries { had, now, .. },
             ..
         }) => assert_eq!(had, 1_000, "had {had}, now {now}"),
         other => panic!("a log that lost entries was not refused: {other:?}"),
@@ -260,7 +259,7 @@ fn a_wiped_redis_is_refused_by_clients_that_read_nothing() {
     for (who, ns) in [("idle", &idle), ("one-leaf", &one)] {
         // The recorded URLs: refused, never answered new.
         match ns.seen_batch(&recorded) {
-            Err(e @ urlseen_engine::redis::Error::LostData { .. }) => {
+            Err(e @ urlseen_redis::Error::LostData { .. }) => {
                 let msg = e.to_string();
                 assert!(msg.contains("redis lost data"), "{who}: {msg}");
                 assert!(msg.contains("metadata is gone"), "{who}: {msg}");
@@ -292,8 +291,8 @@ fn a_deleted_key_is_refused() {
     assert!(
         matches!(
             err,
-            urlseen_engine::redis::Error::LostData {
-                lost: urlseen_engine::redis::Lost::Entries { leaf: 1, now: 0, .. },
+            urlseen_redis::Error::LostData {
+                lost: urlseen_redis::Lost::Entries { leaf: 1, now: 0, .. },
                 ..
             }
         ),
@@ -319,7 +318,7 @@ fn a_deleted_key_is_refused() {
 #[test]
 fn a_redis_that_comes_back_within_the_budget_is_waited_for() {
     let mut server = Server::start_durable();
-    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+    let db = urlseen_redis::RedisDb::open(urlseen_redis::RedisOptions {
         retry_for: std::time::Duration::from_secs(10),
         ..redis_support::options(vec![server.url()], RedisMode::Single)
     })
@@ -358,7 +357,7 @@ fn a_redis_that_comes_back_within_the_budget_is_waited_for() {
     assert_eq!(lost, 0, "{lost} URLs answered new are lost ({fps} answered seen)");
 
     // Down for good: the budget (here 1 s) runs out with an error saying so.
-    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+    let db = urlseen_redis::RedisDb::open(urlseen_redis::RedisOptions {
         retry_for: std::time::Duration::from_secs(1),
         ..redis_support::options(vec![server.url()], RedisMode::Single)
     })
@@ -378,15 +377,12 @@ fn a_redis_that_comes_back_within_the_budget_is_waited_for() {
     assert!(err.to_string().contains("redis unavailable: gave up after retrying"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
     // Opening waits the same way.
-    let err = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+    let err = urlseen_redis::RedisDb::open(urlseen_redis::RedisOptions {
         retry_for: std::time::Duration::from_millis(300),
         ..redis_support::options(vec![format!("redis://127.0.0.1:{port}/")], RedisMode::Auto)
     })
     .unwrap_err();
-    assert!(
-        matches!(err, urlseen_engine::redis::Error::Unavailable { attempts: 2.., .. }),
-        "{err}"
-    );
+    assert!(matches!(err, urlseen_redis::Error::Unavailable { attempts: 2.., .. }), "{err}");
 }
 
 /// Writers insert their own URLs while leaves split under them; after every batch each checks
@@ -687,7 +683,7 @@ fn an_insert_whose_reply_is_lost_is_answered_new() {
     use std::sync::atomic::Ordering;
     let server = Server::start();
     let proxy = CuttingProxy::start(server.port);
-    let db = urlseen_engine::redis::RedisDb::open(urlseen_engine::redis::RedisOptions {
+    let db = urlseen_redis::RedisDb::open(urlseen_redis::RedisOptions {
         retry_for: std::time::Duration::from_secs(5),
         ..redis_support::options(
             vec![format!("redis://127.0.0.1:{}/", proxy.port)],
@@ -744,7 +740,7 @@ fn a_namespace_of_metadata_format_1_is_opened_as_it_is() {
     let before = ns.stats().unwrap();
     assert_eq!((before.count, before.leaves.len()), (1_499, 6), "the fixture as written");
     let old = distinct_urls(71, 1_500);
-    let seen = |ns: &urlseen_engine::redis::RedisNamespace, urls: &[String]| {
+    let seen = |ns: &urlseen_redis::RedisNamespace, urls: &[String]| {
         urls.iter().filter(|u| ns.contains(u).unwrap()).count()
     };
     // One of the 1,500 was a false positive when written, never recorded.

@@ -1,8 +1,9 @@
-//! The DSBF with its leaves in Redis or Redis Cluster (feature `redis`): one URL-seen set shared
-//! by any number of crawler processes on any number of machines (seed 000).
+//! The DSBF with its leaves in Redis or Redis Cluster: one URL-seen set shared by any number of
+//! crawler processes on any number of machines (seed 000).
 //!
 //! ```no_run
 //! use urlseen_engine::{Db, NamespaceOptions, SeenSet};
+//! use urlseen_redis::OpenRedis;
 //!
 //! // One server; or "redis://a:6379/,redis://b:6379/" (independent servers or cluster seeds),
 //! // or a `RedisOptions` with timeouts and the mode set.
@@ -10,8 +11,17 @@
 //! let ns = db.namespace("crawl", NamespaceOptions::default())?;
 //! assert!(!ns.seen("https://example.com/a")?); // new, now recorded for every process
 //! assert!(ns.seen("https://EXAMPLE.com/a")?); // the same canonical URL
-//! # Ok::<(), urlseen_engine::redis::Error>(())
+//! # Ok::<(), urlseen_redis::Error>(())
 //! ```
+//!
+//! # A crate over the engine
+//! This was the engine's feature `redis` (`urlseen_engine::redis::…`, now `urlseen_redis::…`).
+//! A namespace here is the engine's tree with its leaves elsewhere, so it uses the engine's
+//! geometry: the routes (`urlseen_engine::routing`), the split protocol
+//! (`urlseen_engine::split`), the sizes and seeds of [`TreeParams`], the dump format
+//! (`urlseen_engine::dump`) and the host hashes. What of it is not the engine's API is public
+//! there and `#[doc(hidden)]`, so this crate builds on the engine's public surface alone, and
+//! the engine has no code of Redis's.
 //!
 //! # Design, in one paragraph
 //! A leaf is stored in Redis as its **fingerprint log** (a string of 8-byte fingerprints, append
@@ -42,8 +52,8 @@
 //! - [`RedisNamespace::forget_host`] rebuilds the leaves holding the host's URLs as new leaves
 //!   (never rewriting a log others index by offset); another client's answers show it at most
 //!   [`RedisOptions::meta_poll`] later. Records keep their host only when written with one
-//!   ([`crate::SeenSet::fingerprint_host`], `seen`, `seen_batch`): `seen_fingerprints` alone
-//!   records hosts as unknown, and a forget by host then refuses.
+//!   ([`urlseen_engine::SeenSet::fingerprint_host`], `seen`, `seen_batch`):
+//!   `seen_fingerprints` alone records hosts as unknown, and a forget by host then refuses.
 
 mod db;
 mod dump;
@@ -68,14 +78,8 @@ use ::redis::Value;
 use parking_lot::{Mutex, RwLock};
 use urlseen_filter::{BlockedBloom, hash};
 
-use crate::fingerprint::Fingerprinter;
-use crate::options::{NamespaceOptions, SplitMode};
-use crate::routing::{Paths, Routing};
-pub use crate::split::SplitOutcome;
-use crate::tree::params::probe_seed;
-use crate::tree::{Level, NodeId, TreeParams};
 use db::Backoff;
-pub use db::{RedisDb, RedisMode, RedisOptions};
+pub use db::{OpenRedis, RedisDb, RedisMode, RedisOptions};
 pub use dump::RedisRestore;
 pub use error::{Error, Lost, Result};
 use meta::{Meta, State};
@@ -84,6 +88,11 @@ use replica::{LeafCell, SyncReply};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
 pub use set::RedisSet;
+use urlseen_engine::fingerprint::Fingerprinter;
+use urlseen_engine::routing::{Paths, Routing};
+pub use urlseen_engine::split::SplitOutcome;
+use urlseen_engine::tree::{Level, NodeId, TreeParams};
+use urlseen_engine::{NamespaceOptions, SplitMode};
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes
 /// (and what a recrawl window's generation, or a lifetime, gives its expiry: `lifetime.rs`).

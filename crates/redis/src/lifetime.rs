@@ -30,7 +30,7 @@
 
 use super::router::{Layout, Place, Req, Router};
 use super::*;
-use crate::{Expiry, ExpiryUpdate};
+use urlseen_engine::{Expiry, ExpiryUpdate};
 
 /// How far (ms) a known lifetime may be in the future for a missing metadata to count as
 /// expired rather than lost: the clock skew tolerated between clients and Redis.

@@ -26,8 +26,8 @@
 
 use ::redis::Value;
 
-use crate::routing::{Directory, Routing, Shape};
-use crate::tree::{Level, NodeId, TreeParams};
+use urlseen_engine::routing::{Directory, Routing, Shape};
+use urlseen_engine::tree::{Level, NodeId, TreeParams};
 
 /// A node's role.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +326,8 @@ pub(crate) fn parse_node(rec: &str) -> Result<Node, String> {
 
 #[cfg(test)]
 mod tests {
+    use urlseen_engine::NamespaceOptions;
+
     use super::*;
 
     fn bulk(s: &str) -> Value {
@@ -358,7 +360,7 @@ mod tests {
 
     #[test]
     fn format_2_sizes_nodes_by_depth_and_place_and_a_forget_keeps_its_parents() {
-        let options = crate::NamespaceOptions { capacity: 1_000, ..Default::default() };
+        let options = NamespaceOptions { capacity: 1_000, ..Default::default() };
         let params = TreeParams::from(&options);
         // Leaf 1 split into 3 and 4; leaf 2 forgot a host into 5, which split into 8 and 9;
         // leaf 4 split into 6 and 7; leaf 3's forget was refused after its freeze (one child,
@@ -456,7 +458,7 @@ mod tests {
             }
             let reply = Value::Array(fields.iter().map(|s| bulk(s)).collect());
             if let Ok(mut meta) = Meta::parse(&reply) {
-                let options = crate::NamespaceOptions { capacity: 1_000, ..Default::default() };
+                let options = NamespaceOptions { capacity: 1_000, ..Default::default() };
                 meta.size(&TreeParams::from(&options), &Meta::empty());
                 // Every node under the root (a damaged record can orphan others: never routed
                 // to, they need no size).

@@ -221,11 +221,7 @@ impl RedisNamespace {
         Arc::clone(leaves.entry(id).or_insert_with(|| {
             Arc::new(LeafCell {
                 replica: RwLock::new(Replica {
-                    filter: BlockedBloom::new(
-                        level.bits,
-                        level.hashes,
-                        probe_seed(self.params.seed),
-                    ),
+                    filter: BlockedBloom::new(level.bits, level.hashes, self.params.probe_seed()),
                     synced: 0,
                     state: LeafState::Active,
                     last: [0; 8],

@@ -3,7 +3,6 @@
 //! client; `PERSIST` clears it everywhere; an expired namespace is gone for every client.
 //! Real `redis-server`s (one, and a 3-master cluster), each on free ports.
 
-#![cfg(feature = "redis")]
 #![allow(clippy::unwrap_used, reason = "tests: a failed unwrap is a failed test")]
 
 mod redis_support;
@@ -13,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis_support::{Cluster, Server, open, options, small};
 use urlseen_corpus::distinct_urls;
-use urlseen_engine::redis::{Error, RedisDb, RedisMode, SplitOutcome, SplitStop};
 use urlseen_engine::{Expiry, ExpiryUpdate, SeenSet, SplitMode};
+use urlseen_redis::{Error, RedisDb, RedisMode, SplitOutcome, SplitStop};
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
@@ -77,7 +76,7 @@ fn every_key_expires_together_also_those_later_splits_of_another_client_make() {
     let a = open(vec![server.url()], RedisMode::Single);
     // Client B opened the namespace before the EXPIRE and does not poll the metadata: its
     // splits read it when they start.
-    let b = RedisDb::open(urlseen_engine::redis::RedisOptions {
+    let b = RedisDb::open(urlseen_redis::RedisOptions {
         meta_poll: Duration::from_secs(3_600),
         ..options(vec![server.url()], RedisMode::Single)
     })
