@@ -9,8 +9,10 @@
 //! policy's to say ([`Fsync::commit_syncs`]), in one place.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+
+use once_cell::race::OnceBox;
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -46,8 +48,9 @@ pub(crate) enum Backing {
     /// A namespace directory in a data directory.
     Durable(Box<Durable>),
     /// A small namespace in its data directory's journal, until it moves to a directory of its
-    /// own (see `crate::small_journal`).
-    Journal(Box<InJournal>),
+    /// own (see `crate::small_journal`). Held inline: a million of them in a box each would
+    /// cost 32 bytes more a namespace.
+    Journal(InJournal),
 }
 
 /// A small namespace's place in the journal, and its directory once it moved there.
@@ -57,8 +60,9 @@ pub(crate) struct InJournal {
     pub id: u32,
     /// Set (once) when its list became a tree in a directory of its own: from then on the
     /// namespace is [`Backing::Durable`] in all but name. (Boxed: a log's state is a few
-    /// hundred bytes, which a million small namespaces would each carry unused.)
-    pub moved: OnceLock<Box<Durable>>,
+    /// hundred bytes, which a million small namespaces would each carry unused; a `OnceBox`
+    /// is one pointer, where a `OnceLock` of a box is two words.)
+    pub moved: OnceBox<Durable>,
 }
 
 impl Backing {
@@ -67,7 +71,7 @@ impl Backing {
         match self {
             Backing::Volatile => None,
             Backing::Durable(d) => Some(d),
-            Backing::Journal(j) => j.moved.get().map(|d| &**d),
+            Backing::Journal(j) => j.moved.get(),
         }
     }
 

@@ -39,8 +39,9 @@ type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 /// One crawl job's URL-seen set. Cheap to share (`Arc`), `Send + Sync`.
 #[derive(Debug)]
 pub struct Namespace {
-    /// Shared with its `Db`'s catalog.
-    name: Arc<str>,
+    /// Its own copy (a box: the catalog finds a namespace by the name it holds, and an `Arc`'s
+    /// counts would cost 16 bytes more in a million namespaces; see [`Self::shared_name`]).
+    name: Box<str>,
     /// Shared by every namespace made with equal options (see [`crate::options::shared`]).
     options: Arc<NamespaceOptions>,
     /// What decides "seen": read through [`Self::set`], which finds the tree a small list grew
@@ -219,8 +220,8 @@ impl Namespace {
                 }
             }
         }
-        let moved = std::sync::OnceLock::new();
-        let backing = Backing::Journal(Box::new(crate::backing::InJournal { journal, id, moved }));
+        let moved = once_cell::race::OnceBox::new();
+        let backing = Backing::Journal(crate::backing::InJournal { journal, id, moved });
         Self::from_parts(name, options, Set::Small(small), backing)
     }
 
@@ -396,9 +397,10 @@ impl Namespace {
         &self.name
     }
 
-    /// The name, shared (what its `Db`'s catalog keys it by).
+    /// The name, as the lists of namespaces with files of their own hold it (a copy: those
+    /// are the few namespaces that grew).
     pub(crate) fn shared_name(&self) -> Arc<str> {
-        Arc::clone(&self.name)
+        Arc::from(&*self.name)
     }
 
     /// The options it was created with.

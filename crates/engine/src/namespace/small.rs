@@ -20,8 +20,9 @@
 //! ([`SmallSet::grow`]; docs/durability.md, "Small namespaces: one journal").
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
 use super::{Set, keeps_positives};
@@ -144,7 +145,7 @@ pub(crate) fn small_set(
     }
     let source = leaves.for_small(workers)?;
     let list = List::default();
-    Some(SmallSet { list: Mutex::new(Some(list)), grown: OnceLock::new(), source })
+    Some(SmallSet { list: Mutex::new(Some(list)), grown: OnceBox::new(), source })
 }
 
 /// Whether a namespace made with `options` starts as a list (see [`small_set`]).
@@ -352,8 +353,9 @@ pub(crate) struct SmallSet {
     /// `None` once the tree took over (set first).
     list: Mutex<Option<List>>,
     /// The tree, once the list outgrew [`SMALL_MAX`] or something only a tree does was asked
-    /// (boxed: a small set is held inline in its namespace's [`Set`]).
-    grown: OnceLock<Box<Grown>>,
+    /// (boxed: a small set is held inline in its namespace's [`Set`]; a `OnceBox` is one
+    /// pointer, where a `OnceLock` of a box is two words).
+    grown: OnceBox<Grown>,
     /// Where the tree's leaves will go and its splits run.
     source: LeafSource,
 }
