@@ -111,7 +111,11 @@
 mod backend;
 mod backing;
 mod db;
-pub mod dump;
+// The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
+// crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
+// public but no part of the documented API, and may change in any release.
+#[doc(hidden)]
+pub mod dsbf;
 mod error;
 pub mod exact;
 pub mod fingerprint;
@@ -125,22 +129,15 @@ mod options;
 mod persist;
 pub mod recrawl;
 pub mod reserve;
-// The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
-// crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
-// public but no part of the documented API, and may change in any release.
-#[doc(hidden)]
-pub mod routing;
 mod small_journal;
-#[doc(hidden)]
-pub mod split;
-mod split_workers;
 pub mod storage;
 pub mod tree;
 mod url_journal;
 
 pub use backend::{SeenSet, SeenThenError};
 pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
-pub use dump::{DumpChunk, DumpReader, DumpWriter};
+pub use dsbf::dump;
+pub use dsbf::dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;
 pub use namespace::{

@@ -17,7 +17,7 @@ use super::router::{Place, Req};
 use super::scripts::Script;
 use super::split::{Kind, LockedSplit};
 use super::{Error, RedisNamespace, Result, SplitOutcome, SplitStop};
-use urlseen_engine::split;
+use urlseen_engine::dsbf::split;
 use urlseen_engine::tree::NodeId;
 
 /// The hosts a client listed in the namespace's host dictionary (`urlseen:{ns}:hosts`), and

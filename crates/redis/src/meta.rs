@@ -26,7 +26,7 @@
 
 use ::redis::Value;
 
-use urlseen_engine::routing::{Directory, Routing, Shape};
+use urlseen_engine::dsbf::routing::{Directory, Routing, Shape};
 use urlseen_engine::tree::{Level, NodeId, TreeParams};
 
 /// A node's role.

@@ -20,7 +20,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use crate::backing::Backing;
-use crate::dump::{ChunkOrder, Header, ITER_HEADER};
+use crate::dsbf::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;

@@ -143,7 +143,7 @@ impl TreeParams {
     /// The size of a leaf at `depth` whose filter has `bits` bits, if a tree with these
     /// parameters makes such leaves: its depth's size, or a split's spread one (see
     /// [`Self::split_level`]).
-    pub(super) fn level_of(&self, depth: u32, bits: u64) -> Option<Level> {
+    pub(crate) fn level_of(&self, depth: u32, bits: u64) -> Option<Level> {
         let level = self.level(depth);
         if bits == level.bits {
             return Some(level);
@@ -170,7 +170,7 @@ impl TreeParams {
 }
 
 /// `bits` less a share `share` of it, rounded up to whole 512-bit blocks (at least one).
-pub(super) fn shrunk_bits(bits: u64, share: f64) -> u64 {
+pub(crate) fn shrunk_bits(bits: u64, share: f64) -> u64 {
     ((bits as f64 * (1.0 - share)) as u64).div_ceil(512).max(1) * 512
 }
 
