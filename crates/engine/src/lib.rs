@@ -109,7 +109,7 @@
 //!   [`Db::in_memory`] keeps them on the heap, 12 bytes per URL (fingerprint and host hash).
 
 mod backend;
-mod backing;
+mod clock;
 mod db;
 // The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
 // crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
@@ -126,20 +126,24 @@ pub mod leaf_log;
 pub mod log;
 mod namespace;
 mod options;
-mod persist;
-pub mod recrawl;
-pub mod reserve;
 mod small_journal;
 pub mod storage;
 pub mod tree;
 mod url_journal;
 
 pub use backend::{SeenSet, SeenThenError};
+pub use clock::{Clock, FakeClock, SystemClock};
 pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
+pub use db::{NamespaceCheck, check_data_dir, repair_namespace};
 pub use dsbf::dump;
 pub use dsbf::dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
 pub use log::Fsync;
+pub use namespace::persist::{DbOptions, RecoveryReport, default_max_open_files};
+pub use namespace::recrawl;
+pub use namespace::recrawl::{GenerationReport, RecrawlReport};
+pub use namespace::reservation as reserve;
+pub use namespace::reservation::Reservation;
 pub use namespace::{
     CountingReport, ExactReport, LeafReport, ManyOp, Namespace, NamespaceStats, PersistenceStats,
     Usage,
@@ -148,12 +152,6 @@ pub use options::{
     DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,
     MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
-pub use persist::{
-    DbOptions, NamespaceCheck, RecoveryReport, check_data_dir, default_max_open_files,
-    repair_namespace,
-};
-pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};
-pub use reserve::Reservation;
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub use urlseen_canon::{Options as CanonOptions, Profile};
 /// RAM the process's leaf filters keep idle for reuse (see [`urlseen_filter::arena_idle_bytes`]):

@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::error::{Error, Result};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::options::NamespaceOptions;
-use crate::persist::{decode_meta, encode_meta};
+use crate::options::{decode_meta, encode_meta};
 use crate::storage::Storage;
 
 /// The journal's file in a data directory.

@@ -48,7 +48,7 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::error::{Error, Result};
 use crate::options::NamespaceOptions;
-use crate::persist::{decode_meta, encode_meta};
+use crate::options::{decode_meta, encode_meta};
 use crate::tree::{DumpPos, NodeId};
 
 /// The largest chunk `BF.SCANDUMP` returns (RedisBloom's `MAX_SCANDUMP_SIZE`).

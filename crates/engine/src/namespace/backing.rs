@@ -14,10 +14,10 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, MutexGuard};
 
+use super::persist::RecoveryReport;
 use crate::error::{Error, Result};
 use crate::leaf_log::LeafStore;
 use crate::log::{FingerprintLog, LogHold, RecordKind};
-use crate::persist::RecoveryReport;
 use crate::small_journal::SmallJournal;
 use crate::storage::Storage;
 use crate::tree::{Dsbf, Logged};

@@ -4,6 +4,10 @@ use urlseen_filter::plan;
 
 use crate::error::{Error, Result};
 
+mod meta;
+
+pub(crate) use meta::{decode_meta, encode_meta};
+
 /// The default seed: fixed, so two processes that open the same namespace with default options
 /// compute the same fingerprints and the same bits.
 pub const DEFAULT_SEED: u64 = 0x7572_6c73_6565_6e31; // "urlseen1"

@@ -36,17 +36,15 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard};
 use serde::Serialize;
 
-mod clock;
-
-pub use clock::{Clock, FakeClock, SystemClock};
+pub use crate::clock::{Clock, FakeClock, SystemClock};
 
 use crate::error::{Error, Result};
 use crate::host_dict::HostDict;
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::namespace::Namespace;
+use crate::namespace::persist::{self, Access, DbOptions};
+use crate::namespace::reservation::Reservation;
 use crate::options::NamespaceOptions;
-use crate::persist::{self, Access, DbOptions};
-use crate::reserve::Reservation;
 use crate::tree::SplitWorkers;
 
 /// Most generations a window may have.
