@@ -90,8 +90,8 @@ use scripts::Script;
 pub use set::RedisSet;
 use urlseen_engine::dsbf::routing::{Paths, Routing};
 pub use urlseen_engine::dsbf::split::SplitOutcome;
+use urlseen_engine::dsbf::{Level, NodeId, TreeParams};
 use urlseen_engine::fingerprint::Fingerprinter;
-use urlseen_engine::tree::{Level, NodeId, TreeParams};
 use urlseen_engine::{NamespaceOptions, SplitMode};
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes

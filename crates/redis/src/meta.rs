@@ -27,7 +27,7 @@
 use ::redis::Value;
 
 use urlseen_engine::dsbf::routing::{Directory, Routing, Shape};
-use urlseen_engine::tree::{Level, NodeId, TreeParams};
+use urlseen_engine::dsbf::{Level, NodeId, TreeParams};
 
 /// A node's role.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -46,10 +46,20 @@ use urlseen_canon::CANON_VERSION;
 use urlseen_filter::frame::{Format, FormatError};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
+use super::NodeId;
 use crate::error::{Error, Result};
 use crate::options::NamespaceOptions;
 use crate::options::{decode_meta, encode_meta};
-use crate::tree::{DumpPos, NodeId};
+
+/// Where a dump is in a tree: node id, and records of that node's log already dumped (see
+/// [`Dsbf::dump_records`](crate::tree::Dsbf::dump_records)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpPos {
+    /// The node whose log is being dumped.
+    pub node: NodeId,
+    /// Records of its log already dumped.
+    pub records: u64,
+}
 
 /// The largest chunk `BF.SCANDUMP` returns (RedisBloom's `MAX_SCANDUMP_SIZE`).
 pub const MAX_CHUNK_BYTES: usize = 16 << 20;

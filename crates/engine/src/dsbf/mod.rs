@@ -13,3 +13,6 @@ pub mod routing;
 pub mod split;
 
 pub use params::{Level, SPLIT_SPREAD, TreeParams};
+
+/// Index of a node in a tree: the root is 0, and a split's children take the next free ids.
+pub type NodeId = u32;

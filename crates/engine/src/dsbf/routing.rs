@@ -20,8 +20,8 @@
 
 use urlseen_filter::hash;
 
+use super::NodeId;
 use crate::dsbf::params::level_seed;
-use crate::tree::NodeId;
 
 /// How a tree routes fingerprints (see the module docs). Stored in the snapshot header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

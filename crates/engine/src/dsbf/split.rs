@@ -19,7 +19,7 @@
 //! each child keeps a migration cursor, and a child splits only after its parent is inner.
 //! [`SplitHome`] is the seam: a home implements the three steps, and [`run`] drives them.
 
-use crate::tree::NodeId;
+use super::NodeId;
 
 /// Where a node stands, as its home publishes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

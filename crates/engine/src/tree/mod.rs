@@ -85,17 +85,16 @@ mod split;
 mod split_workers;
 mod stats;
 
+pub use crate::dsbf::NodeId;
+pub use crate::dsbf::dump::DumpPos;
 pub use crate::dsbf::params::{Level, SPLIT_SPREAD, TreeParams};
 pub use forget::ForgetCount;
 use route::{Route, Walk};
 pub(crate) use snapshot::SNAPSHOT_FORMAT;
 use snapshot::{Capture, Retained};
-pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
+pub use snapshot::{LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
 use split::Frozen;
 pub use stats::{LeafStats, TreeSizes, TreeStats};
-
-/// Index of a node in the tree.
-pub type NodeId = u32;
 
 const ROOT: NodeId = 0;
 /// Items handed to a leaf filter's batched insert at once: enough for its prefetch window to
