@@ -138,7 +138,6 @@ pub use db::{NamespaceCheck, check_data_dir, repair_namespace};
 pub use dsbf::dump;
 pub use dsbf::dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
-pub use log::Fsync;
 pub use namespace::persist::{DbOptions, RecoveryReport, default_max_open_files};
 pub use namespace::recrawl;
 pub use namespace::recrawl::{GenerationReport, RecrawlReport};
@@ -149,7 +148,7 @@ pub use namespace::{
     Usage,
 };
 pub use options::{
-    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,
+    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD, Fsync,
     MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};

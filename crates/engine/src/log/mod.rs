@@ -28,16 +28,14 @@
 //! the writers queued behind it find their records already durable. Under load one fsync covers
 //! many batches, which is what keeps `always` fast.
 
-mod policy;
 mod record;
 
-pub use policy::Fsync;
+pub use crate::options::Fsync;
 use record::{MAX_PAYLOAD, encode_record, parse_stream};
 pub use record::{Record, RecordKind};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;

@@ -27,6 +27,7 @@ pub(crate) mod persist;
 pub mod recrawl;
 pub mod reservation;
 mod reserve;
+mod seen_set;
 mod small;
 mod stats;
 mod unload;

@@ -4,8 +4,10 @@ use urlseen_filter::plan;
 
 use crate::error::{Error, Result};
 
+mod fsync;
 mod meta;
 
+pub use fsync::Fsync;
 pub(crate) use meta::{decode_meta, encode_meta};
 
 /// The default seed: fixed, so two processes that open the same namespace with default options
