@@ -22,7 +22,7 @@
 //! ```text
 //! "URLSEEND" | version u16 (1) | kind u8 (1 header, 2 data) | flags u8 (1: final)
 //! | body length u32 | body | xxh3_64 of everything before, u64
-//! header body: identity u64 | count u64 | kept u64 | namespace meta (see `persist`: name,
+//! header body: identity u64 | count u64 | kept u64 | namespace meta (see `options::meta`: name,
 //!              options, canonicalization version, with its own checksum)
 //! data body:   identity u64 | from iterator i64 | next iterator i64 | recorded n u32
 //!              | kept n u32 | recorded fingerprints u64… | kept fingerprints u64…

@@ -215,7 +215,7 @@ impl FingerprintLog {
     /// Creates a new, empty log at `path` (replacing nothing: the caller checks it is new),
     /// durably (synced) unless the policy promises less than that ([`Fsync::commit_syncs`]):
     /// then a power loss before the next sync may leave it missing or short of its header,
-    /// which recovery takes for an empty log (see `crate::persist`).
+    /// which recovery takes for an empty log (see `crate::namespace::persist`).
     ///
     /// # Errors
     /// [`Error::Io`].

@@ -1,5 +1,6 @@
-//! A data directory: what is on disk, how a namespace is created and recovered (its checkpoints:
-//! `crate::backing`; its meta file, `check` and the directory lock: the submodules).
+//! How a namespace is created and recovered in a data directory, and what is on disk (its
+//! checkpoints: `super::backing`; its meta file: `crate::options::meta`; `urlseen check` and
+//! the directory lock: the `db` layer's `check` and `lock`, above every kind of namespace).
 //!
 //! ```text
 //! DIR/LOCK                      held (flock) by the process that has the directory open
