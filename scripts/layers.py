@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The layering rule of a crate, checked from its `use` lines: no circle of imports spans two of
-its top-level modules (README.md, "Layout").
+its top-level modules, and none imports from a layer above its own (README.md, "Layout").
 
     python3 scripts/layers.py crates/server/src [--show]
 
@@ -9,6 +9,15 @@ the crate root re-exports, `crate::Name`, counts as its module) is an arrow from
 top-level module to `a`. Exits 1, naming the modules and the imports that tie them, if the
 arrows between top-level modules make a circle; `--show` also prints every module with what it
 imports, bottom first.
+
+A crate root (lib.rs or main.rs) may declare its layers, bottom first, one comment line each:
+
+    // layer: error storage options
+    // layer: tree
+
+Then every top-level module must be in one of them (a new module takes its place in the
+declaration), and an arrow from a module to one of a higher layer fails too, naming the files.
+Modules of one layer may import each other (the circle check still holds between them).
 """
 
 from __future__ import annotations
@@ -64,6 +73,32 @@ def reexports(root: Path) -> dict[str, str]:
         for name in re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[,}]|$)", rest):
             names.setdefault(name, module)
     return names
+
+
+LAYER = re.compile(r"^\s*//\s*layer:\s*(.+)$", re.M)
+
+
+def declared_layers(root: Path) -> list[list[str]]:
+    """The layers the crate root declares, bottom first (none: no order to check)."""
+    for name in ("lib.rs", "main.rs"):
+        lib = root / name
+        if lib.exists():
+            return [line.split() for line in LAYER.findall(lib.read_text())]
+    return []
+
+
+def upward(graph: dict[str, dict[str, set[str]]], layers: list[list[str]]) -> list[str]:
+    """What breaks the declared order: modules no layer names, names no module has, and
+    arrows up."""
+    rank = {m: i for i, layer in enumerate(layers) for m in layer}
+    problems = [f"{m}: in no declared layer" for m in sorted(graph) if m not in rank]
+    problems += [f"{m}: declared, but no such module" for m in sorted(rank) if m not in graph]
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            if a in rank and b in rank and rank[b] > rank[a]:
+                files = ", ".join(sorted(graph[a][b]))
+                problems.append(f"{a} (layer {rank[a] + 1}) imports {b} (layer {rank[b] + 1}): {files}")
+    return problems
 
 
 def module_of(root: Path, file: Path) -> str | None:
@@ -146,9 +181,14 @@ def main() -> int:
             for b in sorted(graph[a]):
                 if b in comp:
                     print(f"  {a} -> {b}: {', '.join(sorted(graph[a][b]))}")
-    if not found:
-        print(f"{root}: {len(graph)} top-level modules, no circle")
-    return 1 if found else 0
+    layers = declared_layers(root)
+    wrong = upward(graph, layers) if layers else []
+    for problem in wrong:
+        print(f"{root}: {problem}")
+    if not found and not wrong:
+        order = f", in {len(layers)} layers" if layers else ""
+        print(f"{root}: {len(graph)} top-level modules, no circle{order}")
+    return 1 if found or wrong else 0
 
 
 if __name__ == "__main__":

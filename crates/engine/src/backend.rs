@@ -1,5 +1,7 @@
-//! One trait over every place a namespace's leaves can live: in this process ([`Namespace`]) or
-//! in Redis (`RedisNamespace`, the `urlseen-redis` crate's).
+//! One trait over every place a namespace's leaves can live: in this process
+//! ([`Namespace`](crate::Namespace)) or in Redis (`RedisNamespace`, the `urlseen-redis`
+//! crate's). The trait is vocabulary (the server answers through it); the namespace's
+//! implementation of it is the namespace's own (`namespace/seen_set.rs`).
 //!
 //! Code that only asks "seen?" (the `filter` command, a crawler's frontier, a benchmark) takes a
 //! `&dyn SeenSet<Error = E>` or a generic `S: SeenSet` and runs unchanged on either backend.
@@ -17,8 +19,7 @@
 //! # Ok::<(), urlseen_engine::Error>(())
 //! ```
 
-use crate::error::{Error, Result};
-use crate::namespace::Namespace;
+use crate::error::Result;
 
 /// A URL-seen set: check-and-insert and read-only lookups over 64-bit fingerprints, plus the
 /// URL-level conveniences built on them.
@@ -32,15 +33,16 @@ pub trait SeenSet: Send + Sync {
     type Error: std::error::Error + Send + Sync + 'static;
 
     /// Canonicalizes `url` and hashes it with the namespace's seed (see
-    /// [`Namespace::fingerprint`]).
+    /// [`Namespace::fingerprint`](crate::Namespace::fingerprint)).
     ///
     /// # Errors
     /// An invalid URL.
     fn fingerprint(&self, url: &str) -> Result<u64, Self::Error>;
 
     /// [`Self::fingerprint`] and the hash of the URL's host, which a backend that can forget
-    /// by host keeps with the record (see [`Namespace::fingerprint_host`]); 0 (unknown)
-    /// where it cannot.
+    /// by host keeps with the record (see
+    /// [`Namespace::fingerprint_host`](crate::Namespace::fingerprint_host)); 0 (unknown) where
+    /// it cannot.
     ///
     /// # Errors
     /// An invalid URL.
@@ -75,10 +77,12 @@ pub trait SeenSet: Send + Sync {
     fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<(), Self::Error>;
 
     /// [`Self::seen_fingerprints`], with `then` seeing the answers before they count as
-    /// recorded where the backend can hold them back (a persistent [`Namespace`]: see
-    /// [`Namespace::seen_fingerprints_then`]); elsewhere `then` runs after the write. `then`'s
-    /// error is returned as is. A backend that holds answers back overrides this and
-    /// [`Self::seen_fingerprints_hosts_then`] both: the default of the latter writes first.
+    /// recorded where the backend can hold them back (a persistent
+    /// [`Namespace`](crate::Namespace): see
+    /// [`Namespace::seen_fingerprints_then`](crate::Namespace::seen_fingerprints_then));
+    /// elsewhere `then` runs after the write. `then`'s error is returned as is. A backend that
+    /// holds answers back overrides this and [`Self::seen_fingerprints_hosts_then`] both: the
+    /// default of the latter writes first.
     ///
     /// # Errors
     /// The backend's, or `then`'s.
@@ -175,69 +179,4 @@ pub enum SeenThenError<E: std::error::Error + 'static> {
     /// `then`'s: the answers could not be handed on.
     #[error(transparent)]
     Then(std::io::Error),
-}
-
-impl SeenSet for Namespace {
-    type Error = Error;
-
-    fn fingerprint(&self, url: &str) -> Result<u64> {
-        Namespace::fingerprint(self, url)
-    }
-
-    fn seen_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        Namespace::seen_fingerprints(self, fps, out)
-    }
-
-    fn seen_fingerprints_hosts(&self, fps: &[u64], hosts: &[u32], out: &mut [bool]) -> Result<()> {
-        Namespace::seen_fingerprints_hosts(self, fps, hosts, out)
-    }
-
-    fn fingerprint_host(&self, url: &str) -> Result<(u64, u32)> {
-        Namespace::fingerprint_host(self, url)
-    }
-
-    fn fingerprint_hosts(&self, urls: &[&str], out: &mut Vec<Result<(u64, u32)>>) {
-        Namespace::fingerprint_hosts(self, urls, out);
-    }
-
-    fn seen(&self, url: &str) -> Result<bool> {
-        Namespace::seen(self, url)
-    }
-
-    fn seen_batch<S: AsRef<str>>(&self, urls: &[S]) -> Result<Vec<bool>> {
-        Namespace::seen_batch(self, urls)
-    }
-
-    fn seen_fingerprints_then(
-        &self,
-        fps: &[u64],
-        out: &mut [bool],
-        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
-    ) -> Result<(), SeenThenError<Error>> {
-        SeenSet::seen_fingerprints_hosts_then(self, fps, &[], out, then)
-    }
-
-    fn seen_fingerprints_hosts_then(
-        &self,
-        fps: &[u64],
-        hosts: &[u32],
-        out: &mut [bool],
-        then: &mut dyn FnMut(&[bool]) -> std::io::Result<()>,
-    ) -> Result<(), SeenThenError<Error>> {
-        let mut failed = None;
-        let result =
-            Namespace::seen_fingerprints_hosts_then(self, fps, hosts, out, &mut |answers| {
-                then(answers)
-                    .inspect_err(|e| failed = Some(std::io::Error::new(e.kind(), e.to_string())))
-            });
-        match (result, failed) {
-            (Ok(()), _) => Ok(()),
-            (Err(_), Some(e)) => Err(SeenThenError::Then(e)),
-            (Err(e), None) => Err(SeenThenError::Backend(e)),
-        }
-    }
-
-    fn contains_fingerprints(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
-        Namespace::contains_fingerprints(self, fps, out)
-    }
 }

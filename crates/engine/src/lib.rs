@@ -78,19 +78,52 @@
 //! ```
 //! See [`tree`] for the DSBF itself: routing, online splits, locking.
 //!
+//! # Layers
+//! The modules stand in six layers, bottom first; a module imports only from its own layer and
+//! those below, and no circle of imports spans two modules (declared beside the module list in
+//! `lib.rs`, checked from the `use` lines by `scripts/layers.py` in CI):
+//! 1. **Vocabulary**, which every layer uses: [`Error`], [`storage::Storage`], the clocks
+//!    ([`Clock`]), the options ([`NamespaceOptions`] with its meta encoding and the recrawl
+//!    window's limits, [`Fsync`]), the [`fingerprint`], the [`host`] hashes and the [`SeenSet`]
+//!    trait.
+//! 2. **`dsbf`**: the geometry both homes of a tree share (this process and `urlseen-redis`),
+//!    with no I/O: node ids, sizes and seeds, routing, the split protocol, the [`dump`] format
+//!    and its cursor.
+//! 3. **Records**: the namespace's fingerprint [`log`], the leaf logs ([`leaf_log`]) and their
+//!    indexes ([`leaf_index`]), the host dictionary, the URL journal, the small namespaces'
+//!    journal and the [`exact`] stores.
+//! 4. **[`tree`]**: the DSBF in this process, and the split workers that serve it.
+//! 5. **`namespace`**: a [`Namespace`] and what is only its own: its reservations
+//!    ([`reserve`]), where its answers rest (its backing), the [`recrawl`] window and how it is
+//!    created and recovered in a data directory. A window is made of namespaces, created the
+//!    way a namespace is: that recursion stays in this one folder.
+//! 6. **`db`**: the [`Db`] facade, the directory lock and [`check_data_dir`].
+//!
+//! Where the cut is not the obvious one, why:
+//! - [`NamespaceOptions::planned_filter_bytes`] is defined in `dsbf`, beside `TreeParams`: it
+//!   counts the leaves the parameters give, and the options sit below the parameters derived
+//!   from them. The window's limits (`MAX_GENERATIONS`, `MAX_WINDOW_MS`, `generation_fpr`)
+//!   are the options' that validate them ([`recrawl`] re-exports them).
+//! - Checking a data directory (`urlseen check`) is the `db` layer's: it reads every kind of
+//!   namespace and both journals, as opening the `Db` does, while creating and recovering one
+//!   namespace is the namespace's.
+//! - The [`SeenSet`] trait is vocabulary (the server answers through it); the namespace's
+//!   implementation of it is the namespace's.
+//!
 //! # Seams
-//! - **One DSBF's sizes, seeds and routes**: `tree::params` (one
+//! - **One DSBF's sizes, seeds and routes**: `dsbf::params` (one
 //!   `TreeParams::from(&NamespaceOptions)`, each leaf's size by depth and place, `level_seed`,
-//!   `probe_seed`) and `routing` (`Paths`, the walk down; `Directory`, the ranges), used by
-//!   the tree here and by the `urlseen-redis` crate, whose namespaces are the same tree; one
+//!   `probe_seed`) and `dsbf::routing` (`Paths`, the walk down; `Directory`, the ranges), used
+//!   by the tree here and by the `urlseen-redis` crate, whose namespaces are the same tree; one
 //!   [`fingerprint::Fingerprinter`] for every backend; one [`SeenSet`] trait over all of them
 //!   (the server answers through it).
-//! - **One split protocol**: `split` (freeze a full leaf and publish its children, migrate its
-//!   frozen log in bounded chunks, retire it) drives a `SplitHome`, which the tree implements
-//!   under its locks and `urlseen-redis` as idempotent scripts under a node lock
+//! - **One split protocol**: `dsbf::split` (freeze a full leaf and publish its children,
+//!   migrate its frozen log in bounded chunks, retire it) drives a `SplitHome`, which the tree
+//!   implements under its locks and `urlseen-redis` as idempotent scripts under a node lock
 //!   (`LockedSplit`, for a forget's rebuild too). What that crate needs of the engine's
-//!   insides (`routing`, `split`, and a few items of `tree`, `dump` and `host`) is public and
-//!   `#[doc(hidden)]`: no part of the API, free to change in any release.
+//!   insides (`dsbf`, the hidden items of [`dump`], `host::canonical_host` and
+//!   `TreeParams::probe_seed`) is public and `#[doc(hidden)]`: no part of the API, free to
+//!   change in any release.
 //! - **Durability in the types**: a namespace holds a `Backing` (`Volatile`, or `Durable`: a
 //!   data directory), which it asks to check, append (an `Lsn`), commit (an `Ack`), sync and
 //!   checkpoint; when a commit syncs is the [`Fsync`] policy's to say
@@ -108,10 +141,23 @@
 //!   leaf (16 bytes per URL on disk, a 16 KiB buffer per leaf in RAM), so RAM holds the filters;
 //!   [`Db::in_memory`] keeps them on the heap, 12 bytes per URL (fingerprint and host hash).
 
+// The layers, bottom first (see "Layers" above; scripts/layers.py reads these lines): a module
+// imports only from its own layer and those below.
+// layer: error storage clock options fingerprint host backend
+// layer: dsbf
+// layer: log exact leaf_index leaf_log host_dict url_journal small_journal
+// layer: tree
+// layer: namespace
+// layer: db
+
 mod backend;
-mod backing;
+mod clock;
 mod db;
-pub mod dump;
+// The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
+// crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
+// public but no part of the documented API, and may change in any release.
+#[doc(hidden)]
+pub mod dsbf;
 mod error;
 pub mod exact;
 pub mod fingerprint;
@@ -122,41 +168,31 @@ pub mod leaf_log;
 pub mod log;
 mod namespace;
 mod options;
-mod persist;
-pub mod recrawl;
-pub mod reserve;
-// The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
-// crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
-// public but no part of the documented API, and may change in any release.
-#[doc(hidden)]
-pub mod routing;
 mod small_journal;
-#[doc(hidden)]
-pub mod split;
-mod split_workers;
 pub mod storage;
 pub mod tree;
 mod url_journal;
 
 pub use backend::{SeenSet, SeenThenError};
+pub use clock::{Clock, FakeClock, SystemClock};
 pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
-pub use dump::{DumpChunk, DumpReader, DumpWriter};
+pub use db::{NamespaceCheck, check_data_dir, repair_namespace};
+pub use dsbf::dump;
+pub use dsbf::dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
-pub use log::Fsync;
+pub use namespace::persist::{DbOptions, RecoveryReport, default_max_open_files};
+pub use namespace::recrawl;
+pub use namespace::recrawl::{GenerationReport, RecrawlReport};
+pub use namespace::reservation as reserve;
+pub use namespace::reservation::Reservation;
 pub use namespace::{
     CountingReport, ExactReport, LeafReport, ManyOp, Namespace, NamespaceStats, PersistenceStats,
     Usage,
 };
 pub use options::{
-    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD,
+    DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD, Fsync,
     MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
-pub use persist::{
-    DbOptions, NamespaceCheck, RecoveryReport, check_data_dir, default_max_open_files,
-    repair_namespace,
-};
-pub use recrawl::{Clock, FakeClock, GenerationReport, RecrawlReport, SystemClock};
-pub use reserve::Reservation;
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub use urlseen_canon::{Options as CanonOptions, Profile};
 /// RAM the process's leaf filters keep idle for reuse (see [`urlseen_filter::arena_idle_bytes`]):

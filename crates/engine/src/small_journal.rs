@@ -15,7 +15,7 @@
 //! cut and group commit) whose records are all of kind 8, each a list of 64-bit words:
 //! ```text
 //! word 0 : sub-kind u32 << 32 | namespace id u32
-//! create (1): meta length | the namespace's meta (`crate::persist::encode_meta`), in words
+//! create (1): meta length | the namespace's meta (`crate::options::encode_meta`), in words
 //! host   (2): host hash u32 | name length u32 << 32 | the name, in words
 //! items  (3): n | n fingerprints | n host hashes u32, two a word
 //! gone   (4): nothing: the namespace was dropped, or lives in its own directory now
@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::error::{Error, Result};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::options::NamespaceOptions;
-use crate::persist::{decode_meta, encode_meta};
+use crate::options::{decode_meta, encode_meta};
 use crate::storage::Storage;
 
 /// The journal's file in a data directory.

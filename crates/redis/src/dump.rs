@@ -12,10 +12,10 @@ use ::redis::Value;
 
 use super::meta::State;
 use super::{Error, RedisDb, RedisNamespace, Result};
+use urlseen_engine::dsbf::dump::DumpPos;
 use urlseen_engine::dump::{
     self, ChunkOrder, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER, decode_iter, encode_iter,
 };
-use urlseen_engine::tree::DumpPos;
 
 impl RedisNamespace {
     /// One chunk of a dump of this namespace: as
@@ -103,7 +103,7 @@ impl RedisNamespace {
         // leaves, if leaves do not grow), no leaf gets past one and a half of its own before
         // it splits (a whole chunk at once could leave leaves several times over, their FPR
         // with them).
-        let least = self.split_point() as f64 * (1.0 - urlseen_engine::tree::SPLIT_SPREAD);
+        let least = self.split_point() as f64 * (1.0 - urlseen_engine::dsbf::SPLIT_SPREAD);
         let step = ((least / 2.0) as usize).max(1);
         let mut out = vec![false; step.min(fps.len())];
         for part in fps.chunks(step) {

@@ -17,8 +17,8 @@ use super::router::{Place, Req};
 use super::scripts::Script;
 use super::split::{Kind, LockedSplit};
 use super::{Error, RedisNamespace, Result, SplitOutcome, SplitStop};
-use urlseen_engine::split;
-use urlseen_engine::tree::NodeId;
+use urlseen_engine::dsbf::NodeId;
+use urlseen_engine::dsbf::split;
 
 /// The hosts a client listed in the namespace's host dictionary (`urlseen:{ns}:hosts`), and
 /// those it must list before an insert may carry their hash. About 100 bytes of client RAM per

@@ -17,8 +17,8 @@
 //! # A crate over the engine
 //! This was the engine's feature `redis` (`urlseen_engine::redis::…`, now `urlseen_redis::…`).
 //! A namespace here is the engine's tree with its leaves elsewhere, so it uses the engine's
-//! geometry: the routes (`urlseen_engine::routing`), the split protocol
-//! (`urlseen_engine::split`), the sizes and seeds of [`TreeParams`], the dump format
+//! geometry: the routes (`urlseen_engine::dsbf::routing`), the split protocol
+//! (`urlseen_engine::dsbf::split`), the sizes and seeds of [`TreeParams`], the dump format
 //! (`urlseen_engine::dump`) and the host hashes. What of it is not the engine's API is public
 //! there and `#[doc(hidden)]`, so this crate builds on the engine's public surface alone, and
 //! the engine has no code of Redis's.
@@ -88,10 +88,10 @@ use replica::{LeafCell, SyncReply};
 use router::{Failed, Layout, Place, Req, Router};
 use scripts::Script;
 pub use set::RedisSet;
+use urlseen_engine::dsbf::routing::{Paths, Routing};
+pub use urlseen_engine::dsbf::split::SplitOutcome;
+use urlseen_engine::dsbf::{Level, NodeId, TreeParams};
 use urlseen_engine::fingerprint::Fingerprinter;
-use urlseen_engine::routing::{Paths, Routing};
-pub use urlseen_engine::split::SplitOutcome;
-use urlseen_engine::tree::{Level, NodeId, TreeParams};
 use urlseen_engine::{NamespaceOptions, SplitMode};
 
 /// The keys of one tree node, `urlseen:{ns:id}:<what>`: what dropping a namespace deletes

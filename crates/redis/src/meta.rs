@@ -26,8 +26,8 @@
 
 use ::redis::Value;
 
-use urlseen_engine::routing::{Directory, Routing, Shape};
-use urlseen_engine::tree::{Level, NodeId, TreeParams};
+use urlseen_engine::dsbf::routing::{Directory, Routing, Shape};
+use urlseen_engine::dsbf::{Level, NodeId, TreeParams};
 
 /// A node's role.
 #[derive(Debug, Clone, PartialEq, Eq)]

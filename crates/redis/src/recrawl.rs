@@ -41,8 +41,8 @@ use super::{
     namespace_key, node_key,
 };
 use urlseen_engine::NamespaceOptions;
+use urlseen_engine::dsbf::NodeId;
 use urlseen_engine::recrawl::{Clock, GenerationReport, RecrawlReport, SystemClock};
-use urlseen_engine::tree::NodeId;
 
 /// Longest time a generation's keys outlive its window: the clock skew tolerated between
 /// clients (one whose clock is behind still reads a generation this long after others stopped).

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 
 use super::*;
-use urlseen_engine::split::{self, Freeze, SplitHome, Stage, Step};
+use urlseen_engine::dsbf::split::{self, Freeze, SplitHome, Stage, Step};
 
 impl RedisNamespace {
     pub(super) fn now_ms(&self) -> u64 {

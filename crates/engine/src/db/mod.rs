@@ -2,12 +2,16 @@
 //! directory) their persistence.
 
 mod catalog;
+mod check;
 mod expiry;
+mod lock;
 mod restore;
 
 use catalog::{Catalog, Evict, Found};
+pub use check::{NamespaceCheck, check_data_dir, repair_namespace};
 use expiry::Expiries;
 pub use expiry::{Expiry, ExpiryUpdate};
+use lock::DirLock;
 pub use restore::LoadStep;
 use restore::{RESTORE_SUFFIX, Restore};
 
@@ -19,17 +23,17 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::backing::Backing;
-use crate::dump::{ChunkOrder, Header, ITER_HEADER};
+use crate::dsbf::dump::{ChunkOrder, Header, ITER_HEADER};
 use crate::error::{Error, Result};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
+use crate::namespace::backing::Backing;
+use crate::namespace::persist::{self, Access, DbOptions};
+use crate::namespace::recrawl::{Generations, Home};
 use crate::namespace::{
     JournalHome, LeafSource, Leaves, Ledger, Namespace, Set, Usage, starts_small,
 };
 use crate::options::NamespaceOptions;
-use crate::persist::{self, Access, DbOptions, DirLock};
-use crate::recrawl::{Generations, Home};
 use crate::small_journal::SmallJournal;
 use crate::tree::SplitWorkers;
 

@@ -45,9 +45,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 use urlseen_filter::frame::Format;
 
+use crate::dsbf::NodeId;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
-use crate::tree::NodeId;
 
 /// The leaf file format version this build writes and reads.
 pub const LEAF_FILE_VERSION: u16 = 1;

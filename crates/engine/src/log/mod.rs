@@ -28,16 +28,14 @@
 //! the writers queued behind it find their records already durable. Under load one fsync covers
 //! many batches, which is what keeps `always` fast.
 
-mod policy;
 mod record;
 
-pub use policy::Fsync;
+pub use crate::options::Fsync;
 use record::{MAX_PAYLOAD, encode_record, parse_stream};
 pub use record::{Record, RecordKind};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -217,7 +215,7 @@ impl FingerprintLog {
     /// Creates a new, empty log at `path` (replacing nothing: the caller checks it is new),
     /// durably (synced) unless the policy promises less than that ([`Fsync::commit_syncs`]):
     /// then a power loss before the next sync may leave it missing or short of its header,
-    /// which recovery takes for an empty log (see `crate::persist`).
+    /// which recovery takes for an empty log (see `crate::namespace::persist`).
     ///
     /// # Errors
     /// [`Error::Io`].

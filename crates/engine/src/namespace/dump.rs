@@ -14,9 +14,9 @@ const CARRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Namespace {
     /// One chunk of a dump of this namespace, in RedisBloom's `BF.SCANDUMP` protocol:
-    /// iterator 0 gives the header (name, options, counts) with [`crate::dump::ITER_HEADER`];
+    /// iterator 0 gives the header (name, options, counts) with [`crate::dsbf::dump::ITER_HEADER`];
     /// any iterator returned since gives the next chunk of fingerprints, at most `max_bytes`
-    /// long; the last one comes with [`crate::dump::ITER_FINAL`], which gives
+    /// long; the last one comes with [`crate::dsbf::dump::ITER_FINAL`], which gives
     /// `next == 0` and no data. Load them with [`Db::load_chunk`](crate::Db::load_chunk).
     ///
     /// The first data chunk also carries the fingerprints answered "new" whose replies are
@@ -30,13 +30,13 @@ impl Namespace {
     ///
     /// # Errors
     /// [`Error::InvalidIterator`], [`Error::InvalidOption`] for a `max_bytes` outside
-    /// [`crate::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dump::MAX_CHUNK_BYTES`],
+    /// [`crate::dsbf::dump::MIN_CHUNK_BYTES`]`..=`[`crate::dsbf::dump::MAX_CHUNK_BYTES`],
     /// [`Error::DumpUnsupported`] for a counting namespace or a recrawl window, a leaf file
     /// that cannot be read; at `iter` 0, [`Error::Poisoned`] if a split in progress cannot be
     /// finished; at the first data chunk, [`Error::Unsettled`] if more answers are in flight
     /// than half a chunk holds and they were not recorded within 10 s.
-    pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dump::DumpChunk> {
-        use crate::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
+    pub fn dump_chunk(&self, iter: i64, max_bytes: usize) -> Result<crate::dsbf::dump::DumpChunk> {
+        use crate::dsbf::dump::{self, Data, DumpChunk, Header, ITER_FINAL, ITER_HEADER};
         if let Set::Recrawl(_) = self.set() {
             return Err(Error::DumpUnsupported {
                 name: self.name.to_string(),

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-use crate::backing::{Backing, Lsn};
 use crate::error::{Error, Result};
 use crate::exact::{CountingOptions, CountingSet, ExactOptions, ExactStats, RecentCache};
 use crate::fingerprint::Fingerprinter;
@@ -13,16 +12,22 @@ use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_index::IndexStore;
 use crate::leaf_log::LeafStore;
 use crate::options::NamespaceOptions;
-use crate::persist::RecoveryReport;
-use crate::recrawl::{Generations, RecrawlReport};
-use crate::reserve::{InFlight, Reservation};
 use crate::tree::{Dsbf, ExactHooks, LeafStats, Logged, Mode, SplitWorkers};
 use crate::url_journal::UrlJournal;
+use backing::{Backing, InJournal, Lsn};
+use persist::RecoveryReport;
+use recrawl::{Generations, RecrawlReport};
+use reservation::{InFlight, Reservation};
 
+pub(crate) mod backing;
 mod batch;
 mod dump;
 mod forget;
+pub(crate) mod persist;
+pub mod recrawl;
+pub mod reservation;
 mod reserve;
+mod seen_set;
 mod small;
 mod stats;
 mod unload;
@@ -221,7 +226,7 @@ impl Namespace {
             }
         }
         let moved = once_cell::race::OnceBox::new();
-        let backing = Backing::Journal(crate::backing::InJournal { journal, id, moved });
+        let backing = Backing::Journal(InJournal { journal, id, moved });
         Self::from_parts(name, options, Set::Small(small), backing)
     }
 

@@ -25,13 +25,13 @@ use std::sync::Arc;
 use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
+use super::backing::{Backing, InJournal};
+use super::persist::{self, DbOptions};
 use super::{Set, keeps_positives};
-use crate::backing::{Backing, InJournal};
 use crate::error::{Error, Result};
 use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_log::LeafStore;
 use crate::options::{NamespaceOptions, SplitMode};
-use crate::persist::DbOptions;
 use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
 
 /// Items a list holds before it becomes a tree: a 1.5 KiB list, about the fixed cost of a
@@ -579,9 +579,9 @@ impl SmallSet {
                 reason: "a namespace of a journal was made without its data directory".into(),
             });
         };
-        let dir = crate::persist::namespace_dir(&home.root, name);
+        let dir = persist::namespace_dir(&home.root, name);
         let workers = &self.source.0.workers;
-        let (backing, set) = crate::persist::create_at(dir, name, options, &home.db, workers)?;
+        let (backing, set) = persist::create_at(dir, name, options, &home.db, workers)?;
         let (Backing::Durable(d), Set::Tree { tree, .. }) = (backing, &set) else {
             return Err(Error::InvalidOption {
                 name: "storage",

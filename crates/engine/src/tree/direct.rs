@@ -27,7 +27,7 @@
 
 use urlseen_filter::BlockedBloom;
 
-use crate::routing;
+use crate::dsbf::routing;
 
 use super::{Dsbf, Leaf, Logged, NodeId, OnNew, Topology, route};
 

@@ -67,35 +67,34 @@ use parking_lot::{Mutex, RwLock};
 use urlseen_filter::{BlockedBloom, hash, plan};
 use xxhash_rust::xxh3::Xxh3;
 
+use crate::dsbf::routing::{self, Directory, Paths, Routing, Shape};
 use crate::error::Error;
 use crate::leaf_index::{Found, IndexStats, IndexStore, LeafIndex};
 use crate::leaf_log::{LeafLog, LeafRecord, LeafStore, ReadPos, current_minute};
 use crate::options::SplitMode;
-use crate::routing::{self, Directory, Paths, Routing, Shape};
 
-pub use crate::split_workers::SplitWorkers;
+pub use split_workers::SplitWorkers;
 
 mod batch;
 mod direct;
 mod exact;
 mod forget;
-pub(crate) mod params;
 mod route;
 mod snapshot;
 mod split;
+mod split_workers;
 mod stats;
 
+pub use crate::dsbf::NodeId;
+pub use crate::dsbf::dump::DumpPos;
+pub use crate::dsbf::params::{Level, SPLIT_SPREAD, TreeParams};
 pub use forget::ForgetCount;
-pub use params::{Level, SPLIT_SPREAD, TreeParams};
 use route::{Route, Walk};
 pub(crate) use snapshot::SNAPSHOT_FORMAT;
 use snapshot::{Capture, Retained};
-pub use snapshot::{DumpPos, LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
+pub use snapshot::{LoadedSnapshot, SNAPSHOT_VERSION, SnapshotInfo};
 use split::Frozen;
 pub use stats::{LeafStats, TreeSizes, TreeStats};
-
-/// Index of a node in the tree.
-pub type NodeId = u32;
 
 const ROOT: NodeId = 0;
 /// Items handed to a leaf filter's batched insert at once: enough for its prefetch window to
@@ -223,7 +222,7 @@ const SCRATCH_KEEP_MAX: usize = 1 << 14;
 /// [module docs](self) for the design.
 pub struct Dsbf {
     params: TreeParams,
-    /// How fingerprints find their leaf (see [`crate::routing`]).
+    /// How fingerprints find their leaf (see [`crate::dsbf::routing`]).
     paths: Paths,
     topo: RwLock<Topology>,
     /// Serializes migration, so one split's log is never moved twice.
@@ -577,9 +576,9 @@ fn new_leaf(
 #[cfg(test)]
 mod tests {
     use super::batch::BatchScratch;
-    use super::params::shrunk_bits;
     use super::split::Carried;
     use super::*;
+    use crate::dsbf::params::shrunk_bits;
     use crate::options::SplitPolicy;
     use proptest::prelude::*;
 

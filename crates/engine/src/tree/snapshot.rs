@@ -57,16 +57,6 @@ impl Drop for EndCapture<'_> {
     }
 }
 
-/// Where a dump is in a tree: node id, and records of that node's log already dumped (see
-/// [`Dsbf::dump_records`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DumpPos {
-    /// The node whose log is being dumped.
-    pub node: NodeId,
-    /// Records of its log already dumped.
-    pub records: u64,
-}
-
 impl Dsbf {
     /// Appends the records of the leaf logs from `from` on, in node order, to `new` and
     /// `kept` (recorded and kept fingerprints), until about `budget` records are taken or the

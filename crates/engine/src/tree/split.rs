@@ -6,7 +6,7 @@
 use std::convert::Infallible;
 
 use super::*;
-use crate::split::{self, Freeze, SplitHome, SplitOutcome, Stage, Step};
+use crate::dsbf::split::{self, Freeze, SplitHome, SplitOutcome, Stage, Step};
 
 /// Migration steps per read of the frozen log: a step bounds how long the children's locks
 /// are held, and a read of several steps keeps the reads of a log on disk large.

@@ -143,7 +143,7 @@ impl TreeParams {
     /// The size of a leaf at `depth` whose filter has `bits` bits, if a tree with these
     /// parameters makes such leaves: its depth's size, or a split's spread one (see
     /// [`Self::split_level`]).
-    pub(super) fn level_of(&self, depth: u32, bits: u64) -> Option<Level> {
+    pub(crate) fn level_of(&self, depth: u32, bits: u64) -> Option<Level> {
         let level = self.level(depth);
         if bits == level.bits {
             return Some(level);
@@ -169,8 +169,22 @@ impl TreeParams {
     }
 }
 
+// An inherent method of the options, here because the geometry sizes it: the options sit below
+// the tree's parameters, which are derived from them.
+impl NamespaceOptions {
+    /// Bytes of filters this namespace reserves when created (its initial leaves, once each has
+    /// recorded something): with a recrawl window, its `generations` trees, each sized for
+    /// its share. What `--maxmemory` and the CLI's RAM check count before a create.
+    pub fn planned_filter_bytes(&self) -> u64 {
+        let each = self.generation_options();
+        let trees = if self.recrawl_after.is_some() { u64::from(self.generations) } else { 1 };
+        let p = TreeParams::from(&each);
+        u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees)
+    }
+}
+
 /// `bits` less a share `share` of it, rounded up to whole 512-bit blocks (at least one).
-pub(super) fn shrunk_bits(bits: u64, share: f64) -> u64 {
+pub(crate) fn shrunk_bits(bits: u64, share: f64) -> u64 {
     ((bits as f64 * (1.0 - share)) as u64).div_ceil(512).max(1) * 512
 }
 

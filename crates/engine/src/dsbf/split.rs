@@ -7,7 +7,7 @@
 //!    [`crate::tree::TreeParams::split_level`] for its place) are published under it. The node
 //!    is now *splitting*: writers route past it to the children, after asking its frozen filter.
 //! 2. **Splitting.** Its frozen log is *migrated* into the children in bounded chunks, each record
-//!    to the child that [`crate::routing::Paths`] names for it, while inserts and queries go on.
+//!    to the child that [`crate::dsbf::routing::Paths`] names for it, while inserts and queries go on.
 //! 3. **Inner.** Once every record is in a child, the node is *retired*: published inner, then
 //!    its frozen filter and log are dropped.
 //!
@@ -19,7 +19,7 @@
 //! each child keeps a migration cursor, and a child splits only after its parent is inner.
 //! [`SplitHome`] is the seam: a home implements the three steps, and [`run`] drives them.
 
-use crate::tree::NodeId;
+use super::NodeId;
 
 /// Where a node stands, as its home publishes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

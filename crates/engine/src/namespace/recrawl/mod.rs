@@ -36,41 +36,23 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard};
 use serde::Serialize;
 
-mod clock;
-
-pub use clock::{Clock, FakeClock, SystemClock};
+pub use crate::clock::{Clock, FakeClock, SystemClock};
+pub use crate::options::{MAX_GENERATIONS, MAX_WINDOW_MS, generation_fpr};
 
 use crate::error::{Error, Result};
 use crate::host_dict::HostDict;
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::namespace::Namespace;
+use crate::namespace::persist::{self, Access, DbOptions};
+use crate::namespace::reservation::Reservation;
 use crate::options::NamespaceOptions;
-use crate::persist::{self, Access, DbOptions};
-use crate::reserve::Reservation;
 use crate::tree::SplitWorkers;
-
-/// Most generations a window may have.
-pub const MAX_GENERATIONS: u32 = 1024;
-
-/// Longest window: 100 years, in milliseconds.
-pub const MAX_WINDOW_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
 
 /// The directory of a window's generations, inside its namespace directory.
 pub(crate) const GENERATIONS_DIR: &str = "gen";
 
 /// What a generation directory is renamed to while it is deleted.
 const DROPPED_SUFFIX: &str = ".dropped.tmp";
-
-/// The FPR bound each of `g` generations is kept under so that their union stays under `fpr`:
-/// `1 − (1 − fpr)^(1/g)` (slightly above `fpr / g`).
-///
-/// ```
-/// let f = urlseen_engine::recrawl::generation_fpr(0.01, 8);
-/// assert!((1.0 - (1.0 - f).powi(8) - 0.01).abs() < 1e-12);
-/// ```
-pub fn generation_fpr(fpr: f64, g: u32) -> f64 {
-    -(f64::ln_1p(-fpr) / f64::from(g.max(1))).exp_m1()
-}
 
 /// What a held batch's answers are handed to before it is committed.
 type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;

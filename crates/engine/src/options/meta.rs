@@ -1,7 +1,13 @@
 //! A namespace's `meta` file: its name, options and canonicalization version, written once when
 //! it is created (last, so a directory without it is an unfinished create).
 
-use super::*;
+use std::path::Path;
+
+use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
+use urlseen_filter::frame::Format;
+
+use super::{DEFAULT_GENERATIONS, NamespaceOptions, SplitMode, SplitPolicy};
+use crate::error::{Error, Result};
 
 /// Version 2 added the split growth; a version 1 meta (0.1.0) reads as growth 1, the uniform
 /// leaves it was made with. Version 3 added the recrawl window; it is written only for a

@@ -1,5 +1,6 @@
-//! A data directory: what is on disk, how a namespace is created and recovered (its checkpoints:
-//! `crate::backing`; its meta file, `check` and the directory lock: the submodules).
+//! How a namespace is created and recovered in a data directory, and what is on disk (its
+//! checkpoints: `super::backing`; its meta file: `crate::options::meta`; `urlseen check` and
+//! the directory lock: the `db` layer's `check` and `lock`, above every kind of namespace).
 //!
 //! ```text
 //! DIR/LOCK                      held (flock) by the process that has the directory open
@@ -35,31 +36,23 @@
 //! the repairs: nothing is cut, deleted, upgraded, built or created, and what the log replay
 //! records stays in memory (see `docs/durability.md`, "Read-only opens").
 
-mod check;
-mod lock;
-mod meta;
-
-pub use check::{NamespaceCheck, check_data_dir, repair_namespace};
-pub(crate) use lock::DirLock;
-pub(crate) use meta::{decode_meta, encode_meta};
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use parking_lot::Mutex;
-use urlseen_canon::{CANON_VERSION, Options as CanonOptions, Profile};
-use urlseen_filter::frame::Format;
+use urlseen_canon::CANON_VERSION;
 
-use crate::backing::{Backing, Durable};
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::exact::{CountingSet, StoreDurability, StoreOptions};
 use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
+use crate::namespace::backing::{Backing, Durable};
+use crate::namespace::recrawl::{GENERATIONS_DIR, Generations};
 use crate::namespace::{Set, TreeExact, counting_options, index_store};
-use crate::options::{DEFAULT_GENERATIONS, NamespaceOptions, SplitMode, SplitPolicy};
-use crate::recrawl::{Clock, GENERATIONS_DIR, Generations, SystemClock};
-use crate::storage::{Lock, LockGuard, LockMode, OsStorage, Storage};
+use crate::options::{NamespaceOptions, decode_meta, encode_meta};
+use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Mode, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
 
 /// How a data directory is opened.
@@ -137,7 +130,7 @@ fn leaf_files(dir: &Path, db: &DbOptions) -> Result<Arc<LeafFiles>> {
 }
 
 /// The directory of a namespace's leaf files.
-const LEAVES_DIR: &str = "leaves";
+pub(crate) const LEAVES_DIR: &str = "leaves";
 
 /// The directory of namespace `name` under data directory `root`. Names are hex-encoded, so any
 /// name (slashes, dots, non-ASCII) is a safe file name.
@@ -229,7 +222,7 @@ pub(crate) fn create_at(
 }
 
 /// The directory of an exact-mode namespace's fingerprint store.
-const STORE_DIR: &str = "store";
+pub(crate) const STORE_DIR: &str = "store";
 
 /// The set of a namespace in `dir`: `tree` alone (Bloom-only), `tree` with an exact index, or
 /// counting filters. `create`: the namespace is new, so its store may be created; otherwise a
@@ -560,7 +553,7 @@ fn leaf_bytes(files: &LeafFiles, leaves: &[crate::tree::NodeId]) -> u64 {
 
 /// A copy of the store directory `store` in a new temporary directory (as `store/` there), for
 /// a read-only open to read without writing to `store`.
-fn scratch_copy(store: &Path) -> Result<tempfile::TempDir> {
+pub(crate) fn scratch_copy(store: &Path) -> Result<tempfile::TempDir> {
     let tmp = tempfile::Builder::new()
         .prefix("urlseen-read-only-")
         .tempdir()
@@ -585,7 +578,7 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Whether a snapshot file's header says it is older than this build's format.
-fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
+pub(crate) fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
     let mut head = [0u8; 10];
     storage.read_at(path, 0, &mut head).ok() == Some(10)
         && u16::from_le_bytes([head[8], head[9]]) < SNAPSHOT_VERSION
@@ -593,7 +586,7 @@ fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
 
 /// The log offset a snapshot file says it covers, read from its header alone (`None` if it has
 /// none: then loading it fails and says why).
-fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
+pub(crate) fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
     let mut head = [0u8; 24];
     let n = storage.read_at(path, 0, &mut head).ok()?;
     (n == head.len() && head[..8] == crate::tree::SNAPSHOT_FORMAT.magic)
@@ -647,7 +640,7 @@ fn damaged_snapshot(path: &Path, reason: &str) -> String {
 }
 
 /// The refusal for a log that ends before the offset its snapshot covers.
-fn log_behind_snapshot(log: &Path, end: u64, offset: u64, unchanged: bool) -> Error {
+pub(crate) fn log_behind_snapshot(log: &Path, end: u64, offset: u64, unchanged: bool) -> Error {
     let changed = if unchanged {
         "nothing was changed"
     } else {
@@ -668,7 +661,7 @@ fn log_behind_snapshot(log: &Path, end: u64, offset: u64, unchanged: bool) -> Er
 
 /// What in a namespace directory without meta shows that URLs were recorded there, if anything:
 /// a log with records, a snapshot, a leaf file, a store, or a file this build does not know.
-fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String>> {
+pub(crate) fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String>> {
     let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
     for name in names {
         let path = dir.join(&name);

@@ -22,7 +22,7 @@
 //! ```text
 //! "URLSEEND" | version u16 (1) | kind u8 (1 header, 2 data) | flags u8 (1: final)
 //! | body length u32 | body | xxh3_64 of everything before, u64
-//! header body: identity u64 | count u64 | kept u64 | namespace meta (see `persist`: name,
+//! header body: identity u64 | count u64 | kept u64 | namespace meta (see `options::meta`: name,
 //!              options, canonicalization version, with its own checksum)
 //! data body:   identity u64 | from iterator i64 | next iterator i64 | recorded n u32
 //!              | kept n u32 | recorded fingerprints u64… | kept fingerprints u64…
@@ -46,10 +46,20 @@ use urlseen_canon::CANON_VERSION;
 use urlseen_filter::frame::{Format, FormatError};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
+use super::NodeId;
 use crate::error::{Error, Result};
 use crate::options::NamespaceOptions;
-use crate::persist::{decode_meta, encode_meta};
-use crate::tree::{DumpPos, NodeId};
+use crate::options::{decode_meta, encode_meta};
+
+/// Where a dump is in a tree: node id, and records of that node's log already dumped (see
+/// [`Dsbf::dump_records`](crate::tree::Dsbf::dump_records)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpPos {
+    /// The node whose log is being dumped.
+    pub node: NodeId,
+    /// Records of its log already dumped.
+    pub records: u64,
+}
 
 /// The largest chunk `BF.SCANDUMP` returns (RedisBloom's `MAX_SCANDUMP_SIZE`).
 pub const MAX_CHUNK_BYTES: usize = 16 << 20;

@@ -1,7 +1,10 @@
 //! The data directory's lock (`DIR/LOCK`): exclusive for the process that has it open, shared
 //! for a reader that must not see the files change under it.
 
-use super::*;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::storage::{Lock, LockGuard, LockMode, Storage};
 
 /// Exclusive ownership of a data directory for this process, released when dropped (or when the
 /// process dies: the OS drops the lock with the file descriptor).

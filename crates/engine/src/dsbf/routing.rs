@@ -20,8 +20,8 @@
 
 use urlseen_filter::hash;
 
-use crate::tree::NodeId;
-use crate::tree::params::level_seed;
+use super::NodeId;
+use crate::dsbf::params::level_seed;
 
 /// How a tree routes fingerprints (see the module docs). Stored in the snapshot header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,21 @@
 //! file, URL journal, log, snapshot, leaf files, a counting namespace's store on a copy), with
 //! what opening or `--repair` ([`repair_namespace`]) would do about what is found.
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::lock::DirLock;
+use crate::error::{Error, Result};
+use crate::leaf_log::{LeafFiles, LeafStore};
+use crate::log::{FingerprintLog, Fsync};
+use crate::namespace::persist::{
+    LEAVES_DIR, STORE_DIR, log_behind_snapshot, recorded_data, scratch_copy, snapshot_is_old,
+    snapshot_log_offset, verify_snapshot_checksum,
+};
+use crate::namespace::recrawl::GENERATIONS_DIR;
+use crate::options::decode_meta;
+use crate::storage::{OsStorage, Storage};
+use crate::tree::{Dsbf, SplitWorkers, TreeParams};
 
 /// What [`check_data_dir`] found in one namespace directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

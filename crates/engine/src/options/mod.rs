@@ -4,6 +4,12 @@ use urlseen_filter::plan;
 
 use crate::error::{Error, Result};
 
+mod fsync;
+mod meta;
+
+pub use fsync::Fsync;
+pub(crate) use meta::{decode_meta, encode_meta};
+
 /// The default seed: fixed, so two processes that open the same namespace with default options
 /// compute the same fingerprints and the same bits.
 pub const DEFAULT_SEED: u64 = 0x7572_6c73_6565_6e31; // "urlseen1"
@@ -87,6 +93,23 @@ pub(crate) fn shared(options: NamespaceOptions) -> std::sync::Arc<NamespaceOptio
 /// Generations of a recrawl window unless asked: precision `W/8`.
 pub const DEFAULT_GENERATIONS: u32 = 8;
 
+/// Most generations a window may have.
+pub const MAX_GENERATIONS: u32 = 1024;
+
+/// Longest window: 100 years, in milliseconds.
+pub const MAX_WINDOW_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+
+/// The FPR bound each of `g` generations is kept under so that their union stays under `fpr`:
+/// `1 − (1 − fpr)^(1/g)` (slightly above `fpr / g`).
+///
+/// ```
+/// let f = urlseen_engine::recrawl::generation_fpr(0.01, 8);
+/// assert!((1.0 - (1.0 - f).powi(8) - 0.01).abs() < 1e-12);
+/// ```
+pub fn generation_fpr(fpr: f64, g: u32) -> f64 {
+    -(f64::ln_1p(-fpr) / f64::from(g.max(1))).exp_m1()
+}
+
 impl Default for NamespaceOptions {
     fn default() -> Self {
         NamespaceOptions {
@@ -141,8 +164,8 @@ impl NamespaceOptions {
     fn validate_recrawl(&self) -> Result<()> {
         let bad = |name, reason: String| Err(Error::InvalidOption { name, reason });
         let Some(window) = self.recrawl_after else { return Ok(()) };
-        if !(1..=crate::recrawl::MAX_GENERATIONS).contains(&self.generations) {
-            let max = crate::recrawl::MAX_GENERATIONS;
+        if !(1..=MAX_GENERATIONS).contains(&self.generations) {
+            let max = MAX_GENERATIONS;
             return bad("generations", format!("must be in 1..={max}, got {}", self.generations));
         }
         let ms = window.as_millis();
@@ -152,7 +175,7 @@ impl NamespaceOptions {
                 format!("must be whole milliseconds, at least 1 ms, got {window:?}"),
             );
         }
-        if ms > u128::from(crate::recrawl::MAX_WINDOW_MS) {
+        if ms > u128::from(MAX_WINDOW_MS) {
             return bad("recrawl_after", format!("{window:?} is longer than 100 years"));
         }
         if ms % u128::from(self.generations) != 0 {
@@ -172,13 +195,13 @@ impl NamespaceOptions {
 
     /// The options of one generation of a recrawl window: `1/g` of the capacity, and the FPR
     /// bound `1 − (1 − fpr)^(1/g)` that keeps the union of `g` generations under `fpr` (see
-    /// [`crate::recrawl::generation_fpr`]). Without a window, the options themselves.
+    /// [`generation_fpr`]). Without a window, the options themselves.
     pub fn generation_options(&self) -> NamespaceOptions {
         let Some(_) = self.recrawl_after else { return self.clone() };
         let g = self.generations.max(1);
         NamespaceOptions {
             capacity: self.capacity.div_ceil(u64::from(g)).max(1),
-            fpr: crate::recrawl::generation_fpr(self.fpr, g),
+            fpr: generation_fpr(self.fpr, g),
             recrawl_after: None,
             generations: DEFAULT_GENERATIONS,
             ..self.clone()
@@ -189,16 +212,6 @@ impl NamespaceOptions {
     /// `counting`, which implies it).
     pub fn is_exact(&self) -> bool {
         self.exact || self.counting
-    }
-
-    /// Bytes of filters this namespace reserves when created (its initial leaves, once each has
-    /// recorded something): with a recrawl window, its `generations` trees, each sized for
-    /// its share. What `--maxmemory` and the CLI's RAM check count before a create.
-    pub fn planned_filter_bytes(&self) -> u64 {
-        let each = self.generation_options();
-        let trees = if self.recrawl_after.is_some() { u64::from(self.generations) } else { 1 };
-        let p = crate::tree::TreeParams::from(&each);
-        u64::from(p.initial_leaves).saturating_mul(p.leaf_bits / 8).saturating_mul(trees)
     }
 
     /// The leaf size this namespace uses: [`Self::leaf_bits`], or the automatic choice.

@@ -16,10 +16,10 @@ use once_cell::race::OnceBox;
 
 use parking_lot::{Mutex, MutexGuard};
 
+use super::persist::RecoveryReport;
 use crate::error::{Error, Result};
 use crate::leaf_log::LeafStore;
 use crate::log::{FingerprintLog, LogHold, RecordKind};
-use crate::persist::RecoveryReport;
 use crate::small_journal::SmallJournal;
 use crate::storage::Storage;
 use crate::tree::{Dsbf, Logged};

@@ -1,7 +1,9 @@
 //! The sync policy ([`Fsync`], Redis's `appendfsync`): the one place that says when a commit
 //! waits for the disk and when a background tick syncs.
 
-use super::*;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
 
 /// When a write is acknowledged, as Redis's `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
