@@ -224,21 +224,29 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
 impl List {
     /// A list of `entries` (sorted, distinct) and the hosts encoded in `hosts` (`count` of
     /// them, sorted).
-    fn pack(entries: impl ExactSizeIterator<Item = Entry>, count: usize, hosts: &[u8]) -> Self {
+    fn pack(
+        entries: impl ExactSizeIterator<Item = Entry> + Clone,
+        count: usize,
+        hosts: &[u8],
+    ) -> Self {
         let len = entries.len();
         if len == 0 && count == 0 {
             return List::default();
         }
+        // The hashes first, so that the block is made at its length (no reallocation).
         let mut hashes: Vec<u32> = Vec::new();
-        let mut bytes = Vec::with_capacity(LIST_HEADER + len * ENTRY_BYTES + hosts.len() + 16);
+        for e in entries.clone() {
+            if !hashes.contains(&e.host) {
+                hashes.push(e.host);
+            }
+        }
+        let size = LIST_HEADER + len * ENTRY_BYTES + hashes.len() * HASH_BYTES + hosts.len();
+        let mut bytes = Vec::with_capacity(size);
         bytes.extend_from_slice(&[0; LIST_HEADER]);
         for e in entries {
-            let index = hashes.iter().position(|&h| h == e.host).unwrap_or_else(|| {
-                hashes.push(e.host);
-                hashes.len() - 1
-            });
-            bytes.extend_from_slice(&e.fp.to_le_bytes());
             // At most SMALL_MAX items (see `SmallSet::insert`), so at most as many hashes.
+            let index = hashes.iter().position(|&h| h == e.host).unwrap_or_default();
+            bytes.extend_from_slice(&e.fp.to_le_bytes());
             bytes.push(index as u8);
         }
         for hash in &hashes {
@@ -281,7 +289,7 @@ impl List {
         Entry { fp: self.fp(i), host: read_u32(&self.0, self.hashes_at() + index * HASH_BYTES) }
     }
 
-    fn entries(&self) -> impl ExactSizeIterator<Item = Entry> + '_ {
+    fn entries(&self) -> impl ExactSizeIterator<Item = Entry> + Clone + '_ {
         (0..self.len()).map(|i| self.entry(i))
     }
 
@@ -358,7 +366,7 @@ impl List {
     fn add(&mut self, mut added: Vec<Entry>) {
         added.extend(self.entries());
         added.sort_unstable_by_key(|e| e.fp);
-        *self = List::pack(added.into_iter(), self.host_count(), self.host_bytes());
+        *self = List::pack(added.iter().copied(), self.host_count(), self.host_bytes());
     }
 }
 
