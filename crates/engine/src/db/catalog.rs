@@ -117,8 +117,11 @@ impl Catalog {
 
     /// Every name, sorted.
     pub(super) fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> =
-            self.loaded_names().into_iter().chain(self.on_disk.iter().cloned()).collect();
+        let mut names: Vec<String> = self
+            .loaded_names_where(|_| true)
+            .into_iter()
+            .chain(self.on_disk.iter().cloned())
+            .collect();
         names.sort_unstable();
         names
     }
@@ -132,9 +135,9 @@ impl Catalog {
         self.loaded.iter().map(|l| Arc::clone(&l.ns)).collect()
     }
 
-    /// The loaded namespaces' names.
-    pub(super) fn loaded_names(&self) -> Vec<String> {
-        self.loaded.iter().map(|l| l.ns.name().to_owned()).collect()
+    /// The names of the loaded namespaces `keep` keeps.
+    pub(super) fn loaded_names_where(&self, keep: impl Fn(&Namespace) -> bool) -> Vec<String> {
+        self.loaded.iter().filter(|l| keep(&l.ns)).map(|l| l.ns.name().to_owned()).collect()
     }
 
     /// Loaded namespace `name`, without marking it used (a housekeeping pass).

@@ -633,6 +633,12 @@ impl Namespace {
         self.len() == 0
     }
 
+    /// Whether it is a tree or made of trees (a recrawl window's), which split: not a small
+    /// list, nor a counting namespace.
+    pub(crate) fn is_tree(&self) -> bool {
+        matches!(self.set(), Set::Tree { .. } | Set::Recrawl(_))
+    }
+
     /// Finishes every split in progress on the calling thread.
     pub fn complete_splits(&self) {
         match self.set() {
