@@ -25,6 +25,25 @@ async fn call(c: &mut Client, args: &[&[u8]]) -> Frame {
     c.read_frame().await
 }
 
+/// Adds `items` to `key` with `BF.MADD`, a thousand at a time.
+async fn madd(c: &mut Client, key: &str, items: &[String]) {
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MADD", key];
+        args.extend(batch.iter().map(String::as_str));
+        c.call(&args).await;
+    }
+}
+
+/// Asserts that `key` has every one of `items` (`BF.MEXISTS`, a thousand at a time).
+async fn assert_has_all(c: &mut Client, key: &str, items: &[String], what: &str) {
+    for batch in items.chunks(1000) {
+        let mut args = vec!["BF.MEXISTS", key];
+        args.extend(batch.iter().map(String::as_str));
+        let Frame::Array(found) = c.call(&args).await else { panic!() };
+        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "{what} in {key}");
+    }
+}
+
 /// Every `(iterator, chunk)` of `key`'s dump, by the iterator protocol.
 async fn scandump(c: &mut Client, key: &str) -> Vec<(i64, Bytes)> {
     let mut chunks = Vec::new();
@@ -56,11 +75,7 @@ async fn a_filter_copied_into_another_key_and_another_server_knows_every_item() 
     let mut c = a.connect().await;
     c.expect(&["BF.RESERVE", "bf", "0.01", "1000", "EXPANSION", "2"], b"+OK\r\n").await;
     let items: Vec<String> = (0..20_000).map(|i| format!("item-{i}")).collect();
-    for batch in items.chunks(1000) {
-        let mut args = vec!["BF.MADD", "bf"];
-        args.extend(batch.iter().map(String::as_str));
-        c.call(&args).await;
-    }
+    madd(&mut c, "bf", &items).await;
     let card = c.call(&["BF.CARD", "bf"]).await;
     let chunks = scandump(&mut c, "bf").await;
     assert!(chunks.len() > 3, "{} chunks", chunks.len());
@@ -81,26 +96,12 @@ async fn a_filter_copied_into_another_key_and_another_server_knows_every_item() 
         client.expect(&["EXISTS", key], b":1\r\n").await;
         client.expect(&["TYPE", key], b"+MBbloom--\r\n").await;
         assert_eq!(client.call(&["BF.CARD", key]).await, card);
-        for batch in items.chunks(1000) {
-            let mut args = vec!["BF.MEXISTS", key];
-            args.extend(batch.iter().map(String::as_str));
-            let Frame::Array(found) = client.call(&args).await else { panic!() };
-            assert!(found.iter().all(|f| *f == Frame::Integer(1)), "a false negative in {key}");
-        }
+        assert_has_all(client, key, &items, "a false negative").await;
         client.expect(&["BF.INFO", key, "EXPANSION"], b"*1\r\n:2\r\n").await;
         // It keeps growing.
         let more: Vec<String> = (0..20_000).map(|i| format!("more-{i}")).collect();
-        for batch in more.chunks(1000) {
-            let mut args = vec!["BF.MADD", key];
-            args.extend(batch.iter().map(String::as_str));
-            client.call(&args).await;
-        }
-        for batch in items.chunks(1000) {
-            let mut args = vec!["BF.MEXISTS", key];
-            args.extend(batch.iter().map(String::as_str));
-            let Frame::Array(found) = client.call(&args).await else { panic!() };
-            assert!(found.iter().all(|f| *f == Frame::Integer(1)), "lost after growing");
-        }
+        madd(client, key, &more).await;
+        assert_has_all(client, key, &items, "lost after growing").await;
     }
 }
 
@@ -165,11 +166,7 @@ async fn redisbloom_errors_and_bad_chunks() {
     )
     .await;
     let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
-    for batch in items.chunks(1000) {
-        let mut args = vec!["BF.MADD", "k"];
-        args.extend(batch.iter().map(String::as_str));
-        c.call(&args).await;
-    }
+    madd(&mut c, "k", &items).await;
     c.expect(&["BF.SCANDUMP", "k", "abc"], b"-Second argument must be numeric\r\n").await;
     c.expect(&["BF.LOADCHUNK", "k", "abc", "x"], b"-ERR Second argument must be numeric\r\n").await;
     let chunks = scandump(&mut c, "k").await;
@@ -305,11 +302,7 @@ async fn a_loaded_key_survives_a_restart_with_data() {
     let src = server().await;
     let mut c = src.connect().await;
     let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
-    for batch in items.chunks(1000) {
-        let mut args = vec!["BF.MADD", "k"];
-        args.extend(batch.iter().map(String::as_str));
-        c.call(&args).await;
-    }
+    madd(&mut c, "k", &items).await;
     let card = c.call(&["BF.CARD", "k"]).await;
     let chunks = scandump(&mut c, "k").await;
 
@@ -329,12 +322,7 @@ async fn a_loaded_key_survives_a_restart_with_data() {
     let mut d = server.connect().await;
     assert_eq!(d.call(&["BF.CARD", "copy"]).await, card);
     d.expect(&["EXISTS", "half"], b":0\r\n").await;
-    for batch in items.chunks(1000) {
-        let mut args = vec!["BF.MEXISTS", "copy"];
-        args.extend(batch.iter().map(String::as_str));
-        let Frame::Array(found) = d.call(&args).await else { panic!() };
-        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "lost after a restart");
-    }
+    assert_has_all(&mut d, "copy", &items, "lost after a restart").await;
 }
 
 /// A client of a pool writes on one connection and, with the reply in hand, reads on another.
@@ -378,11 +366,7 @@ async fn a_dump_pipelined_behind_an_add_holds_it_without_stalling() {
     let mut c = s.connect().await;
     c.expect(&["BF.RESERVE", "k", "0.01", "1000000", "EXPANSION", "2"], b"+OK\r\n").await;
     let items: Vec<String> = (0..20_000).map(|i| format!("item-{i}")).collect();
-    for batch in items.chunks(1000) {
-        let mut args = vec!["BF.MADD", "k"];
-        args.extend(batch.iter().map(String::as_str));
-        c.call(&args).await;
-    }
+    madd(&mut c, "k", &items).await;
     let started = std::time::Instant::now();
     let mut batch = resp(&[b"BF.ADD", b"k", b"x"]);
     batch.extend_from_slice(&resp(&[b"BF.SCANDUMP", b"k", b"0"]));
@@ -414,10 +398,5 @@ async fn a_dump_pipelined_behind_an_add_holds_it_without_stalling() {
     // were delivered, before the walk passed its leaf or after: in the copy once or twice.
     let card = c.call(&["BF.CARD", "copy"]).await;
     assert!(matches!(card, Frame::Integer(20_001 | 20_002)), "{card:?}");
-    for batch in items.chunks(1000) {
-        let mut args = vec!["BF.MEXISTS", "copy"];
-        args.extend(batch.iter().map(String::as_str));
-        let Frame::Array(found) = c.call(&args).await else { panic!() };
-        assert!(found.iter().all(|f| *f == Frame::Integer(1)), "a false negative in the copy");
-    }
+    assert_has_all(&mut c, "copy", &items, "a false negative").await;
 }
