@@ -143,16 +143,16 @@
 
 // The layers, bottom first (see "Layers" above; scripts/layers.py reads these lines): a module
 // imports only from its own layer and those below.
-// layer: error storage clock options fingerprint host backend
+// layer: error storage clock options fingerprint host seen_set
 // layer: dsbf
 // layer: log exact leaf_index leaf_log host_dict url_journal small_journal
 // layer: tree
 // layer: namespace
 // layer: db
 
-mod backend;
 mod clock;
 mod db;
+mod seen_set;
 // The DSBF geometry the Redis backend (crates/redis, `urlseen-redis`) shares with the tree: a
 // crate boundary is the hard layer between them (as fjall's over lsm-tree), so what it needs is
 // public but no part of the documented API, and may change in any release.
@@ -173,7 +173,6 @@ pub mod storage;
 pub mod tree;
 mod url_journal;
 
-pub use backend::{SeenSet, SeenThenError};
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
 pub use db::{NamespaceCheck, check_data_dir, repair_namespace};
@@ -193,6 +192,7 @@ pub use options::{
     DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD, Fsync,
     MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
+pub use seen_set::{SeenSet, SeenThenError};
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub use urlseen_canon::{Options as CanonOptions, Profile};
 /// RAM the process's leaf filters keep idle for reuse (see [`urlseen_filter::arena_idle_bytes`]):

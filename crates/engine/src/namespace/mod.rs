@@ -38,7 +38,8 @@ pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, Persist
 pub(crate) use usage::Ledger;
 pub use usage::Usage;
 
-/// What [`Namespace::seen_fingerprints_then`] calls with a batch's answers before committing.
+/// What [`Namespace::seen_fingerprints_then`] (and a recrawl window's held batch) calls with a
+/// batch's answers before committing.
 type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 
 /// One crawl job's URL-seen set. Cheap to share (`Arc`), `Send + Sync`.

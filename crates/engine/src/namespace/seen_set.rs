@@ -2,8 +2,8 @@
 //! held batch's answers go to `then` before they count as recorded.
 
 use super::Namespace;
-use crate::backend::{SeenSet, SeenThenError};
 use crate::error::{Error, Result};
+use crate::seen_set::{SeenSet, SeenThenError};
 
 impl SeenSet for Namespace {
     type Error = Error;

@@ -42,9 +42,9 @@ pub use crate::options::{MAX_GENERATIONS, MAX_WINDOW_MS, generation_fpr};
 use crate::error::{Error, Result};
 use crate::host_dict::HostDict;
 use crate::leaf_log::{LeafFiles, LeafStore};
-use crate::namespace::Namespace;
 use crate::namespace::persist::{self, Access, DbOptions};
 use crate::namespace::reservation::Reservation;
+use crate::namespace::{HandOn, Namespace};
 use crate::options::NamespaceOptions;
 use crate::tree::SplitWorkers;
 
@@ -53,9 +53,6 @@ pub(crate) const GENERATIONS_DIR: &str = "gen";
 
 /// What a generation directory is renamed to while it is deleted.
 const DROPPED_SUFFIX: &str = ".dropped.tmp";
-
-/// What a held batch's answers are handed to before it is committed.
-type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 
 /// One generation: the URLs first recorded in the slot that starts at `start`.
 #[derive(Debug)]
