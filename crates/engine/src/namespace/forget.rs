@@ -132,7 +132,7 @@ impl Namespace {
     }
 
     /// Records that carry host hash `h` (0: records whose host is unknown).
-    pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
+    pub(super) fn count_host_records(&self, h: u32) -> Result<u64> {
         // A small list is forgotten from as the tree it becomes (a forget is rare).
         match self.tree_set()? {
             Set::Tree { tree, .. } => tree.count_records(&|r| r.host == h),
@@ -152,7 +152,7 @@ impl Namespace {
 
     /// [`Self::forget_host_hash`] that calls `check` once nothing can be recorded any more
     /// until the forget is done, and forgets nothing if it fails.
-    pub(crate) fn forget_host_checked(
+    pub(super) fn forget_host_checked(
         &self,
         h: u32,
         check: &dyn Fn() -> Result<()>,

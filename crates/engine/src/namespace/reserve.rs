@@ -98,7 +98,7 @@ impl Namespace {
     /// as they are (nobody else could record them meanwhile). If some were answered "seen",
     /// what they rest on (their kept records, another writer's records) is made as durable as
     /// the policy says, as a check-and-insert's "seen" is.
-    pub(crate) fn record_reserved(
+    pub(super) fn record_reserved(
         &self,
         taken: &[u64],
         hosts: &[u32],

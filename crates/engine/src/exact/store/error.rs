@@ -15,7 +15,7 @@ pub(crate) fn not_found(path: &Path) -> Error {
 }
 
 /// The LSM engine's error, as the crate's.
-pub(crate) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
+pub(super) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
     match e {
         fjall::Error::Io(source) => io("LSM I/O", path, source),
         fjall::Error::Storage(fjall::LsmError::Io(source)) => io("LSM I/O", path, source),
