@@ -1,7 +1,6 @@
 //! Forgetting: one URL or fingerprint (counting namespaces), and every URL of a host or under a
 //! prefix (every mode; see docs/forget.md).
-
-use super::*;
+use super::{Dsbf, Error, Namespace, Ordering, Result, Set, TreeExact, Vouch};
 
 impl Namespace {
     /// Forgets `url` (counting namespaces): afterwards it is new again, and every other URL
@@ -272,7 +271,7 @@ impl Namespace {
     /// Forgets every URL that starts with `prefix` (compared as canonical URLs): afterwards
     /// each answers "new", every other URL recorded still answers "seen", and the result is how
     /// many recorded URLs were forgotten. The namespace must keep its URLs
-    /// ([`NamespaceOptions::keep_urls`]); see `docs/forget.md`, "Forgetting a prefix".
+    /// ([`NamespaceOptions::keep_urls`](super::NamespaceOptions::keep_urls)); see `docs/forget.md`, "Forgetting a prefix".
     ///
     /// The prefix is canonicalized with the namespace's profile, as a URL (so
     /// `HTTPS://Example.com` is `https://example.com/`, every URL of that origin). It must have

@@ -1,7 +1,6 @@
 //! Answers that count once delivered (a server's reply; see [`crate::reserve`]): a batch is
 //! answered and its new fingerprints held in flight, then recorded by the reservation's commit.
-
-use super::*;
+use super::{Arc, Logged, Mode, Namespace, Reservation, Result, Set};
 
 impl Namespace {
     /// The first step of a check-and-insert whose answers count only once they are delivered

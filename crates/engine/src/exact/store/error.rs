@@ -1,8 +1,7 @@
 //! How the fingerprint store reports a failure: as the crate's [`Error`], with the store's
 //! path, so that a store error and a data directory's read alike. (A damaged file is
 //! [`Error::format`], a bad option [`Error::InvalidOption`], as anywhere in the crate.)
-
-use super::*;
+use super::{Error, Path, io};
 
 /// A file operation on the store failed.
 pub(crate) fn io(what: &str, path: &Path, source: io::Error) -> Error {
