@@ -636,7 +636,7 @@ impl HostDict {
 
     /// Distinct hosts listed.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.names.read().values().map(|n| if let Names::Shared(v) = n { v.len() } else { 1 }).sum()
     }
 }

@@ -51,7 +51,7 @@ use crate::storage::Storage;
 pub(crate) const JOURNAL_FILE: &str = "small.log";
 
 /// A journal this small is never rewritten, whatever it holds.
-pub(crate) const REWRITE_MIN_BYTES: u64 = 1 << 20;
+const REWRITE_MIN_BYTES: u64 = 1 << 20;
 
 const CREATE: u32 = 1;
 const HOST: u32 = 2;

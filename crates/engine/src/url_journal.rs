@@ -209,7 +209,7 @@ impl UrlJournal {
     ///
     /// # Errors
     /// As [`Self::append`].
-    pub(crate) fn write_out(&self) -> Result<()> {
+    fn write_out(&self) -> Result<()> {
         let mut inner = self.inner.lock();
         inner.check()?;
         inner.write_out()
@@ -220,7 +220,7 @@ impl UrlJournal {
     ///
     /// # Errors
     /// As [`Self::append`].
-    pub(crate) fn sync(&self) -> Result<()> {
+    fn sync(&self) -> Result<()> {
         let mut inner = self.inner.lock();
         inner.check()?;
         inner.write_out()?;

@@ -9,7 +9,7 @@ use crate::storage::{Lock, LockGuard, LockMode, Storage};
 /// Exclusive ownership of a data directory for this process, released when dropped (or when the
 /// process dies: the OS drops the lock with the file descriptor).
 #[derive(Debug)]
-pub(crate) struct DirLock {
+pub(super) struct DirLock {
     _held: LockGuard,
 }
 

@@ -1,8 +1,10 @@
 //! A restore from a dump (`BF.LOADCHUNK`, `urlseen restore`): its header chunk begins it in a
 //! directory aside (or in memory), each data chunk is loaded in order, and the last one
 //! publishes the namespace under its name; an unfinished one is dropped.
-
-use super::*;
+use super::{
+    Access, Arc, ChunkOrder, Db, Error, Header, ITER_HEADER, Mutex, Namespace, Path, PathBuf,
+    Result, persist, validate_name,
+};
 
 /// What [`Db::load_chunk`] did.
 #[derive(Debug)]

@@ -190,11 +190,11 @@ pub(crate) fn shrunk_bits(bits: u64, share: f64) -> u64 {
 
 /// The location hash seed of level `depth` of a tree seeded `seed`: defined once, for the
 /// in-process tree and the Redis backend alike, so one seed routes alike in both.
-pub(crate) fn level_seed(seed: u64, depth: u32) -> u64 {
+pub(super) fn level_seed(seed: u64, depth: u32) -> u64 {
     hash::mix64(seed ^ u64::from(depth + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// The leaf filters' probe seed of a tree seeded `seed` (both backends).
-pub(crate) fn probe_seed(seed: u64) -> u64 {
+fn probe_seed(seed: u64) -> u64 {
     hash::mix64(seed ^ 0x5052_4f42_4553_4545)
 }

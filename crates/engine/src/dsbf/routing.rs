@@ -125,7 +125,7 @@ impl Paths {
 /// One level of [`Routing::Ranges`]: the child of `n` that `x` goes to; `x` becomes what the
 /// child's level reads.
 #[inline(always)]
-pub(crate) fn step(x: &mut u64, n: usize) -> usize {
+fn step(x: &mut u64, n: usize) -> usize {
     let wide = u128::from(*x) * n as u128;
     *x = wide as u64;
     (wide >> 64) as usize

@@ -18,7 +18,7 @@ const CHUNK_SHIFT: u32 = 13;
 const CHUNK: usize = 1 << CHUNK_SHIFT;
 
 #[derive(Debug, Default)]
-pub(crate) struct Chunked<T> {
+pub(super) struct Chunked<T> {
     /// The full chunks (`CHUNK` entries each), in order.
     full: Vec<Vec<T>>,
     /// The chunk the next entries go to, held here rather than as the last of `full`: a push
@@ -29,26 +29,26 @@ pub(crate) struct Chunked<T> {
 
 impl<T: Copy> Chunked<T> {
     /// An empty list with room for `reserve` entries (up to one chunk) before it allocates.
-    pub(crate) fn with_capacity(reserve: usize) -> Self {
+    pub(super) fn with_capacity(reserve: usize) -> Self {
         Chunked { full: Vec::new(), tail: Vec::with_capacity(reserve.min(CHUNK)) }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         (self.full.len() << CHUNK_SHIFT) + self.tail.len()
     }
 
     /// Entries the allocated chunks have room for.
-    pub(crate) fn capacity(&self) -> usize {
+    fn capacity(&self) -> usize {
         self.full.iter().map(Vec::capacity).sum::<usize>() + self.tail.capacity()
     }
 
     /// Heap bytes: the chunks and the list of them.
-    pub(crate) fn heap_bytes(&self) -> usize {
+    pub(super) fn heap_bytes(&self) -> usize {
         self.capacity() * size_of::<T>() + self.full.capacity() * size_of::<Vec<T>>()
     }
 
     /// The entries of `range` (clamped to the list), as the slices of the chunks they lie in.
-    pub(crate) fn slices(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &[T]> {
+    pub(super) fn slices(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = &[T]> {
         let end = range.end.min(self.len());
         let start = range.start.min(end);
         let first = start >> CHUNK_SHIFT;
@@ -65,14 +65,14 @@ impl<T: Copy> Chunked<T> {
 
     /// Appends `value`: inlined, with the room check first and the rest out of line.
     #[inline]
-    pub(crate) fn push(&mut self, value: T) {
+    pub(super) fn push(&mut self, value: T) {
         if self.tail.len() >= self.tail.capacity().min(CHUNK) {
             self.make_room(1);
         }
         self.tail.push(value);
     }
 
-    pub(crate) fn extend_from_slice(&mut self, mut values: &[T]) {
+    pub(super) fn extend_from_slice(&mut self, mut values: &[T]) {
         while !values.is_empty() {
             self.make_room(values.len());
             let (now, rest) = values.split_at(values.len().min(CHUNK - self.tail.len()));
@@ -82,7 +82,7 @@ impl<T: Copy> Chunked<T> {
     }
 
     /// Appends `count` copies of `value`.
-    pub(crate) fn extend_with(&mut self, mut count: usize, value: T) {
+    pub(super) fn extend_with(&mut self, mut count: usize, value: T) {
         while count > 0 {
             self.make_room(count);
             let now = count.min(CHUNK - self.tail.len());

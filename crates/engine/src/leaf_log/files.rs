@@ -1,7 +1,9 @@
 //! Where leaves keep their records: on the heap, or one file per leaf in a directory
 //! ([`LeafFiles`]: naming, failure, retirement, adoption at recovery, syncs at checkpoints).
-
-use super::*;
+use super::{
+    Arc, AtomicBool, AtomicU64, BLOCK_OVERHEAD, Error, HEADER_LEN, Mutex, NodeId, Ordering, Path,
+    PathBuf, Result, Storage, read_header,
+};
 
 /// Where the leaves of one tree keep their fingerprints.
 #[derive(Debug, Clone)]

@@ -57,7 +57,7 @@ pub const LEAF_FILE_VERSION: u16 = 1;
 const FORMAT: Format =
     Format { name: "leaf file", magic: *b"URLSEENF", version: LEAF_FILE_VERSION, oldest: 1 };
 /// Bytes of a leaf file's header.
-pub(crate) const HEADER_LEN: u64 = 16;
+const HEADER_LEN: u64 = 16;
 /// Bytes of one record.
 pub const RECORD_LEN: usize = 16;
 const BLOCK_OVERHEAD: usize = 8 + 8;

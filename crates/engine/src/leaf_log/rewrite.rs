@@ -1,7 +1,9 @@
 //! A forget's rewrite of one leaf's log: the records that stay, into a new file renamed over
 //! the old one (see [`LeafLog::rewrite`]).
-
-use super::*;
+use super::{
+    BUFFER_RECORDS, Error, FORMAT, HEADER_LEN, LeafLog, LeafRecord, LeafStore, Ordering, ReadPos,
+    Result, encode_block,
+};
 
 impl LeafLog {
     /// Rewrites this leaf's records without those `drop` matches, handing every record that

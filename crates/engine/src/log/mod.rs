@@ -34,7 +34,6 @@ pub use crate::options::Fsync;
 use record::{MAX_PAYLOAD, encode_record, parse_stream};
 pub use record::{Record, RecordKind};
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,6 @@
 //! The log's records on disk: their kinds, their encoding, and the parse that recovery runs
 //! (a torn tail cut, damage in the middle refused).
-
-use super::*;
+use super::{Arc, Error, FORMAT, Format, HEADER_LEN, Path, Result, Storage};
 
 /// Largest record payload accepted on read: a bigger length field is corruption.
 pub(super) const MAX_PAYLOAD: u32 = 64 << 20;

@@ -1,8 +1,9 @@
 //! A batch of fingerprints through the set: check-and-insert (answered "seen" for those in
 //! flight, held back from the disk while a caller hands the answers on, committed as the sync
 //! policy says) and read-only lookups.
-
-use super::*;
+use super::{
+    Backing, Error, ExactHooks, HandOn, Logged, Lsn, Mode, Namespace, Ordering, Result, Set,
+};
 
 impl Namespace {
     /// Check-and-insert of a fingerprint computed with [`Self::fingerprint`].

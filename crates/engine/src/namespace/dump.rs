@@ -1,7 +1,6 @@
 //! A namespace's dump, chunk by chunk (`urlseen dump`, `BF.SCANDUMP`), and the restore of
 //! the records one holds.
-
-use super::*;
+use super::{Error, Logged, Lsn, Mode, Namespace, Result, Set};
 
 /// How long a dump's first data chunk waits for answers in flight to be recorded, when there
 /// are too many to carry ([`Error::Unsettled`] after).
@@ -26,7 +25,7 @@ impl Namespace {
     /// fingerprint exactly once. Then it reads the leaf logs a chunk at a time, under each
     /// leaf's read lock: writes go on, and a dump taken while they do holds every record that
     /// was there when it began (some twice, if their leaf split meanwhile) and maybe some added
-    /// since (see [`Dsbf::dump_records`]).
+    /// since (see [`Dsbf::dump_records`](super::Dsbf::dump_records)).
     ///
     /// # Errors
     /// [`Error::InvalidIterator`], [`Error::InvalidOption`] for a `max_bytes` outside

@@ -1,7 +1,6 @@
 //! Forgetting: one URL or fingerprint (counting namespaces), and every URL of a host or under a
 //! prefix (every mode; see docs/forget.md).
-
-use super::*;
+use super::{Dsbf, Error, Namespace, Ordering, Result, Set, TreeExact, Vouch};
 
 impl Namespace {
     /// Forgets `url` (counting namespaces): afterwards it is new again, and every other URL
@@ -132,7 +131,7 @@ impl Namespace {
     }
 
     /// Records that carry host hash `h` (0: records whose host is unknown).
-    pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
+    pub(super) fn count_host_records(&self, h: u32) -> Result<u64> {
         // A small list is forgotten from as the tree it becomes (a forget is rare).
         match self.tree_set()? {
             Set::Tree { tree, .. } => tree.count_records(&|r| r.host == h),
@@ -152,7 +151,7 @@ impl Namespace {
 
     /// [`Self::forget_host_hash`] that calls `check` once nothing can be recorded any more
     /// until the forget is done, and forgets nothing if it fails.
-    pub(crate) fn forget_host_checked(
+    pub(super) fn forget_host_checked(
         &self,
         h: u32,
         check: &dyn Fn() -> Result<()>,
@@ -272,7 +271,7 @@ impl Namespace {
     /// Forgets every URL that starts with `prefix` (compared as canonical URLs): afterwards
     /// each answers "new", every other URL recorded still answers "seen", and the result is how
     /// many recorded URLs were forgotten. The namespace must keep its URLs
-    /// ([`NamespaceOptions::keep_urls`]); see `docs/forget.md`, "Forgetting a prefix".
+    /// ([`NamespaceOptions::keep_urls`](super::NamespaceOptions::keep_urls)); see `docs/forget.md`, "Forgetting a prefix".
     ///
     /// The prefix is canonicalized with the namespace's profile, as a URL (so
     /// `HTTPS://Example.com` is `https://example.com/`, every URL of that origin). It must have

@@ -93,7 +93,7 @@ pub(crate) struct TreeExact {
 impl TreeExact {
     /// The cache, and `tree` made exact: its leaves index their records (in `index`, rebuilt
     /// from the leaves' records).
-    pub(crate) fn enable(tree: &Dsbf, index: Arc<IndexStore>) -> Result<Self> {
+    fn enable(tree: &Dsbf, index: Arc<IndexStore>) -> Result<Self> {
         tree.enable_exact(index)?;
         Ok(TreeExact {
             recent: RecentCache::new(exact_options().lru_capacity),
@@ -121,7 +121,7 @@ impl TreeExact {
 
 /// Where a tree's leaf indexes go: beside its leaf files (`index/`, emptied first), or on the
 /// heap when the leaves are.
-pub(crate) fn index_store(tree: &Dsbf) -> Result<Arc<IndexStore>> {
+fn index_store(tree: &Dsbf) -> Result<Arc<IndexStore>> {
     match tree.leaf_store() {
         LeafStore::Memory => Ok(IndexStore::in_memory()),
         LeafStore::Files(files) => IndexStore::create(files.dir().with_file_name("index")),
@@ -129,7 +129,7 @@ pub(crate) fn index_store(tree: &Dsbf) -> Result<Arc<IndexStore>> {
 }
 
 /// The exact index's options in a namespace (seed 002's LRU size, seed 004's refcounts).
-pub(crate) fn exact_options() -> ExactOptions {
+fn exact_options() -> ExactOptions {
     ExactOptions::default()
 }
 
@@ -138,13 +138,13 @@ pub(crate) fn exact_options() -> ExactOptions {
 /// every `BF.*` key is) makes RedisBloom's promise that an added item always exists. A URL
 /// namespace makes the crawler's: every URL recorded stays seen, and a repeat writes nothing,
 /// so its disk grows with distinct URLs only (docs/durability.md, "Seen stays seen").
-pub(crate) fn keeps_positives(options: &NamespaceOptions) -> bool {
+fn keeps_positives(options: &NamespaceOptions) -> bool {
     options.canon.profile == urlseen_canon::Profile::None
 }
 
 /// A counting namespace's filter geometry: classic counting filters sized for the namespace's
 /// capacity and FPR (in exact mode the FPR only costs store reads), with its seed.
-pub(crate) fn counting_options(options: &NamespaceOptions) -> Result<CountingOptions> {
+fn counting_options(options: &NamespaceOptions) -> Result<CountingOptions> {
     let mut c = CountingOptions::with_fpr(options.capacity, options.fpr)?;
     c.seed = options.seed;
     c.exact = exact_options();
@@ -256,7 +256,7 @@ impl Namespace {
     ///
     /// # Errors
     /// The URL journal's, when it cannot be opened.
-    pub(crate) fn with_hosts(
+    fn with_hosts(
         name: String,
         options: NamespaceOptions,
         set: Set,
@@ -337,7 +337,7 @@ impl Namespace {
     }
 
     /// What decides "seen" now: the tree a small list grew into, once it did.
-    pub(crate) fn set(&self) -> &Set {
+    fn set(&self) -> &Set {
         match &self.held {
             Set::Small(small) => small.grown().unwrap_or(&self.held),
             held => held,
@@ -349,14 +349,14 @@ impl Namespace {
     ///
     /// # Errors
     /// The tree's, when the list's items cannot be recorded in it.
-    pub(crate) fn tree_set(&self) -> Result<&Set> {
+    fn tree_set(&self) -> Result<&Set> {
         match &self.held {
             Set::Small(small) => small.grow(&self.name, &self.options, &self.backing),
             held => Ok(held),
         }
     }
 
-    pub(crate) fn in_flight(&self) -> &InFlight {
+    fn in_flight(&self) -> &InFlight {
         &self.in_flight
     }
 
@@ -524,7 +524,7 @@ impl Namespace {
 
     /// What is listed under host hash `hash`, for a forget of `host` (see
     /// [`HostDict::vouch`]).
-    pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
+    fn vouch(&self, hash: u32, host: &str) -> Vouch {
         match (&self.hosts, &self.held) {
             (Some(dict), _) => dict.vouch(hash, host),
             (None, Set::Small(small)) => small.vouch(hash, host),

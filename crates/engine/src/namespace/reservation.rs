@@ -37,7 +37,7 @@ use crate::namespace::Namespace;
 
 /// A namespace's fingerprints in flight: answered "new" by a [`Reservation`] not committed yet.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight {
+pub(super) struct InFlight {
     /// `None` while nothing is in flight: most namespaces never hold a reservation, and the
     /// field then costs 16 bytes instead of an empty table's 40.
     set: RwLock<Option<Box<Fingerprints>>>,
@@ -46,14 +46,14 @@ pub(crate) struct InFlight {
 type Fingerprints = HashSet<u64, FpBuildHasher>;
 
 /// The set in flight, read: see [`InFlight::read`].
-pub(crate) struct Flying<'a>(RwLockReadGuard<'a, Option<Box<Fingerprints>>>);
+pub(super) struct Flying<'a>(RwLockReadGuard<'a, Option<Box<Fingerprints>>>);
 
 impl Flying<'_> {
-    pub(crate) fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.0.as_ref().is_none_or(|set| set.is_empty())
     }
 
-    pub(crate) fn contains(&self, fp: &u64) -> bool {
+    pub(super) fn contains(&self, fp: &u64) -> bool {
         self.0.as_ref().is_some_and(|set| set.contains(fp))
     }
 }
@@ -61,7 +61,7 @@ impl Flying<'_> {
 impl InFlight {
     /// The set, shared: held by a check-and-insert from its look at the set until its batch is
     /// in the tree.
-    pub(crate) fn read(&self) -> Flying<'_> {
+    pub(super) fn read(&self) -> Flying<'_> {
         Flying(self.set.read())
     }
 
@@ -73,7 +73,7 @@ impl InFlight {
     /// Claiming before looking keeps the lock short (no tree lookup under it) and is still
     /// exact: a commit records its fingerprints in the tree before it lets them go, so a claim
     /// made after that finds them in the tree, and one made before finds them in flight.
-    pub(crate) fn reserve(
+    pub(super) fn reserve(
         &self,
         fps: &[u64],
         out: &mut [bool],
@@ -112,7 +112,7 @@ impl InFlight {
     }
 
     /// Takes `fps` out of flight.
-    pub(crate) fn release(&self, fps: &[u64]) {
+    fn release(&self, fps: &[u64]) {
         if fps.is_empty() {
             return;
         }
@@ -136,7 +136,7 @@ impl InFlight {
     /// Commits follow their replies within milliseconds unless a client stops reading; so a
     /// short poll, with no per-namespace condition variable to pay for in each of a million
     /// namespaces.
-    pub(crate) fn settle(&self, limit: std::time::Duration) -> bool {
+    pub(super) fn settle(&self, limit: std::time::Duration) -> bool {
         let pending: Vec<u64> = match self.set.read().as_ref() {
             Some(set) => set.iter().copied().collect(),
             None => return true,
@@ -161,12 +161,12 @@ impl InFlight {
     }
 
     /// The fingerprints in flight now.
-    pub(crate) fn snapshot(&self) -> Vec<u64> {
+    pub(super) fn snapshot(&self) -> Vec<u64> {
         self.set.read().as_ref().map_or_else(Vec::new, |set| set.iter().copied().collect())
     }
 
     /// Fingerprints in flight.
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.set.read().as_ref().map_or(0, |set| set.len())
     }
 }
@@ -189,7 +189,7 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    pub(crate) fn new(
+    pub(super) fn new(
         ns: Arc<Namespace>,
         taken: Vec<u64>,
         taken_hosts: Vec<u32>,

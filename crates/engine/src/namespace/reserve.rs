@@ -1,7 +1,6 @@
 //! Answers that count once delivered (a server's reply; see [`crate::reserve`]): a batch is
 //! answered and its new fingerprints held in flight, then recorded by the reservation's commit.
-
-use super::*;
+use super::{Arc, Logged, Mode, Namespace, Reservation, Result, Set};
 
 impl Namespace {
     /// The first step of a check-and-insert whose answers count only once they are delivered
@@ -98,7 +97,7 @@ impl Namespace {
     /// as they are (nobody else could record them meanwhile). If some were answered "seen",
     /// what they rest on (their kept records, another writer's records) is made as durable as
     /// the policy says, as a check-and-insert's "seen" is.
-    pub(crate) fn record_reserved(
+    pub(super) fn record_reserved(
         &self,
         taken: &[u64],
         hosts: &[u32],

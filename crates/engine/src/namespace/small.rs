@@ -37,12 +37,12 @@ use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
 /// Items a list holds before it becomes a tree: a 1.5 KiB list, about the fixed cost of a
 /// small tree, and short enough that keeping it sorted (a move of at most that much per new
 /// item) costs less than a tree's insert.
-pub(crate) const SMALL_MAX: usize = 128;
+const SMALL_MAX: usize = 128;
 
 /// Namespaces made for at most this many items start as a list (every namespace made
 /// implicitly, by `URL.SEEN` or `BF.ADD`, is made for 100); one reserved for more is a tree
 /// from the start, sized as it was asked.
-pub(crate) const SMALL_CAPACITY: u64 = 1024;
+const SMALL_CAPACITY: u64 = 1024;
 
 /// What opens the leaf store of the namespace it is given the name of.
 type OpenLeaves = dyn Fn(&str) -> Result<LeafStore> + Send + Sync;
@@ -108,7 +108,7 @@ pub(crate) enum Leaves {
 
 impl Leaves {
     /// The store, made now.
-    pub(crate) fn open(self, name: &str) -> Result<LeafStore> {
+    pub(super) fn open(self, name: &str) -> Result<LeafStore> {
         match self {
             Leaves::Store(store) => Ok(store),
             Leaves::Later(source) => source.open(name),
@@ -135,7 +135,7 @@ impl From<LeafStore> for Leaves {
 /// A small set for a namespace made with `options` whose leaves go to `leaves`, if it starts
 /// as a list: exact, counting, recrawl and URL-keeping namespaces keep structures of their
 /// own, and a non-scaling one counts its room in a tree's terms; they start as trees.
-pub(crate) fn small_set(
+pub(super) fn small_set(
     options: &NamespaceOptions,
     leaves: &Leaves,
     workers: &Arc<SplitWorkers>,
@@ -415,12 +415,12 @@ impl std::fmt::Debug for LeafSource {
 
 impl SmallSet {
     /// The tree, if the list became one.
-    pub(crate) fn grown(&self) -> Option<&Set> {
+    pub(super) fn grown(&self) -> Option<&Set> {
         self.grown.get().map(|g| &g.set)
     }
 
     /// The host dictionary, once the list became a tree.
-    pub(crate) fn grown_hosts(&self) -> Option<&HostDict> {
+    fn grown_hosts(&self) -> Option<&HostDict> {
         self.grown.get().map(|g| &g.hosts)
     }
 
@@ -430,7 +430,7 @@ impl SmallSet {
     ///
     /// # Errors
     /// The dictionary's.
-    pub(crate) fn note_host(
+    pub(super) fn note_host(
         &self,
         hash: u32,
         full: u64,
@@ -460,7 +460,7 @@ impl SmallSet {
     /// tree or the batch could take it past [`SMALL_MAX`] hosts (then it becomes the tree of
     /// namespace `ns` made with `options` first, as a batch of as many items would): so the
     /// list's hosts stay few, and each costs one move at most.
-    pub(crate) fn note_hosts(
+    pub(super) fn note_hosts(
         &self,
         hosts: &[(u32, u64)],
         mut name: impl FnMut(usize) -> Result<String>,
@@ -496,7 +496,7 @@ impl SmallSet {
     }
 
     /// What is listed under `hash`, for a forget of `host` (see [`HostDict::vouch`]).
-    pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
+    pub(super) fn vouch(&self, hash: u32, host: &str) -> Vouch {
         let list = self.list.lock();
         let Some(list) = list.as_ref() else {
             drop(list);
@@ -518,7 +518,7 @@ impl SmallSet {
     ///
     /// # Errors
     /// The tree's, when the list's items cannot be recorded in it.
-    pub(crate) fn grow(
+    pub(super) fn grow(
         &self,
         name: &str,
         options: &NamespaceOptions,
@@ -634,7 +634,7 @@ impl SmallSet {
     /// tree is to be asked instead: the list is a tree by now, or becomes one here because
     /// the batch could take it past [`SMALL_MAX`] (so a batch of any size costs a tree's
     /// inserts, never a list's moves).
-    pub(crate) fn insert(
+    pub(super) fn insert(
         &self,
         fps: &[u64],
         hosts: &[u32],
@@ -693,7 +693,7 @@ impl SmallSet {
 
     /// Read-only lookup: `out[i]` is whether `fps[i]` is in the list. `None` if the list is
     /// a tree by now: ask the tree.
-    pub(crate) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Option<()> {
+    pub(super) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Option<()> {
         let list = self.list.lock();
         let list = list.as_ref()?;
         for (fp, hit) in fps.iter().zip(out.iter_mut()) {
@@ -703,12 +703,12 @@ impl SmallSet {
     }
 
     /// Items in the list (`None` once it is a tree).
-    pub(crate) fn len(&self) -> Option<u64> {
+    pub(super) fn len(&self) -> Option<u64> {
         self.list.lock().as_ref().map(|list| list.len() as u64)
     }
 
     /// Bytes of the heap the list takes: itself and its items (`None` once it is a tree).
-    pub(crate) fn memory_bytes(&self) -> Option<u64> {
+    pub(super) fn memory_bytes(&self) -> Option<u64> {
         let list = self.list.lock();
         let list = list.as_ref()?;
         Some((std::mem::size_of::<Self>() + list.0.len()) as u64)

@@ -1,7 +1,9 @@
 //! What a namespace reports about itself: counts, memory, disk, FPR and the shape of its tree
 //! or counting filters ([`Namespace::stats`]).
-
-use super::*;
+use super::{
+    CountingSet, Dsbf, ExactStats, Generations, LeafStats, Namespace, RecrawlReport, Serialize,
+    Set, small,
+};
 
 impl Namespace {
     /// Counts, memory, FPR and the shape of the tree (or of the counting filters).
@@ -273,7 +275,7 @@ pub struct NamespaceStats {
     /// journal, in bytes.
     pub disk_bytes: u64,
     /// Entries in the URL journal of a namespace that keeps its URLs
-    /// ([`NamespaceOptions::keep_urls`]): about one per distinct URL recorded. `None`
+    /// ([`NamespaceOptions::keep_urls`](super::NamespaceOptions::keep_urls)): about one per distinct URL recorded. `None`
     /// otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_urls: Option<u64>,

@@ -10,7 +10,7 @@ use crate::log::Fsync;
 /// A namespace whose log and snapshot hold more than this is never unloaded: reloading it would
 /// read that much (about 700,000 URLs). It stays loaded, and its descriptors count against the
 /// bound until it is dropped (docs/durability.md, "Many namespaces").
-pub(crate) const UNLOAD_MAX_BYTES: u64 = 8 << 20;
+const UNLOAD_MAX_BYTES: u64 = 8 << 20;
 
 impl Namespace {
     /// Descriptors its files hold while it is loaded, at most: the log, the hosts file of a

@@ -33,9 +33,9 @@ pub struct Usage {
 
 /// One namespace's measure: its [`Usage`] and what taking it cost (nodes visited).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Sizes {
-    pub(crate) usage: Usage,
-    pub(crate) nodes: u64,
+struct Sizes {
+    usage: Usage,
+    nodes: u64,
 }
 
 /// A `Db`'s running totals.
@@ -72,7 +72,7 @@ impl Ledger {
 
 /// A namespace's part in its `Db`'s ledger: what it reported last, and when to measure again.
 #[derive(Debug, Default)]
-pub(crate) struct Share {
+pub(super) struct Share {
     /// Set once the namespace is in a `Db` (a recrawl window's generations have none: their
     /// window reports them).
     ledger: OnceLock<Arc<Ledger>>,
@@ -104,7 +104,7 @@ impl Namespace {
 
     /// After a write: measures again if the namespace grew enough, or split, since the last
     /// time (see the module docs). O(1) otherwise.
-    pub(crate) fn account(&self) {
+    pub(super) fn account(&self) {
         if self.share.ledger.get().is_none() {
             return;
         }
@@ -126,7 +126,7 @@ impl Namespace {
     }
 
     /// Measures the namespace and reports the change to the ledger.
-    pub(crate) fn measure(&self) {
+    pub(super) fn measure(&self) {
         let Some(ledger) = self.share.ledger.get() else { return };
         let mut reported = self.share.reported.lock();
         if self.share.next_len.load(Ordering::Relaxed) == LEFT {
@@ -183,7 +183,7 @@ impl Namespace {
     /// RAM, reservation and disk of this namespace: [`Namespace::stats`]'s figures without its
     /// FPR formulas (a tree) or its scan of every counter (a counting set); a recrawl window
     /// takes its generations' stats.
-    pub(crate) fn sizes(&self) -> Sizes {
+    fn sizes(&self) -> Sizes {
         let mut sizes = match self.set() {
             Set::Small(small) if let Some(memory_bytes) = small.memory_bytes() => Sizes {
                 usage: Usage { memory_bytes, committed_bytes: memory_bytes, disk_bytes: 0 },

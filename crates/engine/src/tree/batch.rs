@@ -3,8 +3,11 @@
 //! against the leaf indexes, and positives kept (see the module docs of [`super`]). The
 //! common case, a check-and-insert with no leaf about to split, takes the one-pass path
 //! (`direct`) instead, below a split under way too.
-
-use super::*;
+use super::{
+    AtomicU64, Dsbf, ExactHooks, Found, GROUP_CHUNK, Leaf, LeafRecord, Logged, Mode, Node, NodeId,
+    OnNew, Ordering, ROOT, Route, SCRATCH_KEEP_MAX, SEEN_ABOVE, SplitMode, Topology, Walk, direct,
+    group_by_node, hash, route,
+};
 
 /// Fingerprints logged as kept, and their host hashes.
 pub(super) type KeptList<'a> = (&'a mut Vec<u64>, &'a mut Vec<u32>);

@@ -1,7 +1,8 @@
 //! Exact mode's leaf indexes: built from the leaves' records, consulted to confirm a Bloom
 //! positive, and checked against the leaf files.
-
-use super::*;
+use super::{
+    Arc, Dsbf, Error, Found, IndexStats, IndexStore, Leaf, LeafIndex, Mutex, Node, ROOT, ReadPos,
+};
 
 impl Dsbf {
     /// Exact mode's read-only lookup: whether `fp` is recorded, by the filters and then the

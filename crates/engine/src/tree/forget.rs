@@ -1,7 +1,6 @@
 //! Forgetting: the records that match a predicate are dropped from the leaves that hold them,
 //! each leaf rewritten (its file replaced whole) and its filter rebuilt from what stays.
-
-use super::*;
+use super::{Arc, BlockedBloom, Dsbf, Error, LeafRecord, Node, Ordering, ReadPos};
 
 /// What [`Dsbf::forget_where`] forgot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

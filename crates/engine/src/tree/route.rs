@@ -1,8 +1,7 @@
 //! How a fingerprint finds its leaf: down the directory (a tree routed by ranges) or level by
 //! level with each level's location hash (trees made before snapshot version 4), asking the
 //! frozen filter of a split under way on its path.
-
-use super::*;
+use super::{Dsbf, Node, NodeId, ROOT, Topology, routing};
 
 pub(super) enum Walk {
     /// A frozen filter on the way down holds the fingerprint.

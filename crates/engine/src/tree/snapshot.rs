@@ -1,8 +1,11 @@
 //! Checkpoints of a tree: the snapshot format (its shape, each leaf's filter and where its
 //! file ends), the capture that writes one while inserts go on, the dump of records, and the
 //! bounds-checked readers the formats share.
+use super::{
+    Arc, BlockedBloom, Dsbf, DumpPos, Error, HashMap, Leaf, LeafLog, LeafRecord, LeafStore, Mode,
+    Node, NodeId, Ordering, ROOT, Read, Routing, RwLock, SplitWorkers, TreeParams, Write, Xxh3, io,
+};
 
-use super::*;
 use urlseen_filter::frame::{Format, FormatError};
 /// The snapshot format version this build writes. It reads this one, version 3 (per-level
 /// routing), version 2 (no kept records) and version 1, whose leaves carried their

@@ -2,10 +2,14 @@
 //! made, and the migrator moves the frozen log into them step by step, in bounded chunks read
 //! from the log's file, while inserts and lookups go on; then the frozen parent is dropped.
 //! See the module docs of [`super`] for the locks.
+use super::{
+    BlockedBloom, Dsbf, KEEP_DEDUP_RATIO, Leaf, LeafIndex, LeafLog, LeafRecord, LeafStore, Level,
+    Mutex, Node, NodeId, Ordering, ReadPos, Retained, RwLock, SplitMode, Walk, group_by_node,
+    new_leaf,
+};
 
 use std::convert::Infallible;
 
-use super::*;
 use crate::dsbf::split::{self, Freeze, SplitHome, SplitOutcome, Stage, Step};
 
 /// Migration steps per read of the frozen log: a step bounds how long the children's locks

@@ -38,7 +38,7 @@ impl SplitWorkers {
     }
 
     /// Queues `tree`'s splitting leaves for migration, starting a thread if none is free.
-    pub(crate) fn submit(self: &Arc<Self>, tree: Weak<Dsbf>) {
+    pub(super) fn submit(self: &Arc<Self>, tree: Weak<Dsbf>) {
         let mut queue = self.queue.lock();
         if !queue.iter().any(|t| t.ptr_eq(&tree)) {
             queue.push_back(tree);

@@ -1,7 +1,6 @@
 //! A tree's shape and fill, leaf by leaf: what `stats`, `plan`, `URL.INFO`, `BF.INFO` and
 //! `/metrics` report.
-
-use super::*;
+use super::{BlockedBloom, Dsbf, LeafIndex, LeafLog, Node, NodeId, Ordering, plan};
 
 /// The shape of a tree and the fill of each leaf, from [`Dsbf::stats`].
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +47,7 @@ pub struct LeafStats {
     /// The leaf's capacity `u` under `f_max`.
     pub capacity: u64,
     /// Bits of its filter: its depth's `m`, or a split's spread size
-    /// ([`TreeParams::split_level`]).
+    /// ([`TreeParams::split_level`](super::TreeParams::split_level)).
     pub bits: u64,
     /// Fraction of the filter's bits set.
     pub fill_ratio: f64,

@@ -1,7 +1,8 @@
 //! A counting set's shape ([`CountingOptions`]): its generations' sizes and seeds, checked, and
 //! the small parameters file that fixes them on disk.
-
-use super::*;
+use super::{
+    CountingBloom, Error, ExactOptions, Format, GOLDEN, MAX_BITS, MAX_HASHES, Path, Result, plan,
+};
 
 /// The params file's framing (its version a `u32`, as the store header's).
 pub(super) const PARAMS_FORMAT: Format =
@@ -9,7 +10,7 @@ pub(super) const PARAMS_FORMAT: Format =
 
 pub(super) const PARAMS_LEN: usize = 48;
 
-/// The shape of a [`CountingSet`].
+/// The shape of a [`CountingSet`](super::CountingSet).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CountingOptions {
     /// Fingerprints generation 0 holds before a generation twice as large is added.
@@ -20,7 +21,7 @@ pub struct CountingOptions {
     pub hashes: u32,
     /// Seed of the counter positions (generation g uses `seed ^ g·φ`).
     pub seed: u64,
-    /// The LRU and reference counting of the [`ExactIndex`] behind the filters.
+    /// The LRU and reference counting of the [`ExactIndex`](super::ExactIndex) behind the filters.
     pub exact: ExactOptions,
 }
 

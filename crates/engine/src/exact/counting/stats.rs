@@ -1,6 +1,5 @@
 //! What a counting set reports: its generations' fill and the work its counters did.
-
-use super::*;
+use super::{AtomicU64, CountingSet, ExactStats, Ordering};
 
 /// One generation's figures.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,8 +1,7 @@
 //! How the fingerprint store reports a failure: as the crate's [`Error`], with the store's
 //! path, so that a store error and a data directory's read alike. (A damaged file is
 //! [`Error::format`], a bad option [`Error::InvalidOption`], as anywhere in the crate.)
-
-use super::*;
+use super::{Error, Path, io};
 
 /// A file operation on the store failed.
 pub(crate) fn io(what: &str, path: &Path, source: io::Error) -> Error {
@@ -15,7 +14,7 @@ pub(crate) fn not_found(path: &Path) -> Error {
 }
 
 /// The LSM engine's error, as the crate's.
-pub(crate) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
+pub(super) fn from_fjall(path: &Path, e: fjall::Error) -> Error {
     match e {
         fjall::Error::Io(source) => io("LSM I/O", path, source),
         fjall::Error::Storage(fjall::LsmError::Io(source)) => io("LSM I/O", path, source),

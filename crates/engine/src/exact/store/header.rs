@@ -1,7 +1,9 @@
 //! The store's header file (`URLSEEN-STORE`): its framing, written through the `Storage` and
 //! checked at every open (damage before version: a flipped bit is damage, not a newer build).
-
-use super::*;
+use super::{
+    Error, FRAME_LEN, Format, FormatError, HEADER_FILE, MAGIC, Path, Result, SEAL_LEN, Storage,
+    VALUE_ENCODING, VERSION, io, io_err,
+};
 
 pub(super) const HEADER_LEN: usize = 24;
 

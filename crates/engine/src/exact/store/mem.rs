@@ -1,7 +1,8 @@
 //! [`MemStore`]: the store on the heap, for in-memory databases and tests, with the identity
 //! hasher fingerprints need (they are hashes already).
-
-use super::*;
+use super::{
+    BuildHasherDefault, FpStore, HashMap, Hasher, Record, Result, RwLock, StoreDurability, mix64,
+};
 
 /// A [`Hasher`] for keys that are (or derive from) fingerprints: one [`mix64`], no SipHash.
 /// Mixing again keeps tables fast even for non-random keys such as test sequences.

@@ -31,13 +31,13 @@
 //!
 //! [fjall]: https://docs.rs/fjall
 
-pub(crate) mod error;
+pub(super) mod error;
 mod header;
 mod mem;
 mod tally;
 
 use error as store_error;
-pub(crate) use header::check_fixed;
+pub(super) use header::check_fixed;
 use header::{check_header, write_header};
 pub use mem::{FpBuildHasher, FpHasher, MemStore};
 pub use tally::TALLY_FILE;
@@ -642,7 +642,7 @@ impl FpStore for FingerprintStore {
 
 /// `urlseen check --data DIR --repair` for the store in `dir` (`DIR/ns/<hex>/store`), in
 /// backquotes.
-pub(crate) fn repair_command(dir: &Path) -> String {
+fn repair_command(dir: &Path) -> String {
     let data = dir
         .parent()
         .and_then(Path::parent)

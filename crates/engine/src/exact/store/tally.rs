@@ -17,8 +17,9 @@
 //! lowers it (with some slack, so that a forget of many fingerprints syncs the tally once per
 //! [`REMOVAL_SLACK`] of them, not once each) and syncs it before the removal is written. An
 //! entry need not be synced itself: a lost one leaves an older, lower floor.
-
-use super::*;
+#[cfg(test)]
+use super::OsStorage;
+use super::{Arc, Error, FRAME_LEN, Format, Path, PathBuf, Result, Storage, io_err};
 
 /// The name of the tally file in a store directory.
 pub const TALLY_FILE: &str = "URLSEEN-TALLY";

@@ -56,7 +56,7 @@ const DROPPED_SUFFIX: &str = ".dropped.tmp";
 
 /// One generation: the URLs first recorded in the slot that starts at `start`.
 #[derive(Debug)]
-pub(crate) struct Generation {
+struct Generation {
     /// Start of its slot, in milliseconds since the Unix epoch.
     start: u64,
     ns: Arc<Namespace>,
@@ -178,7 +178,7 @@ impl Generations {
     /// A window read back from `dir` (its meta already read): every generation directory in
     /// `dir/gen`, recovered; those expired are deleted (read-only: skipped), and unfinished
     /// deletes finished.
-    pub(crate) fn recover(
+    pub(super) fn recover(
         name: &str,
         options: &NamespaceOptions,
         dir: &Path,
@@ -281,7 +281,7 @@ impl Generations {
 
     /// Drops expired generations now (the housekeeping thread calls this, so memory is freed
     /// even when no write comes).
-    pub(crate) fn expire(&self) -> Result<()> {
+    pub(super) fn expire(&self) -> Result<()> {
         if let Home::Dir { access: Access::ReadOnly, .. } = &self.home {
             return Ok(());
         }
@@ -346,7 +346,7 @@ impl Generations {
     /// Check-and-insert: "seen" if any live generation holds the fingerprint, otherwise
     /// recorded in the current one, with its host hash (`hosts`: one per fingerprint, or
     /// none). `then` as in [`Namespace::seen_fingerprints_then`].
-    pub(crate) fn seen(
+    pub(super) fn seen(
         &self,
         fps: &[u64],
         hosts: &[u32],
@@ -370,7 +370,7 @@ impl Generations {
     /// "seen", the rest reserved in the current one (whose reservation is returned: it commits
     /// there even if the generations rotate meanwhile), with their host hashes as in
     /// [`Self::seen`].
-    pub(crate) fn reserve(
+    pub(super) fn reserve(
         &self,
         fps: &[u64],
         hosts: &[u32],
@@ -438,7 +438,7 @@ impl Generations {
     }
 
     /// Read-only: "seen" if any live generation holds the fingerprint.
-    pub(crate) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
+    pub(super) fn contains(&self, fps: &[u64], out: &mut [bool]) -> Result<()> {
         let now = self.clock.now_millis();
         let live = self.live.read();
         out.fill(false);
@@ -454,7 +454,7 @@ impl Generations {
     }
 
     /// The window's host dictionary (the window namespace's, shared by its generations).
-    pub(crate) fn hosts(&self) -> Arc<HostDict> {
+    pub(super) fn hosts(&self) -> Arc<HostDict> {
         Arc::clone(&self.hosts)
     }
 
@@ -468,7 +468,7 @@ impl Generations {
     /// # Errors
     /// As `Namespace::forget_host`. A failure in one generation leaves the ones before it
     /// forgotten (each is durable on its own) and the later ones not: run it again.
-    pub(crate) fn forget_host(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
+    pub(super) fn forget_host(&self, h: u32, check: &dyn Fn() -> Result<()>) -> Result<u64> {
         if let Home::Dir { access: Access::ReadOnly, dir, .. } = &self.home {
             return Err(Error::ReadOnly {
                 path: dir.clone(),
@@ -493,24 +493,24 @@ impl Generations {
     }
 
     /// Records of host hash `h` in the live generations.
-    pub(crate) fn count_host_records(&self, h: u32) -> Result<u64> {
+    pub(super) fn count_host_records(&self, h: u32) -> Result<u64> {
         self.namespaces().iter().map(|ns| ns.count_host_records(h)).sum()
     }
 
     /// The live generations' namespaces, oldest first.
-    pub(crate) fn namespaces(&self) -> Vec<Arc<Namespace>> {
+    pub(super) fn namespaces(&self) -> Vec<Arc<Namespace>> {
         let now = self.clock.now_millis();
         let live = self.live.read();
         self.live_at(&live, now).iter().map(|g| Arc::clone(&g.ns)).collect()
     }
 
     /// URLs recorded in the live generations.
-    pub(crate) fn len(&self) -> u64 {
+    pub(super) fn len(&self) -> u64 {
         self.namespaces().iter().map(|ns| ns.len()).sum()
     }
 
     /// The window and its live generations.
-    pub(crate) fn report(&self) -> (RecrawlReport, Vec<crate::NamespaceStats>) {
+    pub(super) fn report(&self) -> (RecrawlReport, Vec<crate::NamespaceStats>) {
         let now = self.clock.now_millis();
         let live = self.live.read();
         let mut stats = Vec::new();
@@ -537,7 +537,7 @@ impl Generations {
     }
 
     /// The namespace directory, in a data directory.
-    pub(crate) fn dir(&self) -> Option<&Path> {
+    pub(super) fn dir(&self) -> Option<&Path> {
         match &self.home {
             Home::Dir { dir, .. } => Some(dir),
             _ => None,
