@@ -4,7 +4,8 @@
 //! A crawl platform's server holds thousands to millions of namespaces, most of them a few
 //! dozen URLs (docs/benchmarks.md, "Many namespaces in one server"). A tree costs a few
 //! kilobytes before its first URL (its nodes, a leaf, its filter, its routing); the list costs
-//! 9 bytes per item in one block of the heap (and 4 per host), and nothing before. So a namespace made for a small capacity
+//! 9 bytes per item in one block of the heap (and 4 per distinct host hash), and nothing
+//! before. So a namespace made for a small capacity
 //! ([`SMALL_CAPACITY`]) starts as a list; a batch that could take it past [`SMALL_MAX`] items
 //! first replays it into a tree sized from its options, which splits as any tree does from
 //! then on.
