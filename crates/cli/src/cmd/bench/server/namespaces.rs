@@ -11,9 +11,13 @@
 //! Redis, `SADD crawl:i:visited u1 … u10`), `--pipeline` commands at a time over each of
 //! `--connections` connections (blocks of `--pipeline` namespaces dealt to them in turn); a
 //! connection writes its next block before it reads the replies to the last, so the client
-//! makes commands while the server answers them (as a pipelining client does). Every `--step` namespaces it prints the creation rate over the step, the
-//! server's resident memory (`/proc/PID/status`) per namespace made so far, and its open file
-//! descriptors (`/proc/PID/fd`). `--check` sends the same URLs again (`URL.CHECK`, `SMISMEMBER`)
+//! makes commands while the server answers them (as a pipelining client does). Every `--step`
+//! namespaces it prints the creation rate over the step (and the median of the rates of its
+//! ten tenths), the
+//! server's resident memory (`/proc/PID/status`) per namespace made so far, its open file
+//! descriptors (`/proc/PID/fd`), and the CPU time the server spent per namespace over the step
+//! (`/proc/PID/stat`): on a shared machine a step's rate moves with what else runs, while the
+//! server's CPU per namespace shows whether its own cost grows with the namespaces it holds. `--check` sends the same URLs again (`URL.CHECK`, `SMISMEMBER`)
 //! and fails unless every one is seen: what a restart must keep. `--plot DIR --series
 //! name=run.jsonl …` draws runs saved with `--json` (RSS and rate against the namespaces made)
 //! and contacts no server.
@@ -82,10 +86,18 @@ pub struct Args {
 #[derive(Debug, Serialize, serde::Deserialize)]
 struct Step {
     namespaces: u64,
+    /// Over the whole step.
     per_second: f64,
+    /// The median of the rates of the step's ten tenths: what the step's rate is without
+    /// the moments another process on a shared machine took the CPU.
+    #[serde(default)]
+    median_per_second: Option<f64>,
     rss_bytes: Option<u64>,
     rss_per_namespace: Option<f64>,
     open_fds: Option<usize>,
+    /// The server's CPU time (user and system, all threads) over the step, per namespace.
+    #[serde(default)]
+    server_cpu_us_per_namespace: Option<f64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -135,13 +147,68 @@ fn process(pid: Option<u32>) -> (Option<u64>, Option<usize>) {
     (rss, fds)
 }
 
+/// CPU time `pid` has used (user and system, all its threads), in microseconds.
+fn cpu_micros(pid: Option<u32>) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // Fields after the command name (which may hold spaces, in parentheses): utime and stime
+    // are the 12th and 13th, in clock ticks.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let ticks = fields.next()?.parse::<u64>().ok()? + fields.next()?.parse::<u64>().ok()?;
+    #[expect(unsafe_code, reason = "sysconf is a foreign function")]
+    // SAFETY: sysconf reads a constant of the system; it has no preconditions.
+    let clock_ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_second = u64::try_from(clock_ticks).ok()?.max(1);
+    Some(ticks * 1_000_000 / per_second)
+}
+
 /// What the connections share: the namespaces answered so far, and the step being timed.
 struct Progress {
     done: AtomicU64,
     not_seen: AtomicU64,
     base_rss: Option<u64>,
-    /// When the step under way began, and the count it began at.
-    step: Mutex<(Instant, u64)>,
+    step: Mutex<Timing>,
+}
+
+/// The step under way, and the tenths of it done so far.
+struct Timing {
+    /// When the step began, the count it began at, and the server's CPU time then.
+    started: Instant,
+    from: u64,
+    cpu_from: Option<u64>,
+    /// When the tenth of the step under way began, and the count it began at.
+    part_started: Instant,
+    part_from: u64,
+    /// The rates of the step's tenths done so far.
+    part_rates: Vec<f64>,
+}
+
+impl Timing {
+    fn new(now: Instant, from: u64, cpu_from: Option<u64>) -> Self {
+        Self {
+            started: now,
+            from,
+            cpu_from,
+            part_started: now,
+            part_from: from,
+            part_rates: vec![],
+        }
+    }
+}
+
+/// `n` namespaces over the time since `since`, per second.
+fn rate(n: u64, since: Instant) -> f64 {
+    n as f64 / since.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// The median of `rates` (sorted here), `None` if it is empty.
+fn median(rates: &mut [f64]) -> Option<f64> {
+    rates.sort_by(f64::total_cmp);
+    let mid = rates.len() / 2;
+    match rates.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(rates[mid]),
+        _ => Some((rates[mid - 1] + rates[mid]) / 2.0),
+    }
 }
 
 impl Progress {
@@ -149,32 +216,48 @@ impl Progress {
     fn add(&self, args: &Args, n: u64) -> anyhow::Result<()> {
         let before = self.done.fetch_add(n, Ordering::SeqCst);
         let done = before + n;
+        let part = (args.step / 10).max(1);
+        if done / part == before / part && done != args.namespaces {
+            return Ok(());
+        }
+        let mut timing = self.step.lock().unwrap_or_else(|e| e.into_inner());
+        // A tenth of the step ends here: its rate joins the step's.
+        let part_rate = rate(done - timing.part_from, timing.part_started);
+        timing.part_rates.push(part_rate);
+        timing.part_started = Instant::now();
+        timing.part_from = done;
         if done / args.step == before / args.step && done != args.namespaces {
             return Ok(());
         }
-        let mut step = self.step.lock().unwrap_or_else(|e| e.into_inner());
-        let (started, from) = *step;
         let (rss, fds) = process(args.server_pid);
+        let cpu = cpu_micros(args.server_pid);
         let report = Step {
             namespaces: done,
-            per_second: (done - from) as f64 / started.elapsed().as_secs_f64().max(1e-9),
+            per_second: rate(done - timing.from, timing.started),
+            median_per_second: median(&mut timing.part_rates),
             rss_bytes: rss,
             rss_per_namespace: rss
                 .zip(self.base_rss)
                 .map(|(r, b)| r.saturating_sub(b) as f64 / done as f64),
             open_fds: fds,
+            server_cpu_us_per_namespace: cpu
+                .zip(timing.cpu_from)
+                .map(|(c, f)| c.saturating_sub(f) as f64 / (done - timing.from).max(1) as f64),
         };
-        *step = (Instant::now(), done);
+        *timing = Timing::new(Instant::now(), done, cpu);
         if args.json {
             println!("{}", serde_json::to_string(&report)?);
         } else {
             println!(
-                "{:>10} namespaces  {:>9.0}/s  RSS {:>8.1} MiB  {:>7} B/namespace  {:>6} fds",
+                "{:>10} namespaces  {:>9.0}/s (median of tenths {:>9.0}/s)  RSS {:>8.1} MiB  \
+                 {:>7} B/namespace  {:>6} fds  {:>6} µs CPU/namespace",
                 report.namespaces,
                 report.per_second,
+                report.median_per_second.unwrap_or(f64::NAN),
                 report.rss_bytes.map_or(f64::NAN, |r| r as f64 / (1 << 20) as f64),
                 report.rss_per_namespace.map_or("-".into(), |b| format!("{b:.0}")),
                 report.open_fds.map_or("-".into(), |f| f.to_string()),
+                report.server_cpu_us_per_namespace.map_or("-".into(), |c| format!("{c:.2}")),
             );
         }
         Ok(())
@@ -202,7 +285,7 @@ async fn drive(args: Arc<Args>) -> anyhow::Result<()> {
         done: AtomicU64::new(0),
         not_seen: AtomicU64::new(0),
         base_rss: process(args.server_pid).0,
-        step: Mutex::new((Instant::now(), 0)),
+        step: Mutex::new(Timing::new(Instant::now(), 0, cpu_micros(args.server_pid))),
     });
     let started = Instant::now();
     let tasks: Vec<_> = conns
@@ -325,4 +408,16 @@ fn plot(dir: &std::path::Path, series: &[String]) -> anyhow::Result<()> {
         "namespaces per second",
         &rate,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_rates() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
 }
