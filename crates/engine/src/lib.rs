@@ -104,9 +104,10 @@
 //!   counts the leaves the parameters give, and the options sit below the parameters derived
 //!   from them. The window's limits (`MAX_GENERATIONS`, `MAX_WINDOW_MS`, `generation_fpr`)
 //!   are the options' that validate them ([`recrawl`] re-exports them).
-//! - Checking a data directory (`urlseen check`) is the `db` layer's: it reads every kind of
-//!   namespace and both journals, as opening the `Db` does, while creating and recovering one
-//!   namespace is the namespace's.
+//! - Checking a data directory (`urlseen check`) is split as opening one is: the `db` layer
+//!   walks the directory and reads the small namespaces' journal, and verifying one
+//!   namespace's directory (and a recrawl window's generations) is the namespace's, beside
+//!   how it is created and recovered, whose file names and snapshot checks it shares.
 //! - The [`SeenSet`] trait is vocabulary (the server answers through it); the namespace's
 //!   implementation of it is the namespace's.
 //!
@@ -174,11 +175,12 @@ pub mod tree;
 mod url_journal;
 
 pub use clock::{Clock, FakeClock, SystemClock};
+pub use db::check_data_dir;
 pub use db::{DEFAULT_NAMESPACE, Db, Expiry, ExpiryUpdate, LoadStep, MAX_NAME_LEN};
-pub use db::{NamespaceCheck, check_data_dir, repair_namespace};
 pub use dsbf::dump;
 pub use dsbf::dump::{DumpChunk, DumpReader, DumpWriter};
 pub use error::{Error, Result};
+pub use namespace::check::{NamespaceCheck, repair_namespace};
 pub use namespace::persist::{DbOptions, RecoveryReport, default_max_open_files};
 pub use namespace::recrawl;
 pub use namespace::recrawl::{GenerationReport, RecrawlReport};

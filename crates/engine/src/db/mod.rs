@@ -8,7 +8,7 @@ mod lock;
 mod restore;
 
 use catalog::{Catalog, Evict, Found};
-pub use check::{NamespaceCheck, check_data_dir, repair_namespace};
+pub use check::check_data_dir;
 use expiry::Expiries;
 pub use expiry::{Expiry, ExpiryUpdate};
 use lock::DirLock;

@@ -21,6 +21,7 @@ use reservation::{InFlight, Reservation};
 
 pub(crate) mod backing;
 mod batch;
+pub(crate) mod check;
 mod dump;
 mod forget;
 pub(crate) mod persist;

@@ -130,7 +130,7 @@ fn leaf_files(dir: &Path, db: &DbOptions) -> Result<Arc<LeafFiles>> {
 }
 
 /// The directory of a namespace's leaf files.
-pub(crate) const LEAVES_DIR: &str = "leaves";
+pub(super) const LEAVES_DIR: &str = "leaves";
 
 /// The directory of namespace `name` under data directory `root`. Names are hex-encoded, so any
 /// name (slashes, dots, non-ASCII) is a safe file name.
@@ -222,7 +222,7 @@ pub(crate) fn create_at(
 }
 
 /// The directory of an exact-mode namespace's fingerprint store.
-pub(crate) const STORE_DIR: &str = "store";
+pub(super) const STORE_DIR: &str = "store";
 
 /// The set of a namespace in `dir`: `tree` alone (Bloom-only), `tree` with an exact index, or
 /// counting filters. `create`: the namespace is new, so its store may be created; otherwise a
@@ -553,7 +553,7 @@ fn leaf_bytes(files: &LeafFiles, leaves: &[crate::tree::NodeId]) -> u64 {
 
 /// A copy of the store directory `store` in a new temporary directory (as `store/` there), for
 /// a read-only open to read without writing to `store`.
-pub(crate) fn scratch_copy(store: &Path) -> Result<tempfile::TempDir> {
+pub(super) fn scratch_copy(store: &Path) -> Result<tempfile::TempDir> {
     let tmp = tempfile::Builder::new()
         .prefix("urlseen-read-only-")
         .tempdir()
@@ -578,7 +578,7 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Whether a snapshot file's header says it is older than this build's format.
-pub(crate) fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
+pub(super) fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
     let mut head = [0u8; 10];
     storage.read_at(path, 0, &mut head).ok() == Some(10)
         && u16::from_le_bytes([head[8], head[9]]) < SNAPSHOT_VERSION
@@ -586,7 +586,7 @@ pub(crate) fn snapshot_is_old(storage: &Arc<dyn Storage>, path: &Path) -> bool {
 
 /// The log offset a snapshot file says it covers, read from its header alone (`None` if it has
 /// none: then loading it fails and says why).
-pub(crate) fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
+pub(super) fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Option<u64> {
     let mut head = [0u8; 24];
     let n = storage.read_at(path, 0, &mut head).ok()?;
     (n == head.len() && head[..8] == crate::tree::SNAPSHOT_FORMAT.magic)
@@ -600,7 +600,7 @@ pub(crate) fn snapshot_log_offset(storage: &Arc<dyn Storage>, path: &Path) -> Op
 /// # Errors
 /// What is wrong, in words: a checksum that does not match, a file too short to hold one, or
 /// the read's error.
-pub(crate) fn verify_snapshot_checksum(
+pub(super) fn verify_snapshot_checksum(
     storage: &Arc<dyn Storage>,
     path: &Path,
 ) -> std::result::Result<(), String> {
@@ -640,7 +640,7 @@ fn damaged_snapshot(path: &Path, reason: &str) -> String {
 }
 
 /// The refusal for a log that ends before the offset its snapshot covers.
-pub(crate) fn log_behind_snapshot(log: &Path, end: u64, offset: u64, unchanged: bool) -> Error {
+pub(super) fn log_behind_snapshot(log: &Path, end: u64, offset: u64, unchanged: bool) -> Error {
     let changed = if unchanged {
         "nothing was changed"
     } else {
@@ -661,7 +661,7 @@ pub(crate) fn log_behind_snapshot(log: &Path, end: u64, offset: u64, unchanged: 
 
 /// What in a namespace directory without meta shows that URLs were recorded there, if anything:
 /// a log with records, a snapshot, a leaf file, a store, or a file this build does not know.
-pub(crate) fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String>> {
+pub(super) fn recorded_data(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Option<String>> {
     let names = storage.list(dir).map_err(|e| Error::io("list", dir, e))?;
     for name in names {
         let path = dir.join(&name);

@@ -4,12 +4,12 @@
 use super::{Error, Path, io};
 
 /// A file operation on the store failed.
-pub(crate) fn io(what: &str, path: &Path, source: io::Error) -> Error {
+pub(in crate::exact) fn io(what: &str, path: &Path, source: io::Error) -> Error {
     Error::Io { what: format!("fingerprint store: {what}"), path: path.to_path_buf(), source }
 }
 
 /// [`FingerprintStore::open_existing`] on a directory that holds no store.
-pub(crate) fn not_found(path: &Path) -> Error {
+pub(in crate::exact) fn not_found(path: &Path) -> Error {
     Error::NotFound { what: "fingerprint store", path: path.to_path_buf() }
 }
 

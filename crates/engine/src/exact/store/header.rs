@@ -27,7 +27,12 @@ pub(super) fn header_bytes() -> [u8; HEADER_LEN] {
 /// # Errors
 /// [`Error::Corrupt`] (bad magic, another length, a checksum that does not match),
 /// [`Error::UnsupportedVersion`].
-pub(crate) fn check_fixed(format: &Format, path: &Path, bytes: &[u8], len: usize) -> Result<()> {
+pub(in crate::exact) fn check_fixed(
+    format: &Format,
+    path: &Path,
+    bytes: &[u8],
+    len: usize,
+) -> Result<()> {
     if !bytes.starts_with(&format.magic) {
         let found = bytes[..bytes.len().min(8)].to_vec();
         return Err(Error::format(path, FormatError::BadMagic { format: format.name, found }));

@@ -49,7 +49,7 @@ use crate::options::NamespaceOptions;
 use crate::tree::SplitWorkers;
 
 /// The directory of a window's generations, inside its namespace directory.
-pub(crate) const GENERATIONS_DIR: &str = "gen";
+pub(super) const GENERATIONS_DIR: &str = "gen";
 
 /// What a generation directory is renamed to while it is deleted.
 const DROPPED_SUFFIX: &str = ".dropped.tmp";
