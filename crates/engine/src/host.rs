@@ -10,7 +10,7 @@
 //! # Collisions
 //! Two different hosts share a hash with probability 2⁻³² per pair. A forget of a host whose
 //! hash another recorded host shares would forget that host's URLs too: the namespace's host
-//! dictionary (`crate::host_dict`) detects it and the forget refuses instead. See
+//! dictionary (`crate::namespace::host_dict`) detects it and the forget refuses instead. See
 //! `docs/forget.md`, "The collision guard".
 
 use urlseen_filter::hash;
@@ -49,7 +49,7 @@ pub fn host_hash(host: &str, seed: u64) -> u32 {
 }
 
 /// [`host_hash`], and the 64-bit hash it is folded from, by which the host dictionary tells
-/// hosts apart without comparing their names on every URL (`crate::host_dict`).
+/// hosts apart without comparing their names on every URL (`crate::namespace::host_dict`).
 pub(crate) fn host_hashes(host: &str, seed: u64) -> (u32, u64) {
     let h = hash::fingerprint(host.as_bytes(), seed ^ HOST_SEED);
     #[cfg(feature = "testing")]

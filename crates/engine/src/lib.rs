@@ -90,12 +90,12 @@
 //!    with no I/O: node ids, sizes and seeds, routing, the split protocol, the [`dump`] format
 //!    and its cursor.
 //! 3. **Records**: the namespace's fingerprint [`log`], the leaf logs ([`leaf_log`]) and their
-//!    indexes ([`leaf_index`]), the host dictionary, the URL journal, the small namespaces'
-//!    journal and the [`exact`] stores.
+//!    indexes ([`leaf_index`]), the small namespaces' journal and the [`exact`] stores.
 //! 4. **[`tree`]**: the DSBF in this process, and the split workers that serve it.
 //! 5. **`namespace`**: a [`Namespace`] and what is only its own: its reservations
-//!    ([`reserve`]), where its answers rest (its backing), the [`recrawl`] window and how it is
-//!    created and recovered in a data directory. A window is made of namespaces, created the
+//!    ([`reserve`]), where its answers rest (its backing), the files no other layer reads (the
+//!    host dictionary, the URL journal), the [`recrawl`] window and how it is created,
+//!    recovered and checked in a data directory. A window is made of namespaces, created the
 //!    way a namespace is: that recursion stays in this one folder.
 //! 6. **`db`**: the [`Db`] facade, the directory lock and [`check_data_dir`].
 //!
@@ -108,6 +108,9 @@
 //!   walks the directory and reads the small namespaces' journal, and verifying one
 //!   namespace's directory (and a recrawl window's generations) is the namespace's, beside
 //!   how it is created and recovered, whose file names and snapshot checks it shares.
+//! - The host dictionary and the URL journal are record formats, but only a namespace reads
+//!   or writes them (the tree, the `Db` and the journal of small namespaces never do): they
+//!   live in `namespace/`, where what they offer is visible to that folder alone.
 //! - The [`SeenSet`] trait is vocabulary (the server answers through it); the namespace's
 //!   implementation of it is the namespace's.
 //!
@@ -146,7 +149,7 @@
 // imports only from its own layer and those below.
 // layer: error storage clock options fingerprint host seen_set
 // layer: dsbf
-// layer: log exact leaf_index leaf_log host_dict url_journal small_journal
+// layer: log exact leaf_index leaf_log small_journal
 // layer: tree
 // layer: namespace
 // layer: db
@@ -163,7 +166,6 @@ mod error;
 pub mod exact;
 pub mod fingerprint;
 pub mod host;
-mod host_dict;
 pub mod leaf_index;
 pub mod leaf_log;
 pub mod log;
@@ -172,7 +174,6 @@ mod options;
 mod small_journal;
 pub mod storage;
 pub mod tree;
-mod url_journal;
 
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use db::check_data_dir;
@@ -190,12 +191,12 @@ pub use namespace::{
     CountingReport, ExactReport, LeafReport, ManyOp, Namespace, NamespaceStats, PersistenceStats,
     Usage,
 };
+pub use namespace::{MAX_KEPT_URL, RECENT_JOURNALED};
 pub use options::{
     DEFAULT_GENERATIONS, DEFAULT_MAX_LEAF_BITS, DEFAULT_SEED, DEFAULT_SPLIT_THRESHOLD, Fsync,
     MIN_LEAF_BITS, NamespaceOptions, SplitMode, SplitPolicy,
 };
 pub use seen_set::{SeenSet, SeenThenError};
-pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub use urlseen_canon::{Options as CanonOptions, Profile};
 /// RAM the process's leaf filters keep idle for reuse (see [`urlseen_filter::arena_idle_bytes`]):
 /// in no namespace's [`NamespaceStats::memory_bytes`], but in the process's RSS.

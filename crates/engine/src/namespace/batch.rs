@@ -257,7 +257,7 @@ impl Namespace {
                 let poison = |e| self.poisoned_by_store(e);
                 self.check_writable(None)?;
                 // The store has no log in front of it: the hosts its records carry are written
-                // out before it is (see `crate::host_dict`).
+                // out before it is (see `crate::namespace::host_dict`).
                 self.backing.flush_first(false)?;
                 // The answers are handed on before the store is written: a crash between the
                 // two hands them on again (at-least-once), and nothing is recorded unprinted.

@@ -73,8 +73,8 @@ pub fn repair_namespace(c: &NamespaceCheck) -> Result<Vec<String>> {
         let path = c.dir.join("hosts");
         let bytes =
             storage.read(&path).map_err(|e| Error::io("read", &path, e))?.unwrap_or_default();
-        let survey = crate::host_dict::survey(&path, &bytes)?;
-        let kept = crate::host_dict::rebuilt(&bytes, &survey);
+        let survey = crate::namespace::host_dict::survey(&path, &bytes)?;
+        let kept = crate::namespace::host_dict::rebuilt(&bytes, &survey);
         storage.write_atomic(&path, &kept).map_err(|e| Error::io("rewrite", &path, e))?;
         done.push(format!(
             "rewrote {} with its {} sound entries, without {} damaged bytes (no URL lost: a \
@@ -394,7 +394,7 @@ fn check_hosts(c: &mut NamespaceCheck, storage: &Arc<dyn Storage>, path: &Path) 
             return;
         }
     };
-    let survey = match crate::host_dict::survey(path, &bytes) {
+    let survey = match crate::namespace::host_dict::survey(path, &bytes) {
         Ok(survey) => survey,
         Err(e) => {
             c.repairable = false;
@@ -425,13 +425,14 @@ fn check_hosts(c: &mut NamespaceCheck, storage: &Arc<dyn Storage>, path: &Path) 
 /// Checks the URL journal of a namespace that keeps its URLs: every block's checksum and
 /// entries.
 fn check_url_journal(c: &mut NamespaceCheck, storage: &Arc<dyn Storage>, path: &Path) {
-    let scanned = crate::url_journal::UrlJournal::open(storage, path, true, false).and_then(|j| {
-        let end = j.end()?;
-        let mut entries = 0u64;
-        j.scan(0, end, &mut |_, _, _| entries += 1)?;
-        let len = storage.file_len(path).ok().flatten().unwrap_or(0);
-        Ok((entries, end, len))
-    });
+    let scanned = crate::namespace::url_journal::UrlJournal::open(storage, path, true, false)
+        .and_then(|j| {
+            let end = j.end()?;
+            let mut entries = 0u64;
+            j.scan(0, end, &mut |_, _, _| entries += 1)?;
+            let len = storage.file_len(path).ok().flatten().unwrap_or(0);
+            Ok((entries, end, len))
+        });
     match scanned {
         Ok((entries, end, len)) if end < len => c.problems.push(format!(
             "urls: {entries} URLs in sound blocks, then a torn tail of {} bytes after byte {end} \

@@ -8,22 +8,23 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::exact::{CountingOptions, CountingSet, ExactOptions, ExactStats, RecentCache};
 use crate::fingerprint::Fingerprinter;
-use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_index::IndexStore;
 use crate::leaf_log::LeafStore;
 use crate::options::NamespaceOptions;
 use crate::tree::{Dsbf, ExactHooks, LeafStats, Logged, Mode, SplitWorkers};
-use crate::url_journal::UrlJournal;
 use backing::{Backing, InJournal, Lsn};
+use host_dict::{HostDict, Vouch};
 use persist::RecoveryReport;
 use recrawl::{Generations, RecrawlReport};
 use reservation::{InFlight, Reservation};
+use url_journal::UrlJournal;
 
 pub(crate) mod backing;
 mod batch;
 pub(crate) mod check;
 mod dump;
 mod forget;
+mod host_dict;
 pub(crate) mod persist;
 pub mod recrawl;
 pub mod reservation;
@@ -32,10 +33,12 @@ mod seen_set;
 mod small;
 mod stats;
 mod unload;
+mod url_journal;
 mod usage;
 pub use batch::ManyOp;
 pub(crate) use small::{JournalHome, LeafSource, Leaves, starts_small};
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
+pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub(crate) use usage::Ledger;
 pub use usage::Usage;
 
@@ -253,7 +256,7 @@ impl Namespace {
     /// A namespace whose records' hosts are listed in `hosts`: its own, or for a generation
     /// of a recrawl window, the window's. In a data directory the dictionary's file, and the
     /// URL journal of a namespace that keeps its URLs, precede the log on disk (see
-    /// `crate::host_dict`, `crate::url_journal`).
+    /// `crate::namespace::host_dict`, `crate::namespace::url_journal`).
     ///
     /// # Errors
     /// The URL journal's, when it cannot be opened.
@@ -438,10 +441,10 @@ impl Namespace {
         self.fingerprinter().with_canonical(url, |canonical, fp| {
             let Some(host) = crate::host::host_of(canonical) else { return Ok((fp, 0)) };
             let (h, full) = crate::host::host_hashes(host, self.options.seed);
-            // Listed before any record can carry `h` (see `crate::host_dict`).
+            // Listed before any record can carry `h` (see `crate::namespace::host_dict`).
             self.note_host(h, full, host)?;
             // Journaled before any record of it can be made, unless it is known to be there
-            // (see `crate::url_journal`).
+            // (see `crate::namespace::url_journal`).
             if let Some(urls) = &self.urls {
                 let journaled = match self.options.is_exact() {
                     true => self.contains_fingerprint(fp)?,

@@ -30,8 +30,8 @@ use super::backing::{Backing, InJournal};
 use super::persist::{self, DbOptions};
 use super::{Set, keeps_positives};
 use crate::error::{Error, Result};
-use crate::host_dict::{HostDict, Vouch};
 use crate::leaf_log::LeafStore;
+use crate::namespace::host_dict::{HostDict, Vouch};
 use crate::options::{NamespaceOptions, SplitMode};
 use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
 
@@ -168,7 +168,7 @@ struct Entry {
 }
 
 /// A host the list's items came from: what the namespace's host dictionary lists once it is
-/// a tree (see `crate::host_dict`), kept here until then (a dictionary costs 80 bytes more).
+/// a tree (see `crate::namespace::host_dict`), kept here until then (a dictionary costs 80 bytes more).
 #[derive(Debug, Clone, Copy)]
 struct Host<'a> {
     /// Its 64-bit hash, by which the list is sorted (as the dictionary, it takes two hosts

@@ -40,8 +40,8 @@ pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::options::{MAX_GENERATIONS, MAX_WINDOW_MS, generation_fpr};
 
 use crate::error::{Error, Result};
-use crate::host_dict::HostDict;
 use crate::leaf_log::{LeafFiles, LeafStore};
+use crate::namespace::host_dict::HostDict;
 use crate::namespace::persist::{self, Access, DbOptions};
 use crate::namespace::reservation::Reservation;
 use crate::namespace::{HandOn, Namespace};

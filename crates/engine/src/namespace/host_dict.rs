@@ -300,7 +300,7 @@ impl Known {
 
 /// What the dictionary says about a host and its hash, for a forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Vouch {
+pub(super) enum Vouch {
     /// The host is the only one recorded under the hash: forgetting the hash forgets it alone.
     Only,
     /// No host is listed under the hash.
@@ -334,7 +334,7 @@ fn new_tag() -> u64 {
 
 /// See the module docs.
 #[derive(Debug)]
-pub(crate) struct HostDict {
+pub(super) struct HostDict {
     /// Mixed into the 64-bit hashes this dictionary puts in [`RECENT`].
     tag: u64,
     /// The names, and (past a few hosts) their 64-bit hashes; a host is listed in both, and
@@ -347,7 +347,7 @@ pub(crate) struct HostDict {
 /// The `hosts` file: entries buffered by [`HostDict::note`], written and synced when the log
 /// (or a counting store) is about to write or sync records that rely on them.
 #[derive(Debug)]
-pub(crate) struct HostsFile {
+pub(super) struct HostsFile {
     writer: Mutex<Writer>,
 }
 
@@ -468,7 +468,7 @@ impl crate::log::Precedes for HostsFile {
 
 impl HostDict {
     /// An empty dictionary that is not persisted (memory, spill, or a read-only open's extra).
-    pub(crate) fn in_memory() -> Self {
+    pub(super) fn in_memory() -> Self {
         HostDict { tag: new_tag(), names: RwLock::default(), file: None }
     }
 
@@ -478,7 +478,7 @@ impl HostDict {
     /// # Errors
     /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a hosts file or of an unknown
     /// version.
-    pub(crate) fn open(
+    pub(super) fn open(
         storage: &Arc<dyn Storage>,
         dir: &Path,
         read_only: bool,
@@ -531,7 +531,7 @@ impl HostDict {
     ///
     /// # Errors
     /// [`Error::InvalidHost`] for a host longer than an entry holds (65,535 bytes).
-    pub(crate) fn note(&self, hash: u32, full: u64, host: &str) -> Result<()> {
+    pub(super) fn note(&self, hash: u32, full: u64, host: &str) -> Result<()> {
         let key = full ^ self.tag;
         let slot = key as usize % RECENT_SLOTS;
         if key != 0 && RECENT.with(|r| r[slot].get() == key) {
@@ -564,7 +564,7 @@ impl HostDict {
     /// them first, prefetched a few ahead, then the table for the cache's misses under one
     /// read lock, also prefetched, so their cache misses overlap instead of following one
     /// another (one by one, the two probes were 8% of `filter`'s time).
-    pub(crate) fn note_batch(
+    pub(super) fn note_batch(
         &self,
         hosts: &[(u32, u64)],
         mut host: impl FnMut(usize) -> Result<String>,
@@ -618,12 +618,12 @@ impl HostDict {
     }
 
     /// The `hosts` file, to precede the log on disk (none in memory or read-only).
-    pub(crate) fn file(&self) -> Option<Arc<HostsFile>> {
+    pub(super) fn file(&self) -> Option<Arc<HostsFile>> {
         self.file.clone()
     }
 
     /// What is listed under `hash`, for a forget of `host`.
-    pub(crate) fn vouch(&self, hash: u32, host: &str) -> Vouch {
+    pub(super) fn vouch(&self, hash: u32, host: &str) -> Vouch {
         match self.names.read().get(&hash) {
             None => Vouch::Absent,
             Some(Names::One(_, name)) if &**name == host => Vouch::Only,
@@ -678,7 +678,7 @@ fn decode(path: &Path, bytes: &[u8], each: &mut dyn FnMut(u32, &str)) -> Result<
 
 /// What [`survey`] found in a hosts file.
 #[derive(Debug, Default)]
-pub(crate) struct Survey {
+pub(super) struct Survey {
     /// The length of its valid part: the header and every sound entry before the first bad one.
     pub valid: usize,
     /// Sound entries in it.
@@ -715,7 +715,7 @@ const RESYNC_MAX_HOST: usize = 1024;
 ///
 /// # Errors
 /// [`Error::Corrupt`] for a damaged header.
-pub(crate) fn survey(path: &Path, bytes: &[u8]) -> Result<Survey> {
+pub(super) fn survey(path: &Path, bytes: &[u8]) -> Result<Survey> {
     if bytes.len() < HEADER {
         // A header not yet synced: nothing was listed.
         return Ok(Survey { bad_bytes: bytes.len(), ..Survey::default() });
@@ -762,7 +762,7 @@ fn entry_at(bytes: &[u8], at: usize, max_host: usize) -> Option<(u32, &str, usiz
 }
 
 /// The bytes of a hosts file that holds every sound entry `survey` found in `bytes`.
-pub(crate) fn rebuilt(bytes: &[u8], survey: &Survey) -> Vec<u8> {
+pub(super) fn rebuilt(bytes: &[u8], survey: &Survey) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     out.extend_from_slice(&FORMAT.header());
     out.extend_from_slice(bytes.get(HEADER..survey.valid).unwrap_or_default());

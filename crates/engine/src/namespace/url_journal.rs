@@ -61,7 +61,7 @@ pub const MAX_KEPT_URL: usize = u16::MAX as usize;
 
 /// See the module docs.
 #[derive(Debug)]
-pub(crate) struct UrlJournal {
+pub(super) struct UrlJournal {
     inner: Mutex<Inner>,
     /// Fingerprints journaled lately (Bloom mode).
     recent: crate::exact::RecentCache,
@@ -107,7 +107,7 @@ fn header() -> Vec<u8> {
 
 impl UrlJournal {
     /// A journal on the heap.
-    pub(crate) fn in_memory() -> Self {
+    pub(super) fn in_memory() -> Self {
         Self::with_sink(Sink::Memory(header()), HEADER_LEN, 0)
     }
 
@@ -132,7 +132,7 @@ impl UrlJournal {
     /// # Errors
     /// [`Error::Io`]; [`Error::Corrupt`] for a file that is not a URL journal, or one that is
     /// missing when it may not be created; [`Error::UnsupportedVersion`].
-    pub(crate) fn open(
+    pub(super) fn open(
         storage: &Arc<dyn Storage>,
         path: &Path,
         read_only: bool,
@@ -186,7 +186,7 @@ impl UrlJournal {
     /// # Errors
     /// [`Error::Io`] of that write, or [`Error::Poisoned`] after an earlier one failed: the
     /// URL must not be recorded then.
-    pub(crate) fn append(&self, fp: u64, host: u32, url: &str) -> Result<()> {
+    pub(super) fn append(&self, fp: u64, host: u32, url: &str) -> Result<()> {
         let mut inner = self.inner.lock();
         inner.check()?;
         // Known as journaled only once it is in the buffer, under the lock: a writer that
@@ -237,18 +237,18 @@ impl UrlJournal {
     }
 
     /// Whether `fp` is among the [`RECENT`] fingerprints journaled last.
-    pub(crate) fn journaled_lately(&self, fp: u64) -> bool {
+    pub(super) fn journaled_lately(&self, fp: u64) -> bool {
         self.recent.touch(fp)
     }
 
     /// Entries in the journal: found at the open, written since, and buffered.
-    pub(crate) fn entries(&self) -> u64 {
+    pub(super) fn entries(&self) -> u64 {
         let inner = self.inner.lock();
         inner.entries + u64::from(inner.buffered)
     }
 
     /// Bytes of RAM (the buffer; the whole journal when it is on the heap) and of disk.
-    pub(crate) fn sizes(&self) -> (u64, u64) {
+    pub(super) fn sizes(&self) -> (u64, u64) {
         let inner = self.inner.lock();
         let buffer = inner.buffer.capacity() as u64 + self.recent.sizes().2;
         match &inner.sink {
@@ -262,7 +262,7 @@ impl UrlJournal {
     ///
     /// # Errors
     /// As [`Self::write_out`]; a read-only journal reports its length.
-    pub(crate) fn end(&self) -> Result<u64> {
+    pub(super) fn end(&self) -> Result<u64> {
         let mut inner = self.inner.lock();
         if !matches!(inner.sink, Sink::ReadOnly { .. }) {
             inner.check()?;
@@ -278,7 +278,7 @@ impl UrlJournal {
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::Corrupt`] for a damaged block.
-    pub(crate) fn scan(
+    pub(super) fn scan(
         &self,
         from: u64,
         to: u64,
