@@ -90,12 +90,12 @@
 //!    with no I/O: node ids, sizes and seeds, routing, the split protocol, the [`dump`] format
 //!    and its cursor.
 //! 3. **Records**: the namespace's fingerprint [`log`], the leaf logs ([`leaf_log`]) and their
-//!    indexes ([`leaf_index`]), the small namespaces' journal and the [`exact`] stores.
+//!    indexes ([`leaf_index`]) and the [`exact`] stores.
 //! 4. **[`tree`]**: the DSBF in this process, and the split workers that serve it.
 //! 5. **`namespace`**: a [`Namespace`] and what is only its own: its reservations
-//!    ([`reserve`]), where its answers rest (its backing), the files no other layer reads (the
-//!    host dictionary, the URL journal), the [`recrawl`] window and how it is created,
-//!    recovered and checked in a data directory. A window is made of namespaces, created the
+//!    ([`reserve`]), where its answers rest (its backing, and the journal small namespaces
+//!    share), the files no other layer reads (the host dictionary, the URL journal), the
+//!    [`recrawl`] window, and how it is made where the `Db` keeps it, recovered and checked. A window is made of namespaces, created the
 //!    way a namespace is: that recursion stays in this one folder.
 //! 6. **`db`**: the [`Db`] facade, the directory lock and [`check_data_dir`].
 //!
@@ -111,6 +111,12 @@
 //! - The host dictionary and the URL journal are record formats, but only a namespace reads
 //!   or writes them (the tree, the `Db` and the journal of small namespaces never do): they
 //!   live in `namespace/`, where what they offer is visible to that folder alone.
+//! - The journal of small namespaces holds namespaces (each one's creation with its options,
+//!   its hosts, its items, its end): it is where they rest, as the backing is where one
+//!   namespace's answers rest, so it is the namespace layer's; the `Db` opens it, holds it and
+//!   syncs it. Likewise how a namespace is made in each place a `Db` keeps them (memory, a
+//!   spill directory, the journal, a directory of its own) is the namespace's: the `Db` says
+//!   where (`namespace/place.rs`).
 //! - The [`SeenSet`] trait is vocabulary (the server answers through it); the namespace's
 //!   implementation of it is the namespace's.
 //!
@@ -149,7 +155,7 @@
 // imports only from its own layer and those below.
 // layer: error storage clock options fingerprint host seen_set
 // layer: dsbf
-// layer: log exact leaf_index leaf_log small_journal
+// layer: log exact leaf_index leaf_log
 // layer: tree
 // layer: namespace
 // layer: db
@@ -171,7 +177,6 @@ pub mod leaf_log;
 pub mod log;
 mod namespace;
 mod options;
-mod small_journal;
 pub mod storage;
 pub mod tree;
 

@@ -188,7 +188,7 @@ impl Catalog {
     }
 
     /// Loaded `name`, a namespace of the journal that moved to a directory of its own, joins
-    /// the ring with the `files` it holds now (see [`crate::small_journal`]).
+    /// the ring with the `files` it holds now (see [`crate::namespace::small_journal`]).
     pub(super) fn note_moved(&mut self, name: &str, files: usize) {
         let Some(l) = self.find(name) else { return };
         if l.slot != NO_SLOT || l.ns.data_dir().is_none() {

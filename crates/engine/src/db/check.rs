@@ -42,10 +42,10 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
     Ok(checks)
 }
 
-/// Checks the small namespaces' journal (`crate::small_journal`), if it holds anything: every
+/// Checks the small namespaces' journal (`crate::namespace::small_journal`), if it holds anything: every
 /// record's checksum and what it says, as opening reads it.
 fn check_journal(storage: &Arc<dyn Storage>, root: &Path) -> Option<NamespaceCheck> {
-    let path = root.join(crate::small_journal::JOURNAL_FILE);
+    let path = root.join(crate::namespace::small_journal::JOURNAL_FILE);
     if !storage.file_len(&path).is_ok_and(|len| len.is_some()) {
         return None;
     }
@@ -73,7 +73,7 @@ fn check_journal(storage: &Arc<dyn Storage>, root: &Path) -> Option<NamespaceChe
             return Some(c);
         }
     }
-    match crate::small_journal::SmallJournal::open(storage, root, Fsync::No, true) {
+    match crate::namespace::small_journal::SmallJournal::open(storage, root, Fsync::No, true) {
         Ok((_, live)) => c.notes.push(format!("journal: {} small namespaces", live.len())),
         Err(e) => {
             c.problems.push(format!("journal: {e}"));

@@ -29,12 +29,9 @@ use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::Fsync;
 use crate::namespace::backing::Backing;
 use crate::namespace::persist::{self, Access, DbOptions};
-use crate::namespace::recrawl::{Generations, Home};
-use crate::namespace::{
-    JournalHome, LeafSource, Leaves, Ledger, Namespace, Set, Usage, starts_small,
-};
+use crate::namespace::small_journal::SmallJournal;
+use crate::namespace::{JournalHome, LeafSource, Ledger, Namespace, Place, Usage};
 use crate::options::NamespaceOptions;
-use crate::small_journal::SmallJournal;
 use crate::tree::SplitWorkers;
 
 /// The namespace [`Db::seen`] and [`Db::contains`] use.
@@ -111,7 +108,7 @@ struct Inner {
     /// spill directory, or in a data directory a directory of its own): made once, kept by
     /// each small namespace until it becomes a tree (see `namespace/small.rs`).
     small_leaves: Option<LeafSource>,
-    /// A data directory's small namespaces, in one journal (see `crate::small_journal`).
+    /// A data directory's small namespaces, in one journal (see `crate::namespace::small_journal`).
     journal: Option<Arc<SmallJournal>>,
     /// Namespaces of the journal that moved to a directory of their own since the catalog
     /// last looked: it counts their files from then on (see [`Inner::note_moved`]).
@@ -242,7 +239,9 @@ impl Db {
                 Some(name) => catalog.add_on_disk(name),
                 // Not a name's hex (made by hand?): recovered now, under the name in its meta.
                 None => {
-                    if let Some((_, ns)) = load_dir(&dir, &options, &workers, Access::ReadWrite)? {
+                    if let Some((_, ns)) =
+                        persist::load(&dir, &options, &workers, Access::ReadWrite)?
+                    {
                         let files = ns.open_files();
                         catalog.add_loaded(ns, files);
                     }
@@ -332,7 +331,9 @@ impl Db {
                 Some(name) => catalog.add_on_disk(name),
                 None => {
                     let dir = ns_root.join(entry);
-                    if let Some((_, ns)) = load_dir(&dir, &options, &workers, Access::ReadOnly)? {
+                    if let Some((_, ns)) =
+                        persist::load(&dir, &options, &workers, Access::ReadOnly)?
+                    {
                         catalog.add_loaded(ns, 0);
                     }
                 }
@@ -439,8 +440,9 @@ impl Db {
         Ok(ns)
     }
 
-    /// A new namespace (not yet in the map): in memory, in the spill directory, or in the data
-    /// directory (at `dir`, when given, instead of its own directory).
+    /// A new namespace (not yet in the map), made where this `Db` keeps them (see
+    /// [`Place::make`]); in the data directory at `dir`, when given, instead of its own
+    /// directory.
     fn build(
         &self,
         name: &str,
@@ -448,71 +450,16 @@ impl Db {
         dir: Option<PathBuf>,
     ) -> Result<Namespace> {
         let inner = &self.inner;
-        let ns = match &inner.root {
-            None if options.recrawl_after.is_some() => {
-                let workers = Arc::clone(&inner.workers);
-                let home = match &inner.spill {
-                    None => Home::Memory { workers },
-                    Some(spill) => Home::Spill {
-                        workers,
-                        db: inner.options.clone(),
-                        dir: persist::namespace_dir(spill.path(), name),
-                        keep: Arc::clone(spill) as Arc<dyn std::any::Any + Send + Sync>,
-                    },
-                };
-                let clock = Arc::clone(&inner.options.clock);
-                let gens = Generations::new(name, &options, clock, home)?;
-                Namespace::from_parts(
-                    name.to_owned(),
-                    options,
-                    Set::Recrawl(Box::new(gens)),
-                    Backing::Volatile,
-                )?
-            }
-            None => {
-                // Leaf files are opened when a tree needs them (a small namespace has none).
-                let leaves = match &inner.small_leaves {
-                    None => Leaves::Store(LeafStore::Memory),
-                    Some(source) => Leaves::Later(source.clone()),
-                };
-                Namespace::new(name.to_owned(), options, Arc::clone(&inner.workers), leaves)?
-            }
-            Some(_)
-                if dir.is_none()
-                    && starts_small(&options)
-                    && let (Some(journal), Some(source)) =
-                        (&inner.journal, &inner.small_leaves) =>
-            {
-                // Under `always` on disk before the reply, else within the second (the
-                // journal is synced once a second for all of them).
-                journal.check_writable()?;
-                let (id, lsn) = journal.create(name, &options)?;
-                journal.log().commit(lsn)?;
-                let journal = Arc::clone(journal);
-                let workers = &inner.workers;
-                Namespace::in_journal(
-                    name.to_owned(),
-                    options,
-                    journal,
-                    id,
-                    source,
-                    workers,
-                    &[],
-                    &[],
-                )?
-            }
-            Some((root, _)) => {
-                let dir = dir.unwrap_or_else(|| persist::namespace_dir(root, name));
-                let (backing, set) =
-                    persist::create_at(dir, name, &options, &inner.options, &inner.workers)?;
-                if !inner.options.fsync.commit_syncs() {
-                    // Made without a sync: on disk within the second (see `create_at`).
-                    inner.unsynced.store(true, Ordering::Release);
-                }
-                Namespace::from_parts(name.to_owned(), options, set, backing)?
-            }
+        let place = Place {
+            root: inner.root.as_ref().map(|(root, _)| root.as_path()),
+            spill: inner.spill.as_ref(),
+            journal: inner.journal.as_ref(),
+            small_leaves: inner.small_leaves.as_ref(),
+            workers: &inner.workers,
+            db: &inner.options,
+            unsynced: &inner.unsynced,
         };
-        Ok(ns)
+        place.make(name, options, dir)
     }
 
     /// The namespace `name`, created with `options` if it does not exist (an existing one keeps
@@ -591,7 +538,8 @@ impl Db {
         let Some((root, _)) = &inner.root else { return Ok(None) };
         let dir = persist::namespace_dir(root, name);
         let access = if inner.read_only { Access::ReadOnly } else { Access::ReadWrite };
-        let Some((stored, ns)) = load_dir(&dir, &inner.options, &inner.workers, access)? else {
+        let Some((stored, ns)) = persist::load(&dir, &inner.options, &inner.workers, access)?
+        else {
             // A create that did not finish: it never existed.
             inner.namespaces.write().remove(name);
             return Ok(None);
@@ -877,7 +825,7 @@ impl Inner {
     }
 
     /// Counts the files of the journal's namespaces that moved to directories of their own
-    /// since the last call (see `crate::small_journal`); their new files were synced when they
+    /// since the last call (see `crate::namespace::small_journal`); their new files were synced when they
     /// moved.
     fn note_moved(&self) {
         let moved = std::mem::take(&mut *self.moved.lock());
@@ -976,27 +924,7 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
     });
 }
 
-/// Recovers the namespace in `dir`: its name (from its meta) and the namespace, or `None` for a
-/// create that did not finish. A namespace in an older format is written in this build's now
-/// (read-write), so the old one is never read again.
-fn load_dir(
-    dir: &Path,
-    options: &DbOptions,
-    workers: &Arc<SplitWorkers>,
-    access: Access,
-) -> Result<Option<(String, Arc<Namespace>)>> {
-    let persist::Opened::Namespace(r) = persist::recover(dir, options, workers, access)? else {
-        return Ok(None);
-    };
-    let upgraded = r.backing.recovery().is_some_and(|r| r.upgraded_from.is_some());
-    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
-    if upgraded && access == Access::ReadWrite {
-        ns.checkpoint()?;
-    }
-    Ok(Some((r.name, Arc::new(ns))))
-}
-
-/// Opens the small-namespace journal of data directory `root` (see `crate::small_journal`)
+/// Opens the small-namespace journal of data directory `root` (see `crate::namespace::small_journal`)
 /// and adds the namespaces it holds to `catalog`, loaded. One that has a directory too moved
 /// there and crashed before its journal said so: the directory is kept (it holds every item
 /// of the journal's copy), and the journal's copy goes (read-write). One whose directory is an
@@ -1047,7 +975,7 @@ fn open_journal(
 }
 
 /// Writes that `ns`, a namespace made in the journal (moved since, or not), is gone from it
-/// (see `crate::small_journal`); nothing for another.
+/// (see `crate::namespace::small_journal`); nothing for another.
 fn forget_journaled(ns: &Namespace) -> Result<()> {
     if let Backing::Journal(j) = ns.backing() {
         let lsn = j.journal.gone(j.id)?;

@@ -172,18 +172,13 @@ impl Db {
                 // Durably: the new name is synced with its directory.
                 storage.rename(&aside, &dir).map_err(|e| Error::io("rename", &aside, e))?;
                 restore.dir = Some(dir.clone());
-                match persist::recover(&dir, &inner.options, &inner.workers, Access::ReadWrite)? {
-                    persist::Opened::Namespace(r) => {
-                        Namespace::from_parts(r.name, r.options, r.set, r.backing)?
-                    }
-                    persist::Opened::Unfinished => {
-                        return Err(Error::corrupt(&dir, "the restored namespace has no meta"));
-                    }
+                match persist::load(&dir, &inner.options, &inner.workers, Access::ReadWrite)? {
+                    Some((_, ns)) => ns,
+                    None => return Err(Error::corrupt(&dir, "the restored namespace has no meta")),
                 }
             }
-            _ => ns,
+            _ => Arc::new(ns),
         };
-        let ns = Arc::new(ns);
         ns.join_ledger(&inner.ledger);
         let mut map = inner.namespaces.write();
         inner.expiries.created(name)?;

@@ -11,7 +11,7 @@
 //!         | kind 6 (forget a host): host hash u32 | [0; 4]
 //!         | kind 7 (forget URLs of a host): fingerprints u64 | host hash u32 | [0; 4]
 //!         | kind 8: a word of the small-namespace journal each (only in that file, see
-//!           `crate::small_journal`)
+//!           `crate::namespace::small_journal`)
 //! ```
 //! Kinds 4 to 6 came with forgetting by host (`docs/forget.md`): a build from before reads a
 //! log that has one as damaged (downgrading a data directory is not supported).

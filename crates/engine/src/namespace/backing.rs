@@ -20,18 +20,18 @@ use super::persist::RecoveryReport;
 use crate::error::{Error, Result};
 use crate::leaf_log::LeafStore;
 use crate::log::{FingerprintLog, LogHold, RecordKind};
-use crate::small_journal::SmallJournal;
+use crate::namespace::small_journal::SmallJournal;
 use crate::storage::Storage;
 use crate::tree::{Dsbf, Logged};
 
 /// A point in a namespace's log: the offset just past a record. Committing it acknowledges
 /// every record before it. `Lsn(0)`: nothing (a volatile backing's, or an empty append's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub(crate) struct Lsn(pub u64);
+pub(super) struct Lsn(pub u64);
 
 /// What a commit promised about the records before `lsn`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ack {
+pub(super) enum Ack {
     /// Nothing beyond the process: a volatile backing, or nothing to commit.
     InMemory,
     /// Written to the operating system: a process crash loses none of it.
@@ -48,7 +48,7 @@ pub(crate) enum Backing {
     /// A namespace directory in a data directory.
     Durable(Box<Durable>),
     /// A small namespace in its data directory's journal, until it moves to a directory of its
-    /// own (see `crate::small_journal`). Held inline: a million of them in a box each would
+    /// own (see `crate::namespace::small_journal`). Held inline: a million of them in a box each would
     /// cost 32 bytes more a namespace.
     Journal(InJournal),
 }
@@ -98,7 +98,7 @@ impl Backing {
     ///
     /// # Errors
     /// As [`Self::check`].
-    pub fn append(&self, logged: &Logged<'_>) -> Result<Lsn> {
+    pub(super) fn append(&self, logged: &Logged<'_>) -> Result<Lsn> {
         self.durable().map_or(Ok(Lsn(0)), |d| d.append(logged))
     }
 
@@ -106,7 +106,12 @@ impl Backing {
     ///
     /// # Errors
     /// As [`Self::check`].
-    pub fn append_forget(&self, kind: RecordKind, fps: &[u64], hosts: &[u32]) -> Result<Lsn> {
+    pub(super) fn append_forget(
+        &self,
+        kind: RecordKind,
+        fps: &[u64],
+        hosts: &[u32],
+    ) -> Result<Lsn> {
         self.durable().map_or(Ok(Lsn(0)), |d| Ok(Lsn(d.log.append_with_hosts(kind, fps, hosts)?)))
     }
 
@@ -115,7 +120,7 @@ impl Backing {
     ///
     /// # Errors
     /// [`Error::Io`] (the log is then poisoned), [`Error::Poisoned`].
-    pub fn commit(&self, lsn: Lsn) -> Result<Ack> {
+    pub(super) fn commit(&self, lsn: Lsn) -> Result<Ack> {
         match self.durable() {
             Some(d) if lsn > Lsn(0) => {
                 d.log.commit(lsn.0)?;
@@ -127,7 +132,7 @@ impl Backing {
 
     /// The end of everything appended so far: what a "seen" may rest on (another writer's
     /// record, appended and not yet committed).
-    pub fn end(&self) -> Lsn {
+    pub(super) fn end(&self) -> Lsn {
         self.durable().map_or(Lsn(0), |d| Lsn(d.log.end()))
     }
 
@@ -274,7 +279,7 @@ impl Durable {
     /// appended).
     /// Fingerprints whose hosts are known go in the kinds with hosts (12 bytes a URL), the
     /// others (raw items, fingerprints) in the plain ones (8 bytes).
-    pub fn append(&self, logged: &Logged<'_>) -> Result<Lsn> {
+    pub(super) fn append(&self, logged: &Logged<'_>) -> Result<Lsn> {
         let mut lsn = 0;
         for (fps, hosts, plain, with_hosts) in [
             (logged.new, logged.new_hosts, RecordKind::Recorded, RecordKind::RecordedHosts),

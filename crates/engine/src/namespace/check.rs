@@ -95,7 +95,7 @@ pub fn repair_namespace(c: &NamespaceCheck) -> Result<Vec<String>> {
                 done.push(format!("set {} aside as {}", from.display(), to.display()));
             }
         }
-        crate::exact::store::rewrite_tally(&storage, &store, c.store_held)?;
+        crate::exact::FingerprintStore::accept_loss(&storage, &store, c.store_held)?;
         done.push(format!(
             "accepted the loss of {lost} URLs in {}: it holds {} (those URLs are new again)",
             store.display(),

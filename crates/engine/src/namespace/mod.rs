@@ -26,17 +26,21 @@ mod dump;
 mod forget;
 mod host_dict;
 pub(crate) mod persist;
+mod place;
 pub mod recrawl;
 pub mod reservation;
 mod reserve;
 mod seen_set;
 mod small;
+pub(crate) mod small_journal;
 mod stats;
 mod unload;
 mod url_journal;
 mod usage;
 pub use batch::ManyOp;
-pub(crate) use small::{JournalHome, LeafSource, Leaves, starts_small};
+pub(crate) use place::Place;
+use small::Leaves;
+pub(crate) use small::{JournalHome, LeafSource};
 pub use stats::{CountingReport, ExactReport, LeafReport, NamespaceStats, PersistenceStats};
 pub use url_journal::{MAX_KEPT_URL, RECENT as RECENT_JOURNALED};
 pub(crate) use usage::Ledger;
@@ -52,7 +56,7 @@ pub struct Namespace {
     /// Its own copy (a box: the catalog finds a namespace by the name it holds, and an `Arc`'s
     /// counts would cost 16 bytes more in a million namespaces; see [`Self::shared_name`]).
     name: Box<str>,
-    /// Shared by every namespace made with equal options (see [`crate::options::shared`]).
+    /// Shared by every namespace made with equal options (see [`shared_options`]).
     options: Arc<NamespaceOptions>,
     /// What decides "seen": read through [`Self::set`], which finds the tree a small list grew
     /// into.
@@ -74,7 +78,7 @@ pub struct Namespace {
 
 /// What decides "seen" in a namespace.
 #[derive(Debug)]
-pub(crate) enum Set {
+enum Set {
     /// The DSBF; in exact mode its leaves index their fingerprints, behind an LRU.
     Tree { tree: Arc<Dsbf>, exact: Option<Box<TreeExact>> },
     /// A counting namespace: seed 004's IMP-CB, which can forget.
@@ -89,7 +93,7 @@ pub(crate) enum Set {
 /// Exact mode over the DSBF: seed 002's LRU of recent URLs in front of the leaf indexes (see
 /// [`Dsbf::insert_batch_exact`]), and how often an index confirmed a positive.
 #[derive(Debug)]
-pub(crate) struct TreeExact {
+struct TreeExact {
     recent: RecentCache,
     confirmed: AtomicU64,
 }
@@ -158,7 +162,7 @@ fn counting_options(options: &NamespaceOptions) -> Result<CountingOptions> {
 impl Namespace {
     /// A namespace that is not persisted: its leaves' fingerprints in `leaves` (memory, or
     /// files in a spill directory).
-    pub(crate) fn new(
+    fn new(
         name: String,
         options: NamespaceOptions,
         workers: Arc<SplitWorkers>,
@@ -182,7 +186,7 @@ impl Namespace {
         Self::from_parts(name, options, set, Backing::Volatile)
     }
 
-    /// A small namespace in its data directory's journal (see `crate::small_journal`), as
+    /// A small namespace in its data directory's journal (see `crate::namespace::small_journal`), as
     /// namespace `id` of `journal`: new, or read back with the `hosts` and `items` it listed.
     /// It becomes a tree in a directory of its own, made by `source`, once it outgrows its
     /// list.
@@ -194,7 +198,7 @@ impl Namespace {
     pub(crate) fn in_journal(
         name: String,
         options: NamespaceOptions,
-        journal: Arc<crate::small_journal::SmallJournal>,
+        journal: Arc<crate::namespace::small_journal::SmallJournal>,
         id: u32,
         source: &LeafSource,
         workers: &Arc<SplitWorkers>,
@@ -235,7 +239,7 @@ impl Namespace {
         Self::from_parts(name, options, Set::Small(small), backing)
     }
 
-    pub(crate) fn from_parts(
+    fn from_parts(
         name: String,
         options: NamespaceOptions,
         set: Set,
@@ -293,7 +297,7 @@ impl Namespace {
         }
         Ok(Namespace {
             name: name.into(),
-            options: crate::options::shared(options),
+            options: shared_options(options),
             held: set,
             backing,
             in_flight: InFlight::default(),
@@ -371,7 +375,7 @@ impl Namespace {
     /// `e`, a failure of the counting store that may have left a write half done, after it
     /// poisons the namespace: every later write is refused until the data directory is
     /// reopened, where recovery rebuilds from the log (which has none of it).
-    pub(super) fn poisoned_by_store(&self, e: Error) -> Error {
+    fn poisoned_by_store(&self, e: Error) -> Error {
         self.backing.poison(|| format!("namespace {:?}: {e}; reopen to recover", self.name));
         e
     }
@@ -383,7 +387,7 @@ impl Namespace {
     /// # Errors
     /// [`Error::Poisoned`] (with the failure's reason while it lasts), [`Error::ReadOnly`],
     /// the tree's errors.
-    pub(super) fn check_writable(&self, tree: Option<&Dsbf>) -> Result<()> {
+    fn check_writable(&self, tree: Option<&Dsbf>) -> Result<()> {
         let checked = self.backing.check().and_then(|()| tree.map_or(Ok(()), |t| t.check()));
         if !matches!(checked, Err(Error::Poisoned { .. })) {
             return checked;
@@ -737,4 +741,24 @@ impl Namespace {
     pub fn recovery(&self) -> Option<&RecoveryReport> {
         self.backing.recovery()
     }
+}
+
+/// `options` in an `Arc` shared with every namespace made lately with equal ones: a server's
+/// namespaces made by `URL.SEEN` or `BF.ADD` all have the same options, and a copy each was
+/// a tenth of a small namespace (docs/benchmarks.md, "Many namespaces in one server").
+fn shared_options(options: NamespaceOptions) -> Arc<NamespaceOptions> {
+    use std::sync::{Mutex, PoisonError};
+    /// The last few distinct options seen, most recent first.
+    static RECENT: Mutex<Vec<Arc<NamespaceOptions>>> = Mutex::new(Vec::new());
+    const KEPT: usize = 8;
+    let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(at) = recent.iter().position(|o| **o == options) {
+        let found = recent.remove(at);
+        recent.insert(0, Arc::clone(&found));
+        return found;
+    }
+    let made = Arc::new(options);
+    recent.insert(0, Arc::clone(&made));
+    recent.truncate(KEPT);
+    made
 }

@@ -5,7 +5,7 @@
 //! ```text
 //! DIR/LOCK                      held (flock) by the process that has the directory open
 //! DIR/small.log                 the small namespaces, until each becomes a tree and moves to
-//!                               a directory below (see `crate::small_journal`)
+//!                               a directory below (see `crate::namespace::small_journal`)
 //! DIR/ns/<hex of name>/meta     the namespace's name and options (magic, version, checksum)
 //! DIR/ns/<hex of name>/log      every fingerprint recorded, append-only (see `log`)
 //! DIR/ns/<hex of name>/snapshot the tree at a log offset: its shape, every leaf's filter, and
@@ -50,7 +50,7 @@ use crate::leaf_log::{LeafFiles, LeafStore};
 use crate::log::{FingerprintLog, Fsync, Record, RecordKind};
 use crate::namespace::backing::{Backing, Durable};
 use crate::namespace::recrawl::{GENERATIONS_DIR, Generations};
-use crate::namespace::{Set, TreeExact, counting_options, index_store};
+use crate::namespace::{Namespace, Set, TreeExact, counting_options, index_store};
 use crate::options::{NamespaceOptions, decode_meta, encode_meta};
 use crate::storage::{OsStorage, Storage};
 use crate::tree::{Dsbf, Mode, SNAPSHOT_VERSION, SplitWorkers, TreeParams};
@@ -160,7 +160,7 @@ pub(crate) fn name_of_dir(entry: &str) -> Option<String> {
 
 /// Creates the files of a new namespace in `dir` (its own directory, or for a restore, a
 /// directory aside that is moved to its own once loaded), and its set.
-pub(crate) fn create_at(
+pub(super) fn create_at(
     dir: PathBuf,
     name: &str,
     options: &NamespaceOptions,
@@ -322,7 +322,7 @@ fn replay(
 }
 
 /// A namespace read back from disk.
-pub(crate) struct Recovered {
+pub(super) struct Recovered {
     pub name: String,
     pub options: NamespaceOptions,
     pub set: Set,
@@ -342,14 +342,34 @@ pub(crate) enum Access {
 }
 
 /// What [`recover`] found in a namespace directory.
-pub(crate) enum Opened {
+pub(super) enum Opened {
     Namespace(Box<Recovered>),
     /// No meta and no data: a create that did not finish (removed, unless read-only).
     Unfinished,
 }
 
+/// Recovers the namespace in `dir`: its name (from its meta) and the namespace, or `None` for a
+/// create that did not finish. A namespace in an older format is written in this build's now
+/// (read-write), so the old one is never read again.
+pub(crate) fn load(
+    dir: &Path,
+    options: &DbOptions,
+    workers: &Arc<SplitWorkers>,
+    access: Access,
+) -> Result<Option<(String, Arc<Namespace>)>> {
+    let Opened::Namespace(r) = recover(dir, options, workers, access)? else {
+        return Ok(None);
+    };
+    let upgraded = r.backing.recovery().is_some_and(|r| r.upgraded_from.is_some());
+    let ns = Namespace::from_parts(r.name.clone(), r.options, r.set, r.backing)?;
+    if upgraded && access == Access::ReadWrite {
+        ns.checkpoint()?;
+    }
+    Ok(Some((r.name, Arc::new(ns))))
+}
+
 /// Opens the namespace stored in `dir`.
-pub(crate) fn recover(
+pub(super) fn recover(
     dir: &Path,
     db: &DbOptions,
     workers: &Arc<SplitWorkers>,

@@ -16,7 +16,7 @@
 //!
 //! Its tree's leaves, when it has one, go where the `Db` keeps leaves (the heap, or files in
 //! its spill directory, opened only then). In a data directory a small namespace lives in the
-//! directory's journal (`crate::small_journal`): its creation, new hosts and new items are
+//! directory's journal (`crate::namespace::small_journal`): its creation, new hosts and new items are
 //! journaled under the list's lock, and its tree moves to a directory of its own
 //! ([`SmallSet::grow`]; docs/durability.md, "Small namespaces: one journal").
 
@@ -61,7 +61,7 @@ struct Source {
     home: Option<JournalHome>,
 }
 
-/// A data directory, where a small namespace of its journal (see `crate::small_journal`) gets
+/// A data directory, where a small namespace of its journal (see `crate::namespace::small_journal`) gets
 /// a directory of its own when it becomes a tree.
 pub(crate) struct JournalHome {
     pub root: PathBuf,
@@ -102,7 +102,7 @@ impl LeafSource {
 
 /// Where a new namespace's leaves go: a store made already, or one made when a small
 /// namespace becomes a tree.
-pub(crate) enum Leaves {
+pub(super) enum Leaves {
     Store(LeafStore),
     Later(LeafSource),
 }
@@ -150,7 +150,7 @@ pub(super) fn small_set(
 }
 
 /// Whether a namespace made with `options` starts as a list (see [`small_set`]).
-pub(crate) fn starts_small(options: &NamespaceOptions) -> bool {
+pub(super) fn starts_small(options: &NamespaceOptions) -> bool {
     options.capacity <= SMALL_CAPACITY
         && !options.is_exact()
         && !options.counting
@@ -397,7 +397,7 @@ struct Grown {
 
 /// A small namespace's set: the list while it lasts, then the tree it grew into.
 #[derive(Debug)]
-pub(crate) struct SmallSet {
+pub(super) struct SmallSet {
     /// `None` once the tree took over (set first).
     list: Mutex<Option<List>>,
     /// The tree, once the list outgrew [`SMALL_MAX`] or something only a tree does was asked
@@ -573,7 +573,7 @@ impl SmallSet {
     /// The tree of a namespace of the journal `j`, in a directory of its own made now: the
     /// list's items in its log and leaves, its hosts in its host file, all of it synced before
     /// the journal is told the namespace is gone from it (a crash in between leaves both, and
-    /// opening keeps the directory, see `crate::small_journal`). The backing is
+    /// opening keeps the directory, see `crate::namespace::small_journal`). The backing is
     /// [`Backing::Durable`] in all but name from then on.
     fn move_to_dir(
         &self,

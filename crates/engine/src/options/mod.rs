@@ -70,26 +70,6 @@ pub struct NamespaceOptions {
     pub keep_urls: bool,
 }
 
-/// `options` in an `Arc` shared with every namespace made lately with equal ones: a server's
-/// namespaces made by `URL.SEEN` or `BF.ADD` all have the same options, and a copy each was
-/// a tenth of a small namespace (docs/benchmarks.md, "Many namespaces in one server").
-pub(crate) fn shared(options: NamespaceOptions) -> std::sync::Arc<NamespaceOptions> {
-    use std::sync::{Arc, Mutex, PoisonError};
-    /// The last few distinct options seen, most recent first.
-    static RECENT: Mutex<Vec<Arc<NamespaceOptions>>> = Mutex::new(Vec::new());
-    const KEPT: usize = 8;
-    let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(at) = recent.iter().position(|o| **o == options) {
-        let found = recent.remove(at);
-        recent.insert(0, Arc::clone(&found));
-        return found;
-    }
-    let made = Arc::new(options);
-    recent.insert(0, Arc::clone(&made));
-    recent.truncate(KEPT);
-    made
-}
-
 /// Generations of a recrawl window unless asked: precision `W/8`.
 pub const DEFAULT_GENERATIONS: u32 = 8;
 

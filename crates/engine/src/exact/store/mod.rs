@@ -41,7 +41,6 @@ pub(super) use header::check_fixed;
 use header::{check_header, write_header};
 pub use mem::{FpBuildHasher, FpHasher, MemStore};
 pub use tally::TALLY_FILE;
-pub(crate) use tally::rewrite as rewrite_tally;
 use tally::{REMOVAL_SLACK, Tally};
 
 use std::collections::HashMap;
@@ -438,6 +437,16 @@ impl FingerprintStore {
     /// The floor its tally holds: the fewest fingerprints it must hold.
     pub(crate) fn tally_floor(&self) -> u64 {
         self.tally.lock().floor
+    }
+
+    /// Rewrites the tally of the closed store in `dir` to hold `floor` alone: `urlseen check
+    /// --repair` accepting what the store lost (it holds `floor` fingerprints, fewer than it
+    /// acknowledged), so that it opens again.
+    ///
+    /// # Errors
+    /// I/O.
+    pub(crate) fn accept_loss(storage: &Arc<dyn Storage>, dir: &Path, floor: u64) -> Result<()> {
+        tally::rewrite(storage, dir, floor)
     }
 
     fn open_with_header(dir: &Path, options: StoreOptions, trust: bool) -> Result<Self> {

@@ -99,7 +99,7 @@ impl Tally {
 ///
 /// # Errors
 /// I/O.
-pub(crate) fn rewrite(storage: &Arc<dyn Storage>, dir: &Path, floor: u64) -> Result<()> {
+pub(super) fn rewrite(storage: &Arc<dyn Storage>, dir: &Path, floor: u64) -> Result<()> {
     let mut tally =
         Tally { path: dir.join(TALLY_FILE), storage: Arc::clone(storage), len: 0, floor };
     tally.write(floor, true)

@@ -63,7 +63,7 @@ struct Generation {
 }
 
 /// Where a window's generations live.
-pub(crate) enum Home {
+pub(super) enum Home {
     /// On the heap (`Db::in_memory`).
     Memory { workers: Arc<SplitWorkers> },
     /// Leaf files in a spill directory (`Db::temporary`): `dir/gen/<start>/leaves`.
@@ -91,7 +91,7 @@ impl fmt::Debug for Home {
 
 /// A namespace's generations (see the module docs).
 #[derive(Debug)]
-pub(crate) struct Generations {
+pub(super) struct Generations {
     name: String,
     /// `W`, in milliseconds.
     window: u64,
@@ -141,7 +141,7 @@ pub struct RecrawlReport {
 
 impl Generations {
     /// A new window (no generation yet: the first write makes one).
-    pub(crate) fn new(
+    pub(super) fn new(
         name: &str,
         options: &NamespaceOptions,
         clock: Arc<dyn Clock>,

@@ -165,7 +165,7 @@ impl SmallJournal {
     ///
     /// # Errors
     /// [`Error::Poisoned`], [`Error::ReadOnly`].
-    pub(crate) fn create(&self, name: &str, options: &NamespaceOptions) -> Result<(u32, u64)> {
+    pub(super) fn create(&self, name: &str, options: &NamespaceOptions) -> Result<(u32, u64)> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if id == u32::MAX {
             return Err(Error::InvalidOption {
@@ -189,7 +189,7 @@ impl SmallJournal {
     ///
     /// # Errors
     /// As [`Self::create`].
-    pub(crate) fn host(&self, id: u32, hash: u32, name: &str) -> Result<u64> {
+    pub(super) fn host(&self, id: u32, hash: u32, name: &str) -> Result<u64> {
         let mut words = vec![tag(HOST, id), u64::from(hash) | ((name.len() as u64) << 32)];
         push_bytes(&mut words, name.as_bytes());
         self.log.append(RecordKind::Journal, &words)
@@ -199,7 +199,7 @@ impl SmallJournal {
     ///
     /// # Errors
     /// As [`Self::create`].
-    pub(crate) fn items(&self, id: u32, fps: &[u64], hosts: &[u32]) -> Result<u64> {
+    pub(super) fn items(&self, id: u32, fps: &[u64], hosts: &[u32]) -> Result<u64> {
         let mut words = Vec::with_capacity(2 + fps.len() + fps.len().div_ceil(2));
         words.extend([tag(ITEMS, id), fps.len() as u64]);
         words.extend_from_slice(fps);
@@ -224,7 +224,7 @@ impl SmallJournal {
     ///
     /// # Errors
     /// [`Error::Poisoned`] (with the failure's reason while it lasts), [`Error::ReadOnly`].
-    pub(crate) fn check_writable(&self) -> Result<()> {
+    pub(super) fn check_writable(&self) -> Result<()> {
         let checked = self.log.check();
         if !matches!(checked, Err(Error::Poisoned { .. })) || !self.log.recovery_due() {
             return checked;
