@@ -11,10 +11,10 @@ use super::backing::Backing;
 use super::persist::{self, DbOptions};
 use super::recrawl::{Generations, Home};
 use super::small::{LeafSource, Leaves, starts_small};
+use super::small_journal::SmallJournal;
 use super::{Namespace, Set};
 use crate::error::Result;
 use crate::leaf_log::LeafStore;
-use crate::namespace::small_journal::SmallJournal;
 use crate::options::NamespaceOptions;
 use crate::tree::SplitWorkers;
 
