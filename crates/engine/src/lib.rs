@@ -95,8 +95,9 @@
 //! 5. **`namespace`**: a [`Namespace`] and what is only its own: its reservations
 //!    ([`reserve`]), where its answers rest (its backing, and the journal small namespaces
 //!    share), the files no other layer reads (the host dictionary, the URL journal), the
-//!    [`recrawl`] window, and how it is made where the `Db` keeps it, recovered and checked. A window is made of namespaces, created the
-//!    way a namespace is: that recursion stays in this one folder.
+//!    [`recrawl`] window, and how it is made where the `Db` keeps it, recovered and checked.
+//!    A window is made of namespaces, created the way a namespace is: that recursion stays in
+//!    this one folder.
 //! 6. **`db`**: the [`Db`] facade, the directory lock and [`check_data_dir`].
 //!
 //! Where the cut is not the obvious one, why:

@@ -42,8 +42,8 @@ pub fn check_data_dir(root: &Path) -> Result<Vec<NamespaceCheck>> {
     Ok(checks)
 }
 
-/// Checks the small namespaces' journal (`crate::namespace::small_journal`), if it holds anything: every
-/// record's checksum and what it says, as opening reads it.
+/// Checks the small namespaces' journal (`crate::namespace::small_journal`), if it holds anything:
+/// every record's checksum and what it says, as opening reads it.
 fn check_journal(storage: &Arc<dyn Storage>, root: &Path) -> Option<NamespaceCheck> {
     let path = root.join(crate::namespace::small_journal::JOURNAL_FILE);
     if !storage.file_len(&path).is_ok_and(|len| len.is_some()) {

@@ -824,8 +824,8 @@ impl Inner {
         Ok(true)
     }
 
-    /// Counts the files of the journal's namespaces that moved to directories of their own
-    /// since the last call (see `crate::namespace::small_journal`); their new files were synced when they
+    /// Counts the files of the journal's namespaces that moved to directories of their own since
+    /// the last call (see `crate::namespace::small_journal`); their new files were synced when they
     /// moved.
     fn note_moved(&self) {
         let moved = std::mem::take(&mut *self.moved.lock());
@@ -924,11 +924,11 @@ fn spawn_housekeeping(db: Weak<Inner>, busy: Arc<Mutex<()>>) {
     });
 }
 
-/// Opens the small-namespace journal of data directory `root` (see `crate::namespace::small_journal`)
-/// and adds the namespaces it holds to `catalog`, loaded. One that has a directory too moved
-/// there and crashed before its journal said so: the directory is kept (it holds every item
-/// of the journal's copy), and the journal's copy goes (read-write). One whose directory is an
-/// unfinished create (no meta) keeps its journal copy.
+/// Opens the small-namespace journal of data directory `root` (see
+/// `crate::namespace::small_journal`) and adds the namespaces it holds to `catalog`, loaded. One
+/// that has a directory too moved there and crashed before its journal said so: the directory is
+/// kept (it holds every item of the journal's copy), and the journal's copy goes (read-write). One
+/// whose directory is an unfinished create (no meta) keeps its journal copy.
 fn open_journal(
     root: &Path,
     options: &DbOptions,

@@ -122,11 +122,11 @@ pub struct FingerprintLog {
     first: parking_lot::RwLock<Vec<Arc<dyn Precedes>>>,
 }
 
-/// A file that must be on disk before the log records that rely on it: the namespace's
-/// `hosts` file, whose entries list the hosts of the hashes that records carry (see
+/// A file that must be on disk before the log records that rely on it: the namespace's `hosts`
+/// file, whose entries list the hosts of the hashes that records carry (see
 /// `crate::namespace::host_dict`), and the URL journal of a namespace that keeps its URLs (see
-/// `crate::namespace::url_journal`). Its owner buffers bytes before the records that rely on them are
-/// appended to the log; the log writes them out before each of its own writes and syncs them
+/// `crate::namespace::url_journal`). Its owner buffers bytes before the records that rely on them
+/// are appended to the log; the log writes them out before each of its own writes and syncs them
 /// before each of its own syncs, so a record written (synced) has them written (synced), under
 /// every fsync policy, at the cost of one more sync only when the file has new bytes.
 pub(crate) trait Precedes: Send + Sync + std::fmt::Debug {

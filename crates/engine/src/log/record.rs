@@ -27,9 +27,9 @@ pub enum RecordKind {
     /// `fingerprints`, and every kept record of that host, is forgotten (see
     /// `Namespace::forget_prefix`): replay drops them from the tree at this point.
     ForgetUrls = 7,
-    /// A record of the data directory's small-namespace journal (`crate::namespace::small_journal`),
-    /// whose payload ([`Record::fingerprints`]) is that journal's words. Found only in that
-    /// file: in a namespace's log it is damage.
+    /// A record of the data directory's small-namespace journal
+    /// (`crate::namespace::small_journal`), whose payload ([`Record::fingerprints`]) is that
+    /// journal's words. Found only in that file: in a namespace's log it is damage.
     Journal = 8,
 }
 

@@ -47,8 +47,8 @@ pub(crate) enum Backing {
     Volatile,
     /// A namespace directory in a data directory.
     Durable(Box<Durable>),
-    /// A small namespace in its data directory's journal, until it moves to a directory of its
-    /// own (see `crate::namespace::small_journal`). Held inline: a million of them in a box each would
+    /// A small namespace in its data directory's journal, until it moves to a directory of its own
+    /// (see `crate::namespace::small_journal`). Held inline: a million of them in a box each would
     /// cost 32 bytes more a namespace.
     Journal(InJournal),
 }

@@ -50,9 +50,9 @@ pub struct NamespaceCheck {
     pub hosts_damaged: bool,
 }
 
-/// Repairs what [`check_data_dir`](crate::check_data_dir) found in one namespace that opening does not repair by
-/// itself: sets a damaged snapshot aside (`snapshot.damaged`), and accepts what a counting
-/// store lost. Returns what was done, one line each. Opening the data directory afterwards
+/// Repairs what [`check_data_dir`](crate::check_data_dir) found in one namespace that opening does
+/// not repair by itself: sets a damaged snapshot aside (`snapshot.damaged`), and accepts what a
+/// counting store lost. Returns what was done, one line each. Opening the data directory afterwards
 /// does the rest (cuts torn tails, rebuilds from the log).
 ///
 /// # Errors

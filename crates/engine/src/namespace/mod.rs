@@ -186,10 +186,9 @@ impl Namespace {
         Self::from_parts(name, options, set, Backing::Volatile)
     }
 
-    /// A small namespace in its data directory's journal (see `crate::namespace::small_journal`), as
-    /// namespace `id` of `journal`: new, or read back with the `hosts` and `items` it listed.
-    /// It becomes a tree in a directory of its own, made by `source`, once it outgrows its
-    /// list.
+    /// A small namespace in its data directory's journal (see `crate::namespace::small_journal`),
+    /// as namespace `id` of `journal`: new, or read back with the `hosts` and `items` it listed. It
+    /// becomes a tree in a directory of its own, made by `source`, once it outgrows its list.
     ///
     /// # Errors
     /// [`Error::InvalidOption`] for options a journal namespace does not take (it starts

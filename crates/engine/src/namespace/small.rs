@@ -14,10 +14,10 @@
 //! promise of the tree is weakened while a namespace is small: a recorded item is found in
 //! the list, then in the tree, which records every item of the list before it is used.
 //!
-//! Its tree's leaves, when it has one, go where the `Db` keeps leaves (the heap, or files in
-//! its spill directory, opened only then). In a data directory a small namespace lives in the
-//! directory's journal (`crate::namespace::small_journal`): its creation, new hosts and new items are
-//! journaled under the list's lock, and its tree moves to a directory of its own
+//! Its tree's leaves, when it has one, go where the `Db` keeps leaves (the heap, or files in its
+//! spill directory, opened only then). In a data directory a small namespace lives in the
+//! directory's journal (`crate::namespace::small_journal`): its creation, new hosts and new items
+//! are journaled under the list's lock, and its tree moves to a directory of its own
 //! ([`SmallSet::grow`]; docs/durability.md, "Small namespaces: one journal").
 
 use std::path::PathBuf;
@@ -61,8 +61,8 @@ struct Source {
     home: Option<JournalHome>,
 }
 
-/// A data directory, where a small namespace of its journal (see `crate::namespace::small_journal`) gets
-/// a directory of its own when it becomes a tree.
+/// A data directory, where a small namespace of its journal (see `crate::namespace::small_journal`)
+/// gets a directory of its own when it becomes a tree.
 pub(crate) struct JournalHome {
     pub root: PathBuf,
     pub db: DbOptions,
@@ -167,8 +167,8 @@ struct Entry {
     host: u32,
 }
 
-/// A host the list's items came from: what the namespace's host dictionary lists once it is
-/// a tree (see `crate::namespace::host_dict`), kept here until then (a dictionary costs 80 bytes more).
+/// A host the list's items came from: what the namespace's host dictionary lists once it is a tree
+/// (see `crate::namespace::host_dict`), kept here until then (a dictionary costs 80 bytes more).
 #[derive(Debug, Clone, Copy)]
 struct Host<'a> {
     /// Its 64-bit hash, by which the list is sorted (as the dictionary, it takes two hosts

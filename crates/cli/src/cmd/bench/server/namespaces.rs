@@ -12,13 +12,12 @@
 //! `--connections` connections (blocks of `--pipeline` namespaces dealt to them in turn); a
 //! connection writes its next block before it reads the replies to the last, so the client
 //! makes commands while the server answers them (as a pipelining client does). Every `--step`
-//! namespaces it prints the creation rate over the step (and the median of the rates of its
-//! ten tenths), the
-//! server's resident memory (`/proc/PID/status`) per namespace made so far, its open file
-//! descriptors (`/proc/PID/fd`), and the CPU time the server spent per namespace over the step
-//! (`/proc/PID/stat`): on a shared machine a step's rate moves with what else runs, while the
-//! server's CPU per namespace shows whether its own cost grows with the namespaces it holds. `--check` sends the same URLs again (`URL.CHECK`, `SMISMEMBER`)
-//! and fails unless every one is seen: what a restart must keep. `--plot DIR --series
+//! namespaces it prints the creation rate over the step and the median of the rates of its ten
+//! parts (on a shared machine a part's rate moves with what else runs; the median is the
+//! step's own), the server's resident memory (`/proc/PID/status`) per namespace made so far,
+//! its open file descriptors (`/proc/PID/fd`), and the CPU time the server spent per namespace
+//! over the step (`/proc/PID/stat`). `--check` sends the same URLs again (`URL.CHECK`,
+//! `SMISMEMBER`) and fails unless every one is seen: what a restart must keep. `--plot DIR --series
 //! name=run.jsonl …` draws runs saved with `--json` (RSS and rate against the namespaces made)
 //! and contacts no server.
 
