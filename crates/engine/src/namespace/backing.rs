@@ -17,10 +17,10 @@ use once_cell::race::OnceBox;
 use parking_lot::{Mutex, MutexGuard};
 
 use super::persist::RecoveryReport;
+use super::small_journal::SmallJournal;
 use crate::error::{Error, Result};
 use crate::leaf_log::LeafStore;
 use crate::log::{FingerprintLog, LogHold, RecordKind};
-use crate::namespace::small_journal::SmallJournal;
 use crate::storage::Storage;
 use crate::tree::{Dsbf, Logged};
 

@@ -197,7 +197,7 @@ impl Namespace {
     pub(crate) fn in_journal(
         name: String,
         options: NamespaceOptions,
-        journal: Arc<crate::namespace::small_journal::SmallJournal>,
+        journal: Arc<small_journal::SmallJournal>,
         id: u32,
         source: &LeafSource,
         workers: &Arc<SplitWorkers>,

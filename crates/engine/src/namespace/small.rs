@@ -5,10 +5,9 @@
 //! dozen URLs (docs/benchmarks.md, "Many namespaces in one server"). A tree costs a few
 //! kilobytes before its first URL (its nodes, a leaf, its filter, its routing); the list costs
 //! 9 bytes per item in one block of the heap (and 4 per distinct host hash), and nothing
-//! before. So a namespace made for a small capacity
-//! ([`SMALL_CAPACITY`]) starts as a list; a batch that could take it past [`SMALL_MAX`] items
-//! first replays it into a tree sized from its options, which splits as any tree does from
-//! then on.
+//! before. So a namespace made for a small capacity ([`SMALL_CAPACITY`]) starts as a list; a
+//! batch that could take it past [`SMALL_MAX`] items first replays it into a tree sized from
+//! its options, which splits as any tree does from then on.
 //!
 //! The list answers exactly (a false positive is a 64-bit fingerprint collision), so no
 //! promise of the tree is weakened while a namespace is small: a recorded item is found in
@@ -27,11 +26,11 @@ use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
 use super::backing::{Backing, InJournal};
+use super::host_dict::{HostDict, Vouch};
 use super::persist::{self, DbOptions};
 use super::{Set, keeps_positives};
 use crate::error::{Error, Result};
 use crate::leaf_log::LeafStore;
-use crate::namespace::host_dict::{HostDict, Vouch};
 use crate::options::{NamespaceOptions, SplitMode};
 use crate::tree::{Dsbf, Mode, SplitWorkers, TreeParams};
 
