@@ -15,13 +15,12 @@
 //! holds no descriptor between writes, and its next lookup attaches it again.
 
 use std::collections::HashSet;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use hashbrown::HashTable;
 
-use crate::namespace::Namespace;
+use crate::namespace::{Namespace, hash_name};
 
 /// How the maps of names hash them: keyed with a random seed per process, as std's
 /// `RandomState`, and several times faster than its SipHash on short names.
@@ -78,9 +77,9 @@ const NO_SLOT: u32 = u32::MAX;
 /// See the [module docs](self).
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
-    /// Found by the namespace's own name ([`Namespace::name`]), hashed with `hasher`.
+    /// Found by the namespace's own name ([`Namespace::name`]), hashed by [`hash_name`]; grown
+    /// by the hash each namespace keeps ([`Namespace::name_hash`]).
     loaded: HashTable<Loaded>,
-    hasher: NameHash,
     /// Names in the data directory that are not loaded (disjoint from `loaded`).
     on_disk: HashSet<String, NameHash>,
     /// The loaded names that can be unloaded (those in a data directory), in the order the
@@ -93,11 +92,11 @@ pub(super) struct Catalog {
 
 impl Catalog {
     fn find(&self, name: &str) -> Option<&Loaded> {
-        self.loaded.find(self.hasher.hash_one(name), |l| l.ns.name() == name)
+        self.loaded.find(hash_name(name), |l| l.ns.name() == name)
     }
 
     fn find_mut(&mut self, name: &str) -> Option<&mut Loaded> {
-        self.loaded.find_mut(self.hasher.hash_one(name), |l| l.ns.name() == name)
+        self.loaded.find_mut(hash_name(name), |l| l.ns.name() == name)
     }
 
     pub(super) fn get(&self, name: &str) -> Found {
@@ -175,16 +174,13 @@ impl Catalog {
         let files = u32::try_from(files).unwrap_or(u32::MAX).min(!REFERENCED);
         self.files += files as usize;
         let state = AtomicU32::new(REFERENCED | files);
-        let hash = self.hasher.hash_one(ns.name());
-        let hasher = &self.hasher;
-        self.loaded
-            .insert_unique(hash, Loaded { ns, slot, state }, |l| hasher.hash_one(l.ns.name()));
+        let hash = ns.name_hash();
+        self.loaded.insert_unique(hash, Loaded { ns, slot, state }, |l| l.ns.name_hash());
     }
 
     /// Makes room for `more` loaded namespaces at once (a journal's, read back at open).
     pub(super) fn reserve(&mut self, more: usize) {
-        let hasher = &self.hasher;
-        self.loaded.reserve(more, |l| hasher.hash_one(l.ns.name()));
+        self.loaded.reserve(more, |l| l.ns.name_hash());
     }
 
     /// Loaded `name`, a namespace of the journal that moved to a directory of its own, joins
@@ -212,7 +208,7 @@ impl Catalog {
     /// Forgets `name`; returns its namespace if it was loaded.
     pub(super) fn remove(&mut self, name: &str) -> Option<Arc<Namespace>> {
         self.on_disk.remove(name);
-        let hash = self.hasher.hash_one(name);
+        let hash = hash_name(name);
         let (l, _) = self.loaded.find_entry(hash, |l| l.ns.name() == name).ok()?.remove();
         self.files -= l.files() as usize;
         if l.slot != NO_SLOT {

@@ -1,7 +1,8 @@
 //! A namespace: one crawl job's URL-seen set, a DSBF plus the way its URLs are canonicalized.
 
-use std::sync::Arc;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use serde::Serialize;
 
@@ -50,12 +51,22 @@ pub use usage::Usage;
 /// batch's answers before committing.
 type HandOn<'a> = dyn FnMut(&[bool]) -> std::io::Result<()> + 'a;
 
+/// How a `Db`'s catalog hashes a namespace's name: keyed with a random seed per process, as
+/// std's `RandomState` (so a client cannot choose names that collide), and the same in every
+/// catalog of the process, as each namespace keeps its name's ([`Namespace::name_hash`]).
+pub(crate) fn hash_name(name: &str) -> u64 {
+    static KEY: LazyLock<foldhash::quality::RandomState> = LazyLock::new(Default::default);
+    KEY.hash_one(name)
+}
+
 /// One crawl job's URL-seen set. Cheap to share (`Arc`), `Send + Sync`.
 #[derive(Debug)]
 pub struct Namespace {
     /// Its own copy (a box: the catalog finds a namespace by the name it holds, and an `Arc`'s
     /// counts would cost 16 bytes more in a million namespaces; see [`Self::shared_name`]).
     name: Box<str>,
+    /// [`hash_name`] of `name` (see [`Namespace::name_hash`]).
+    name_hash: u64,
     /// Shared by every namespace made with equal options (see [`shared_options`]).
     options: Arc<NamespaceOptions>,
     /// What decides "seen": read through [`Self::set`], which finds the tree a small list grew
@@ -295,6 +306,7 @@ impl Namespace {
             tree.set_keep_positives(keeps_positives(&options));
         }
         Ok(Namespace {
+            name_hash: hash_name(&name),
             name: name.into(),
             options: shared_options(options),
             held: set,
@@ -408,6 +420,15 @@ impl Namespace {
     /// The namespace's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// [`hash_name`] of its name, kept as some languages' strings keep theirs: a `Db`'s
+    /// catalog finds a namespace by its name and, when its table doubles, moves every entry
+    /// by its hash. Read here, that reads each namespace and not also its name, a cache miss
+    /// further, which made a million namespaces' doubling stall every creation about three
+    /// times as long (see docs/benchmarks.md, "Many namespaces").
+    pub(crate) fn name_hash(&self) -> u64 {
+        self.name_hash
     }
 
     /// The name, as the lists of namespaces with files of their own hold it (a copy: those
@@ -760,4 +781,12 @@ fn shared_options(options: NamespaceOptions) -> Arc<NamespaceOptions> {
     recent.insert(0, Arc::clone(&made));
     recent.truncate(KEPT);
     made
+}
+
+/// A million small namespaces each hold one: 200 bytes, so that with the `Arc`'s counts and
+/// glibc's 8-byte header it fills a 224-byte chunk exactly; 8 bytes more would take 240.
+#[cfg(all(test, target_pointer_width = "64"))]
+#[test]
+fn a_namespace_fits_its_allocation_class() {
+    assert!(size_of::<Namespace>() <= 200, "{} bytes", size_of::<Namespace>());
 }

@@ -76,20 +76,58 @@ pub(super) struct Share {
     /// Set once the namespace is in a `Db` (a recrawl window's generations have none: their
     /// window reports them).
     ledger: OnceLock<Arc<Ledger>>,
-    /// Measure again once the namespace's length reaches this; [`LEFT`] once it was dropped
-    /// from its `Db` (its figure left the totals, and it reports nothing more).
-    next_len: AtomicU64,
-    /// The splits begun and ended at the last measure.
-    epoch: AtomicU64,
+    /// When to measure again.
+    due: Due,
     /// The figure in the ledger; held while measuring (and while [`LEFT`] is set), so two
     /// measures never interleave.
     reported: Mutex<Usage>,
 }
 
-/// [`Share::next_len`] of a namespace dropped from its `Db` (a length no namespace reaches,
-/// so [`Namespace::account`] never measures it). A flag of its own would cost 8 bytes more a
-/// namespace.
-const LEFT: u64 = u64::MAX;
+/// When a namespace measures itself again, in one word: the length at which it does (the low
+/// [`LEN_BITS`] bits), [`LEFT`] once it was dropped from its `Db` (its figure left the totals,
+/// and it reports nothing more); and the low 16 bits of the splits begun and ended at the last
+/// measure (a change of exactly 2¹⁶ splits between two writes would go unseen until the length
+/// is reached). A word each, or a flag for [`LEFT`], would cost 8 bytes more a namespace, and
+/// with its name's hash ([`Namespace::name_hash`]) take it past an allocator's size class.
+#[derive(Debug, Default)]
+struct Due(AtomicU64);
+
+const LEN_BITS: u32 = 48;
+
+/// The length of a namespace dropped from its `Db`: one no namespace reaches (2⁴⁸ - 1), so
+/// [`Namespace::account`] never measures it.
+const LEFT: u64 = (1 << LEN_BITS) - 1;
+
+impl Due {
+    /// The length at which to measure again, and the split epoch's low bits at the last
+    /// measure.
+    fn get(&self) -> (u64, u16) {
+        unpack(self.0.load(Ordering::Relaxed))
+    }
+
+    fn set(&self, len: u64, epoch: u64) {
+        let word = len.min(LEFT - 1) | (u64::from(low_bits(epoch)) << LEN_BITS);
+        self.0.store(word, Ordering::Relaxed);
+    }
+
+    fn is_left(&self) -> bool {
+        self.get().0 == LEFT
+    }
+
+    /// Marks the namespace dropped; whether it was not already.
+    fn leave(&self) -> bool {
+        unpack(self.0.swap(LEFT, Ordering::Relaxed)).0 != LEFT
+    }
+}
+
+fn unpack(word: u64) -> (u64, u16) {
+    (word & LEFT, (word >> LEN_BITS) as u16)
+}
+
+/// The bits of a split epoch [`Due`] keeps.
+fn low_bits(epoch: u64) -> u16 {
+    epoch as u16
+}
 
 /// At least this many URLs between two measures.
 const MIN_STEP: u64 = 64;
@@ -108,9 +146,8 @@ impl Namespace {
         if self.share.ledger.get().is_none() {
             return;
         }
-        if self.recorded_len() >= self.share.next_len.load(Ordering::Relaxed)
-            || self.split_epoch() != self.share.epoch.load(Ordering::Relaxed)
-        {
+        let (due_len, due_epoch) = self.share.due.get();
+        if self.recorded_len() >= due_len || low_bits(self.split_epoch()) != due_epoch {
             self.measure();
         }
     }
@@ -119,7 +156,7 @@ impl Namespace {
     pub(crate) fn leave_ledger(&self) {
         let Some(ledger) = self.share.ledger.get() else { return };
         let mut reported = self.share.reported.lock();
-        if self.share.next_len.swap(LEFT, Ordering::Relaxed) != LEFT {
+        if self.share.due.leave() {
             ledger.replace(*reported, Usage::default());
             *reported = Usage::default();
         }
@@ -129,7 +166,7 @@ impl Namespace {
     pub(super) fn measure(&self) {
         let Some(ledger) = self.share.ledger.get() else { return };
         let mut reported = self.share.reported.lock();
-        if self.share.next_len.load(Ordering::Relaxed) == LEFT {
+        if self.share.due.is_left() {
             return;
         }
         let epoch = self.split_epoch();
@@ -142,8 +179,7 @@ impl Namespace {
             0 => 1,
             _ => (len / 16).max(sizes.nodes.saturating_mul(16)).max(MIN_STEP),
         };
-        self.share.next_len.store(len.saturating_add(step).min(LEFT - 1), Ordering::Relaxed);
-        self.share.epoch.store(epoch, Ordering::Relaxed);
+        self.share.due.set(len.saturating_add(step), epoch);
     }
 
     /// What this namespace holds, measured now (one pass over its own nodes); in a `Db`, its
@@ -245,9 +281,30 @@ impl Drop for Share {
     /// The namespace is gone: its figure leaves the totals.
     fn drop(&mut self) {
         if let Some(ledger) = self.ledger.get()
-            && *self.next_len.get_mut() != LEFT
+            && !self.due.is_left()
         {
             ledger.replace(*self.reported.get_mut(), Usage::default());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_keeps_a_length_and_an_epoch_in_one_word() {
+        let due = Due::default();
+        assert_eq!(due.get(), (0, 0));
+        due.set(1_000_000, 0x1_0003);
+        assert_eq!(due.get(), (1_000_000, 3), "the epoch's low 16 bits");
+        // A length past what fits stays below LEFT: a live namespace is never taken for a
+        // dropped one.
+        due.set(u64::MAX, 7);
+        assert_eq!(due.get(), (LEFT - 1, 7));
+        assert!(!due.is_left());
+        assert!(due.leave());
+        assert!(due.is_left());
+        assert!(!due.leave(), "dropped once");
     }
 }
