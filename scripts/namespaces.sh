@@ -9,6 +9,11 @@
 #
 #   scripts/namespaces.sh [N] [OUT_DIR]          # N defaults to 1000000
 #   CONNECTIONS=1 scripts/namespaces.sh …        # connections per run (default 2)
+#   RUNS=1 scripts/namespaces.sh …               # in-memory runs of each server (default 5)
+#
+# The in-memory runs alternate urlseen and Redis RUNS times: a shared VM's speed drifts by a
+# third within seconds, so flatness is judged on each tenth's median over the runs (printed
+# at the end), not on one run.
 #
 # Needs redis-server and redis-cli (scripts/check.sh installs them).
 set -euo pipefail
@@ -20,6 +25,7 @@ STEP=$((N / 10 > 0 ? N / 10 : 1))
 # Connections each bench run uses (the same for every server): urlseen serves each on a thread
 # of its own, Redis answers them all on one.
 CONNECTIONS=${CONNECTIONS:-2}
+RUNS=${RUNS:-5}
 mkdir -p "$OUT"
 # URLSEEN_BIN: another build to measure (default: the release build, made here).
 BIN=${URLSEEN_BIN:-target/release/urlseen}
@@ -75,8 +81,25 @@ restart() { # name, bench flags…: restart the last server, time it, check ever
         | tail -1
 }
 
-run urlseen-memory "$BIN" serve --resp 127.0.0.1:PORT --
-stop; echo "peak RSS $(peak "$OUT/urlseen-memory.time")"
+tenths() { # name: each tenth's median rate over the runs NAME-1 … NAME-RUNS
+    python3 - "$OUT" "$1" "$RUNS" <<'PY'
+import json, statistics, sys
+out, name, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+steps = [[json.loads(l) for l in open(f"{out}/{name}-{k}.jsonl") if '"per_second"' in l]
+         for k in range(1, runs + 1)]
+rates = [statistics.median(run[i]["per_second"] for run in steps) for i in range(len(steps[0]))]
+print(f"{name}: each tenth's median over {runs} run(s), namespaces/s:",
+      " ".join(f"{r:,.0f}" for r in rates),
+      f"| slowest/fastest {min(rates) / max(rates):.2f}")
+PY
+}
+
+for k in $(seq "$RUNS"); do
+    run "urlseen-memory-$k" "$BIN" serve --resp 127.0.0.1:PORT --
+    stop; echo "peak RSS $(peak "$OUT/urlseen-memory-$k.time")"
+    run "redis-memory-$k" redis-server --port PORT --save "" --appendonly no -- --redis
+    stop; echo "peak RSS $(peak "$OUT/redis-memory-$k.time")"
+done
 
 DATA="$OUT/data"
 run urlseen-data "$BIN" serve --resp 127.0.0.1:PORT --data "$DATA" --fsync everysec --
@@ -84,16 +107,15 @@ stop; echo "peak RSS $(peak "$OUT/urlseen-data.time"), disk $(du -sh "$DATA" | c
 restart urlseen-restart
 stop; echo "peak RSS after the restart and check $(peak "$OUT/urlseen-restart.time")"
 
-run redis-memory redis-server --port PORT --save "" --appendonly no -- --redis
-stop; echo "peak RSS $(peak "$OUT/redis-memory.time")"
-
 RDATA="$OUT/redis-data"; mkdir -p "$RDATA"
 run redis-aof redis-server --port PORT --save "" --appendonly yes --appendfsync everysec \
     --dir "$RDATA" -- --redis
 stop; echo "peak RSS $(peak "$OUT/redis-aof.time"), disk $(du -sh "$RDATA" | cut -f1)"
 restart redis-restart --redis
 stop
-"$BIN" bench namespaces --plot "$OUT" --series "urlseen=$OUT/urlseen-memory.jsonl" \
-    --series "urlseen --data=$OUT/urlseen-data.jsonl" --series "Redis SADD=$OUT/redis-memory.jsonl" \
+tenths urlseen-memory
+tenths redis-memory
+"$BIN" bench namespaces --plot "$OUT" --series "urlseen=$OUT/urlseen-memory-1.jsonl" \
+    --series "urlseen --data=$OUT/urlseen-data.jsonl" --series "Redis SADD=$OUT/redis-memory-1.jsonl" \
     --series "Redis SADD, AOF=$OUT/redis-aof.jsonl"
 echo "results and plots (namespaces-rss.svg, namespaces-rate.svg) in $OUT"
