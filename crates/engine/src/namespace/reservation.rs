@@ -30,6 +30,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use parking_lot::{RwLock, RwLockReadGuard};
+use smallvec::SmallVec;
 
 use crate::error::Result;
 use crate::exact::FpBuildHasher;
@@ -44,6 +45,11 @@ pub(super) struct InFlight {
 }
 
 type Fingerprints = HashSet<u64, FpBuildHasher>;
+
+/// A reservation's scratch list: a command's URLs fit inline, so that claiming them costs no
+/// malloc (each was a free among the namespaces' blocks, and glibc's bins grow slower to search
+/// as a server of a million namespaces fills its heap).
+type Scratch<T> = SmallVec<[T; 32]>;
 
 /// The set in flight, read: see [`InFlight::read`].
 pub(super) struct Flying<'a>(RwLockReadGuard<'a, Option<Box<Fingerprints>>>);
@@ -67,8 +73,9 @@ impl InFlight {
 
     /// Claims each fingerprint of `fps` not in flight yet (the others, and repeats inside
     /// `fps`, are answered "seen"), then runs `check` (which answers from the tree) on the
-    /// claimed ones, outside the lock: those it finds are answered "seen" and let go, the rest
-    /// are answered "new" and stay in flight. Returns the fingerprints left in flight.
+    /// claimed ones and their hosts, outside the lock: those it finds are answered "seen" and let go, the rest
+    /// are answered "new" and stay in flight. Returns the fingerprints left in flight, with
+    /// their hosts when `hosts` gives one per fingerprint (else none).
     ///
     /// Claiming before looking keeps the lock short (no tree lookup under it) and is still
     /// exact: a commit records its fingerprints in the tree before it lets them go, so a claim
@@ -76,10 +83,13 @@ impl InFlight {
     pub(super) fn reserve(
         &self,
         fps: &[u64],
+        hosts: &[u32],
         out: &mut [bool],
-        check: impl FnOnce(&[u64], &mut [bool]) -> Result<()>,
-    ) -> Result<Vec<u64>> {
-        let (mut claimed, mut at) = (Vec::with_capacity(fps.len()), Vec::with_capacity(fps.len()));
+        check: impl FnOnce(&[u64], &[u32], &mut [bool]) -> Result<()>,
+    ) -> Result<(Vec<u64>, Vec<u32>)> {
+        // The scratch lists of a command's few URLs stay on the stack (see `Scratch`).
+        let mut claimed: Scratch<u64> = SmallVec::with_capacity(fps.len());
+        let mut at: Scratch<usize> = SmallVec::with_capacity(fps.len());
         {
             let mut guard = self.set.write();
             // Sized for the batch at once: a command's set would otherwise be grown (rehashed)
@@ -96,19 +106,30 @@ impl InFlight {
                 }
             }
         }
-        let mut found = vec![false; claimed.len()];
-        if let Err(e) = check(&claimed, &mut found) {
+        let claimed_hosts: Scratch<u32> =
+            at.iter().filter_map(|&i| hosts.get(i).copied()).collect();
+        let mut found: Scratch<bool> = smallvec::smallvec![false; claimed.len()];
+        if let Err(e) = check(&claimed, &claimed_hosts, &mut found) {
             self.release(&claimed);
             return Err(e);
         }
-        let mut recorded = Vec::new();
-        let mut taken = Vec::with_capacity(claimed.len());
+        let mut recorded: Scratch<u64> = SmallVec::new();
+        let new = found.iter().filter(|&&seen| !seen).count();
+        let mut taken = Vec::with_capacity(new);
+        let mut taken_hosts = Vec::with_capacity(if hosts.is_empty() { 0 } else { new });
         for ((fp, i), seen) in claimed.into_iter().zip(at).zip(found) {
             out[i] = seen;
-            if seen { recorded.push(fp) } else { taken.push(fp) }
+            if seen {
+                recorded.push(fp);
+            } else {
+                taken.push(fp);
+                if let Some(&host) = hosts.get(i) {
+                    taken_hosts.push(host);
+                }
+            }
         }
         self.release(&recorded);
-        Ok(taken)
+        Ok((taken, taken_hosts))
     }
 
     /// Takes `fps` out of flight.
@@ -210,7 +231,7 @@ impl Reservation {
     }
 
     /// The namespace the reservation is in.
-    pub fn namespace(&self) -> &Namespace {
+    pub fn namespace(&self) -> &Arc<Namespace> {
         &self.ns
     }
 
@@ -240,5 +261,37 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check sees each claimed fingerprint with its own host, also when an earlier one of
+    /// the batch was in flight already (it was once handed every host of the batch, so that
+    /// a kept positive could be logged with its neighbour's host).
+    #[test]
+    fn a_claim_hands_the_check_each_fingerprint_with_its_host() {
+        let flight = InFlight::default();
+        let mut out = [false; 1];
+        let (taken, _) = flight.reserve(&[1], &[], &mut out, |_, _, _| Ok(())).expect("claimed");
+        assert_eq!(taken, [1]);
+
+        let (fps, hosts) = ([1, 2, 3], [10, 20, 30]);
+        let mut out = [false; 3];
+        let mut seen_by_check = Vec::new();
+        let (taken, taken_hosts) = flight
+            .reserve(&fps, &hosts, &mut out, |fps, hosts, found| {
+                seen_by_check = fps.iter().copied().zip(hosts.iter().copied()).collect();
+                found[1] = true; // 3 is in the tree: answered "seen", let go
+                Ok(())
+            })
+            .expect("claimed");
+        assert_eq!(seen_by_check, [(2, 20), (3, 30)]);
+        assert_eq!(out, [true, false, true]);
+        assert_eq!((taken, taken_hosts), (vec![2], vec![20]));
+        let flying = flight.read();
+        assert!(flying.contains(&1) && flying.contains(&2) && !flying.contains(&3));
     }
 }

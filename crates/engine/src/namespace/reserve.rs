@@ -45,20 +45,11 @@ impl Namespace {
             Set::Tree { tree, .. } => self.check_writable(Some(tree))?,
             _ => self.check_writable(None)?,
         }
-        let taken = self.in_flight.reserve(fps, out, |fps, out| {
+        let (taken, taken_hosts) = self.in_flight.reserve(fps, hosts, out, |fps, hosts, out| {
             self.contains_in_tree(fps, out)?;
             self.keep_positives(fps, hosts, out)
         })?;
         let any_seen = out.iter().any(|&seen| seen);
-        // The host of each fingerprint taken, for its record at the commit.
-        let taken_hosts = match hosts.is_empty() {
-            true => Vec::new(),
-            false => {
-                let host_of: std::collections::HashMap<u64, u32> =
-                    fps.iter().copied().zip(hosts.iter().copied()).collect();
-                taken.iter().map(|fp| host_of.get(fp).copied().unwrap_or(0)).collect()
-            }
-        };
         Ok(Reservation::new(Arc::clone(self), taken, taken_hosts, any_seen))
     }
 
@@ -103,7 +94,8 @@ impl Namespace {
         hosts: &[u32],
         any_seen: bool,
     ) -> Result<()> {
-        let mut out = vec![false; taken.len()];
+        // On the stack for a command's few URLs: one malloc less a command.
+        let mut out: smallvec::SmallVec<[bool; 64]> = smallvec::smallvec![false; taken.len()];
         self.seen_fingerprints_inner(taken, hosts, &mut out, None, Mode::Record)?;
         self.account();
         if any_seen {

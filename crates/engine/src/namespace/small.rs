@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use once_cell::race::OnceBox;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::backing::{Backing, InJournal};
 use super::host_dict::{HostDict, Vouch};
@@ -166,6 +167,10 @@ struct Entry {
     host: u32,
 }
 
+/// A list's entries while it is rebuilt, on the stack (a list holds at most [`SMALL_MAX`]):
+/// a heap vector here was three mallocs a command, freed between the namespaces' own blocks.
+type Entries = SmallVec<[Entry; SMALL_MAX]>;
+
 /// A host the list's items came from: what the namespace's host dictionary lists once it is a tree
 /// (see `crate::namespace::host_dict`), kept here until then (a dictionary costs 80 bytes more).
 #[derive(Debug, Clone, Copy)]
@@ -233,8 +238,9 @@ impl List {
         if len == 0 && count == 0 {
             return List::default();
         }
-        // The hashes first, so that the block is made at its length (no reallocation).
-        let mut hashes: Vec<u32> = Vec::new();
+        // The hashes first, so that the block is made at its length (no reallocation). At most
+        // SMALL_MAX, on the stack: this runs for each command on a small namespace.
+        let mut hashes: SmallVec<[u32; SMALL_MAX]> = SmallVec::new();
         for e in entries.clone() {
             if !hashes.contains(&e.host) {
                 hashes.push(e.host);
@@ -352,7 +358,8 @@ impl List {
             }
         }
         let old = self.host_bytes();
-        let mut hosts = Vec::with_capacity(old.len() + HOST_FIXED + host.len());
+        let mut hosts: SmallVec<[u8; 256]> =
+            SmallVec::with_capacity(old.len() + HOST_FIXED + host.len());
         hosts.extend_from_slice(&old[..at]);
         hosts.extend_from_slice(&full.to_le_bytes());
         hosts.extend_from_slice(&hash.to_le_bytes());
@@ -363,7 +370,7 @@ impl List {
     }
 
     /// Lists `added` (distinct, none listed yet) with the items.
-    fn add(&mut self, mut added: Vec<Entry>) {
+    fn add(&mut self, mut added: Entries) {
         added.extend(self.entries());
         added.sort_unstable_by_key(|e| e.fp);
         *self = List::pack(added.iter().copied(), self.host_count(), self.host_bytes());
@@ -656,7 +663,7 @@ impl SmallSet {
                 Err(e) => Some(Err(e)),
             };
         }
-        let mut added: Vec<Entry> = Vec::new();
+        let mut added = Entries::new();
         for (i, &fp) in fps.iter().enumerate() {
             // A repeat inside the batch is seen by its second copy (at most SMALL_MAX new).
             out[i] = small.holds(fp) || added.iter().any(|e| e.fp == fp);
@@ -679,8 +686,8 @@ impl SmallSet {
                 }
                 // Appended under the list's lock, before another writer can find them listed
                 // and answer "seen" on them (it then commits the journal's end, this included).
-                let fps: Vec<u64> = added.iter().map(|e| e.fp).collect();
-                let hosts: Vec<u32> = added.iter().map(|e| e.host).collect();
+                let fps: SmallVec<[u64; SMALL_MAX]> = added.iter().map(|e| e.fp).collect();
+                let hosts: SmallVec<[u32; SMALL_MAX]> = added.iter().map(|e| e.host).collect();
                 lsn = match j.journal.items(j.id, &fps, &hosts) {
                     Ok(lsn) => lsn,
                     Err(e) => return Some(Err(e)),
@@ -769,9 +776,9 @@ mod tests {
         let hosts = [7, 0, 9, 7, 0, u32::MAX, 9, 7];
         let added: Vec<Entry> =
             hosts.iter().enumerate().map(|(i, &host)| Entry { fp: 100 - i as u64, host }).collect();
-        list.add(added[..3].to_vec());
+        list.add(Entries::from_slice(&added[..3]));
         list.note(9, 90, "b.example");
-        list.add(added[3..].to_vec());
+        list.add(Entries::from_slice(&added[3..]));
         let mut expected = added.clone();
         expected.sort_unstable_by_key(|e| e.fp);
         let got: Vec<(u64, u32)> = list.entries().map(|e| (e.fp, e.host)).collect();

@@ -146,8 +146,20 @@ impl App {
 /// namespaces grown past their reservations): a reservation it could not fill is refused here
 /// rather than aborting the server when a leaf is first used. (A cgroup limit is not seen
 /// here, the kernel overcommits; the default `maxmemory` accounts for it.)
+///
+/// Below [`PROBE_FROM`] nothing is asked: a block that small comes from the heap, not from a
+/// mapping of its own, so the probe would prove nothing a server that runs does not, and it
+/// would cost every small namespace's creation a malloc and a free among the namespaces'
+/// blocks.
+/// The smallest reservation [`can_allocate`] asks the allocator for (glibc serves larger
+/// blocks from mappings of their own, from 128 KiB up by default).
+const PROBE_FROM: usize = 1 << 20;
+
 fn can_allocate(bytes: u64) -> bool {
     let Ok(bytes) = usize::try_from(bytes) else { return false };
+    if bytes < PROBE_FROM {
+        return true;
+    }
     let mut probe: Vec<u8> = Vec::new();
     probe.try_reserve_exact(bytes).is_ok()
 }

@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use urlseen_canon::Canonicalizer;
 use urlseen_engine::{
     CanonOptions, Db, Namespace, NamespaceOptions, Profile, Reservation, SplitMode, SplitPolicy,
@@ -376,8 +377,10 @@ impl App {
             return Ok(vec![Ok(seen[0])]);
         }
         let mut answers: Vec<Result<bool, CommandError>> = Vec::with_capacity(urls.len());
-        let mut fps = Vec::with_capacity(urls.len());
-        let mut hosts = Vec::with_capacity(urls.len());
+        // A command's few fingerprints on the stack: no malloc and free per command among
+        // the namespaces' blocks (glibc's bins get slower to search as that heap fills).
+        let mut fps: SmallVec<[u64; 32]> = SmallVec::with_capacity(urls.len());
+        let mut hosts: SmallVec<[u32; 32]> = SmallVec::with_capacity(urls.len());
         for url in urls {
             match fingerprint(url.as_ref()) {
                 Ok((fp, host)) => {
@@ -388,7 +391,7 @@ impl App {
                 Err(e) => answers.push(Err(e)),
             }
         }
-        let mut seen = vec![false; fps.len()];
+        let mut seen: SmallVec<[bool; 32]> = smallvec::smallvec![false; fps.len()];
         if !fps.is_empty() {
             self.look_up(ns, &fps, &hosts, &mut seen, &mut lookup)?;
         }

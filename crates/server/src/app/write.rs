@@ -22,7 +22,9 @@ pub(super) struct RecordOnReply {
 impl OnReply for RecordOnReply {
     fn delivered(self: Box<Self>) -> u64 {
         let RecordOnReply { reservation } = *self;
-        let namespace = reservation.namespace().name().to_owned();
+        // Named only on a failure: the commit takes the reservation, and a copy of the name
+        // for every delivered reply would be a malloc a command.
+        let namespace = Arc::clone(reservation.namespace());
         let new = reservation.new_answers() as u64;
         let fps = tracing::enabled!(tracing::Level::DEBUG)
             .then(|| reservation.new_fingerprints().to_vec());
@@ -31,6 +33,7 @@ impl OnReply for RecordOnReply {
         // The client was told "new" and acts on it; a restart (or a recovered namespace) may
         // answer these URLs "new" again (at-least-once), or "seen" if the failed write left
         // their bits set. Counted, and named here, never a bare line.
+        let namespace = namespace.name();
         tracing::error!(
             namespace,
             unrecorded = new,

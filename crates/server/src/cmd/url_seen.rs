@@ -24,6 +24,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use crate::app::{App, Lookup, NamespaceCache};
 use crate::client::OnReply;
@@ -90,7 +91,7 @@ fn run_batch(
             }
         };
         let mut urls: Vec<Bytes> = call.into_rest().collect();
-        let mut counts = vec![urls.len()];
+        let mut counts: SmallVec<[usize; 8]> = smallvec::smallvec![urls.len()];
         while let Some(mut next) = calls.next_if(|next| next.peek() == Some(&key)) {
             next.next();
             let before = urls.len();
@@ -135,6 +136,8 @@ fn split_answers(
     results: &mut Vec<CommandResult>,
 ) {
     match answered {
+        // One call (the run of a namespace written once): its answers as they are, not copied.
+        Ok(all) if counts.len() == 1 => results.push(Ok(answers(all))),
         Ok(all) => {
             let mut all = all.into_iter();
             for &count in counts {
