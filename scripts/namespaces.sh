@@ -9,11 +9,11 @@
 #
 #   scripts/namespaces.sh [N] [OUT_DIR]          # N defaults to 1000000
 #   CONNECTIONS=1 scripts/namespaces.sh …        # connections per run (default 2)
-#   RUNS=1 scripts/namespaces.sh …               # in-memory runs of each server (default 5)
+#   RUNS=1 scripts/namespaces.sh …               # runs of each server and kind (default 5)
 #
-# The in-memory runs alternate urlseen and Redis RUNS times: a shared VM's speed drifts by a
-# third within seconds, so flatness is judged on each tenth's median over the runs (printed
-# at the end), not on one run.
+# Each kind of run (in memory, persistent) alternates urlseen and Redis RUNS times: a shared
+# VM's speed drifts by a third within seconds, so flatness is judged on each tenth's median
+# over the runs (printed at the end), not on one run.
 #
 # Needs redis-server and redis-cli (scripts/check.sh installs them).
 set -euo pipefail
@@ -101,21 +101,35 @@ for k in $(seq "$RUNS"); do
     stop; echo "peak RSS $(peak "$OUT/redis-memory-$k.time")"
 done
 
-DATA="$OUT/data"
-run urlseen-data "$BIN" serve --resp 127.0.0.1:PORT --data "$DATA" --fsync everysec --
-stop; echo "peak RSS $(peak "$OUT/urlseen-data.time"), disk $(du -sh "$DATA" | cut -f1)"
-restart urlseen-restart
-stop; echo "peak RSS after the restart and check $(peak "$OUT/urlseen-restart.time")"
+# The persistent runs alternate too, each in a fresh directory; the last of each is restarted
+# and checked (the others' directories are removed, so that the disk holds one at a time).
+for k in $(seq "$RUNS"); do
+    DATA="$OUT/data-$k"
+    run "urlseen-data-$k" "$BIN" serve --resp 127.0.0.1:PORT --data "$DATA" --fsync everysec --
+    stop; echo "peak RSS $(peak "$OUT/urlseen-data-$k.time"), disk $(du -sh "$DATA" | cut -f1)"
+    if [[ $k == "$RUNS" ]]; then
+        restart urlseen-restart
+        stop; echo "peak RSS after the restart and check $(peak "$OUT/urlseen-restart.time")"
+    else
+        rm -rf "$DATA"
+    fi
 
-RDATA="$OUT/redis-data"; mkdir -p "$RDATA"
-run redis-aof redis-server --port PORT --save "" --appendonly yes --appendfsync everysec \
-    --dir "$RDATA" -- --redis
-stop; echo "peak RSS $(peak "$OUT/redis-aof.time"), disk $(du -sh "$RDATA" | cut -f1)"
-restart redis-restart --redis
-stop
+    RDATA="$OUT/redis-data-$k"; mkdir -p "$RDATA"
+    run "redis-aof-$k" redis-server --port PORT --save "" --appendonly yes --appendfsync everysec \
+        --dir "$RDATA" -- --redis
+    stop; echo "peak RSS $(peak "$OUT/redis-aof-$k.time"), disk $(du -sh "$RDATA" | cut -f1)"
+    if [[ $k == "$RUNS" ]]; then
+        restart redis-restart --redis
+        stop
+    else
+        rm -rf "$RDATA"
+    fi
+done
 tenths urlseen-memory
 tenths redis-memory
+tenths urlseen-data
+tenths redis-aof
 "$BIN" bench namespaces --plot "$OUT" --series "urlseen=$OUT/urlseen-memory-1.jsonl" \
-    --series "urlseen --data=$OUT/urlseen-data.jsonl" --series "Redis SADD=$OUT/redis-memory-1.jsonl" \
-    --series "Redis SADD, AOF=$OUT/redis-aof.jsonl"
+    --series "urlseen --data=$OUT/urlseen-data-1.jsonl" --series "Redis SADD=$OUT/redis-memory-1.jsonl" \
+    --series "Redis SADD, AOF=$OUT/redis-aof-1.jsonl"
 echo "results and plots (namespaces-rss.svg, namespaces-rate.svg) in $OUT"
