@@ -73,9 +73,9 @@ impl InFlight {
 
     /// Claims each fingerprint of `fps` not in flight yet (the others, and repeats inside
     /// `fps`, are answered "seen"), then runs `check` (which answers from the tree) on the
-    /// claimed ones and their hosts, outside the lock: those it finds are answered "seen" and let go, the rest
-    /// are answered "new" and stay in flight. Returns the fingerprints left in flight, with
-    /// their hosts when `hosts` gives one per fingerprint (else none).
+    /// claimed ones and their hosts, outside the lock: those it finds are answered "seen" and
+    /// let go, the rest are answered "new" and stay in flight. Returns the fingerprints left in
+    /// flight, with their hosts when `hosts` gives one per fingerprint (else none).
     ///
     /// Claiming before looking keeps the lock short (no tree lookup under it) and is still
     /// exact: a commit records its fingerprints in the tree before it lets them go, so a claim

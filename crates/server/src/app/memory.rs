@@ -140,6 +140,10 @@ impl App {
     }
 }
 
+/// The smallest reservation [`can_allocate`] asks the allocator for (glibc serves larger
+/// blocks from mappings of their own, from 128 KiB up by default).
+const PROBE_FROM: usize = 1 << 20;
+
 /// Whether the allocator can give `bytes` now: asked once and given back at once (address space
 /// only, no page is touched). The budget counts reservations, but the process may have less to
 /// give than `maxmemory` says (an explicit `--maxmemory` above an address-space limit, other
@@ -151,10 +155,6 @@ impl App {
 /// mapping of its own, so the probe would prove nothing a server that runs does not, and it
 /// would cost every small namespace's creation a malloc and a free among the namespaces'
 /// blocks.
-/// The smallest reservation [`can_allocate`] asks the allocator for (glibc serves larger
-/// blocks from mappings of their own, from 128 KiB up by default).
-const PROBE_FROM: usize = 1 << 20;
-
 fn can_allocate(bytes: u64) -> bool {
     let Ok(bytes) = usize::try_from(bytes) else { return false };
     if bytes < PROBE_FROM {
